@@ -1,0 +1,45 @@
+"""Domain errors of the planner.
+
+Hierarchy::
+
+    PlannerError
+    ├── InvalidRequest        a request field is malformed (field path + reason)
+    │   └── ConfigError       a configuration value is out of range (rejected, never clamped)
+    ├── InsufficientEvidence  recall produced no span and the caller did not allow ungrounded
+    └── BackendUnavailable    a recall backend the request needs is not configured
+
+The server maps each class to one gRPC status in one place (``server/errors.py``).
+"""
+
+from __future__ import annotations
+
+
+class PlannerError(Exception):
+    """Base of every domain error the planner raises."""
+
+
+class InvalidRequest(PlannerError):
+    """A request field is invalid.
+
+    Attributes:
+        field: dotted path of the offending field in the proto3 JSON spelling of the request
+            (``pool[3].weight``, ``semantic.alpha``).
+        reason: what is wrong and what is allowed.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class ConfigError(InvalidRequest):
+    """A configuration value is out of its allowed range."""
+
+
+class InsufficientEvidence(PlannerError):
+    """Recall found no candidate span for the request."""
+
+
+class BackendUnavailable(PlannerError):
+    """A recall backend the request needs (e.g. the vector index) is not available."""

@@ -1,0 +1,150 @@
+"""The plan model: span coordinates, planned spans, plan stats and the evidence plan.
+
+Source: seed ``memory-planner`` section "Data model" (EvidencePlan, PlannedSpan, SpanClass).
+All types are frozen; ``PlanStats`` is the one mutable accumulator, filled by recall and
+selection and frozen into the plan at the end.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+PLAN_MODEL = "v1"
+"""The plan model version every plan carries and hashes."""
+
+SPAN_KINDS = ("paragraph", "heading", "cell", "code", "body")
+"""Structural span kinds the span ledger records; ``body`` is the default for a missing row."""
+
+
+class SpanClass(enum.IntEnum):
+    """Whether a span is verbatim source text (TRUTH) or a derived artifact (CACHE).
+
+    The integer value is the byte the plan hash encodes and the proto enum number.
+    """
+
+    TRUTH = 1
+    CACHE = 2
+
+
+class CandidateFate(enum.IntEnum):
+    """What selection did with one pool candidate (numbers match the proto enum)."""
+
+    PACKED = 1
+    DEDUPED = 2
+    UNPACKABLE = 3
+    BUDGET_FULL = 4
+    CAP_BLOCKED = 5
+
+
+CoordKey = tuple[str, int, int, int]
+"""(source_id, source_version_tx, start, end): the total order every tie breaks on."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SpanRef:
+    """Half-open UTF-8 byte range [start, end) of one source version's canonical text.
+
+    ``source_version_tx`` is the version's transaction time in microseconds since the epoch.
+    Ordering is the canonical coordinate order.
+    """
+
+    source_id: str
+    source_version_tx: int
+    start: int
+    end: int
+
+    @property
+    def key(self) -> CoordKey:
+        """The coordinate tuple used for every tie-break and the canonical order."""
+        return (self.source_id, self.source_version_tx, self.start, self.end)
+
+    @property
+    def length(self) -> int:
+        """Length in UTF-8 bytes."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedSpan:
+    """A candidate or selected span.
+
+    Attributes:
+        span: coordinates.
+        kind: structural kind (``paragraph``, ``heading``, ``cell``, ``code``, ``body``).
+        span_class: TRUTH or CACHE.
+        weight: ``weigh(S(node), kind, class)``; finite, >= 0.
+        tokens: token count of ``text`` under the plan's accounting.
+        text: canonical text slice (not hashed).
+    """
+
+    span: SpanRef
+    kind: str
+    span_class: SpanClass
+    weight: float
+    tokens: int
+    text: str = ""
+
+
+@dataclass(slots=True)
+class PlanStats:
+    """Counters of one plan (seed "PlanStats" plus one per skip outcome).
+
+    Recall counters (Phase A) and selection counters (Phase B) share this one record.
+    """
+
+    pool_spans: int = 0
+    selected_spans: int = 0
+    deduped: int = 0
+    skipped_unpackable: int = 0
+    skipped_budget_full: int = 0
+    cap_skipped: int = 0
+    budget_stranded_by_cap: int = 0
+    cap_tokens: int = 0
+    token_estimate: bool = False
+    nodes_recalled: int = 0
+    nodes_without_spans: int = 0
+    kind_missing: int = 0
+    slices_missing: int = 0
+    pool_duplicates: int = 0
+    structured_hits: int = 0
+    semantic_hits: int = 0
+    expanded_hits: int = 0
+    nodes_not_live: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Explanation:
+    """Why one pool candidate is or is not in the plan.
+
+    ``deduped_by`` is set only for ``CandidateFate.DEDUPED``; ``density`` is
+    ``weight / max(1, tokens)``.
+    """
+
+    candidate: PlannedSpan
+    fate: CandidateFate
+    density: float
+    deduped_by: SpanRef | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidencePlan:
+    """The planner's answer.
+
+    Attributes:
+        plan_model: ``"v1"``.
+        spans: selected spans in canonical coordinate order.
+        budget: effective budget B in tokens.
+        used: tokens packed (``used <= budget``).
+        stats: counters.
+        plan_hash: ``b3:`` + 64 lowercase hex (plan hash v1).
+        explanations: every candidate's fate, when requested; else empty.
+    """
+
+    plan_model: str
+    spans: tuple[PlannedSpan, ...]
+    budget: int
+    used: int
+    stats: PlanStats
+    plan_hash: str
+    explanations: tuple[Explanation, ...] = field(default=())
