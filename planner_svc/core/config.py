@@ -1,0 +1,85 @@
+"""Planner configuration and its validation.
+
+Ratios are validated when the configuration is built and rejected outright, never clamped
+(memory-planner seed, "Configuration"). Every error names the field, the value and the allowed
+range.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from planner_svc.core.errors import ConfigError
+
+DEFAULT_KIND_PRIORS: Mapping[str, float] = MappingProxyType(
+    {"paragraph": 1.0, "cell": 0.9, "code": 0.9, "body": 1.0, "heading": 0.6}
+)
+"""Per-kind weight multipliers; a kind not listed gets 1.0."""
+
+
+def check_ratio(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> None:
+    """Raise ConfigError unless ``low <= value <= high`` and ``value`` is finite.
+
+    Raises:
+        ConfigError: naming ``name``, the value and the allowed range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(name, f"must be a number in [{low}, {high}], got {value!r}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ConfigError(name, f"must be in [{low}, {high}], got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannerConfig:
+    """Selection and weighting settings.
+
+    Attributes:
+        max_frac_per_source: hard per-source cap as a fraction of the budget, in (0, 1].
+        dedup_overlap: overlap ratio above which two spans of one source version are
+            duplicates, in [0, 1] (a span contained in another is always a duplicate).
+        cache_discount: weight multiplier for CACHE-class spans, in [0, 1].
+        kind_priors: weight multiplier per span kind, each in [0, 10].
+        default_budget_tokens: budget when a request names none, > 0.
+    """
+
+    max_frac_per_source: float = 0.4
+    dedup_overlap: float = 0.5
+    cache_discount: float = 0.5
+    kind_priors: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_KIND_PRIORS))
+    default_budget_tokens: int = 6000
+
+    def __post_init__(self) -> None:
+        check_ratio("max_frac_per_source", self.max_frac_per_source)
+        if self.max_frac_per_source == 0.0:
+            raise ConfigError("max_frac_per_source", "must be in (0, 1], got 0.0")
+        check_ratio("dedup_overlap", self.dedup_overlap)
+        check_ratio("cache_discount", self.cache_discount)
+        for kind, prior in self.kind_priors.items():
+            check_ratio(f"kind_priors.{kind}", prior, high=10.0)
+        if (
+            isinstance(self.default_budget_tokens, bool)
+            or not isinstance(self.default_budget_tokens, int)
+            or self.default_budget_tokens <= 0
+        ):
+            raise ConfigError(
+                "default_budget_tokens",
+                f"must be a positive integer, got {self.default_budget_tokens!r}",
+            )
+        object.__setattr__(self, "kind_priors", MappingProxyType(dict(self.kind_priors)))
+
+    def with_overrides(
+        self, *, max_frac_per_source: float | None = None, dedup_overlap: float | None = None
+    ) -> PlannerConfig:
+        """A copy with per-request overrides applied (validated the same way)."""
+        return PlannerConfig(
+            max_frac_per_source=(
+                self.max_frac_per_source if max_frac_per_source is None else max_frac_per_source
+            ),
+            dedup_overlap=self.dedup_overlap if dedup_overlap is None else dedup_overlap,
+            cache_discount=self.cache_discount,
+            kind_priors=self.kind_priors,
+            default_budget_tokens=self.default_budget_tokens,
+        )

@@ -1,0 +1,44 @@
+"""Recall-leg fusion helpers: the similarity/decay blend and max-fusion of node scores.
+
+Sources: memory-planner seed, "Phase A: the three recall legs" (max over legs, the
+``fuse(sim, decay, alpha)`` blend); DESIGN section 5.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+
+def fuse(sim: float, decay: float, alpha: float) -> float:
+    """Blend a similarity with a confidence decay: ``sim**alpha * decay**(1 - alpha)``.
+
+    ``alpha == 1`` returns ``sim`` and ``alpha == 0`` returns ``decay`` exactly (fast paths that
+    also avoid ``0**0``). Inputs are clamped by the caller to [0, 1].
+    """
+    if alpha == 1.0:
+        return sim
+    if alpha == 0.0:
+        return decay
+    return math.pow(sim, alpha) * math.pow(decay, 1.0 - alpha)
+
+
+def clamp_unit(value: float) -> float:
+    """Clamp a score into [0, 1]; NaN becomes 0."""
+    if value != value:  # NaN
+        return 0.0
+    return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
+
+
+def max_fuse(legs: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    """Merge per-leg ``node_id -> score`` maps, keeping the max score of each node.
+
+    Returns a dict ordered by node_id so iteration order never depends on leg order.
+    """
+    merged: dict[str, float] = {}
+    for leg in legs:
+        for node_id, score in leg.items():
+            current = merged.get(node_id)
+            if current is None or score > current:
+                merged[node_id] = score
+    return {node_id: merged[node_id] for node_id in sorted(merged)}

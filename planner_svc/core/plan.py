@@ -1,0 +1,77 @@
+"""Assemble an EvidencePlan from a candidate pool: budget rule, selection, plan hash.
+
+Source: memory-planner seed, "Budget derivation" and "Phase B"; DESIGN section 6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from planner_svc.core.model import PLAN_MODEL, EvidencePlan, PlannedSpan, PlanStats
+from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
+from planner_svc.core.select import select
+from planner_svc.core.tokens import effective_budget
+
+
+def build_plan(
+    pool: Sequence[PlannedSpan],
+    *,
+    requested_budget: int,
+    context_window: int | None,
+    estimate_mode: bool,
+    max_frac_per_source: float,
+    dedup_overlap: float,
+    recall_stats: PlanStats | None = None,
+    explain: bool = False,
+) -> EvidencePlan:
+    """Select from ``pool`` and return the hashed plan.
+
+    Args:
+        pool: candidates after Phase A (tokens counted under the plan's accounting).
+        requested_budget: requested budget in tokens.
+        context_window: the model's context window in tokens, or None when unknown.
+        estimate_mode: True when any candidate's tokens came from the estimator.
+        max_frac_per_source, dedup_overlap: selection settings (validated by ``select``).
+        recall_stats: Phase A counters to carry into the plan's stats.
+        explain: attach every candidate's fate.
+    Raises:
+        InvalidRequest: from validation of the settings or the pool.
+    """
+    budget = effective_budget(requested_budget, context_window, estimate_mode)
+    result = select(pool, budget, max_frac_per_source, dedup_overlap, explain=explain)
+    stats = result.stats
+    if recall_stats is not None:
+        for name in (
+            "nodes_recalled",
+            "nodes_without_spans",
+            "kind_missing",
+            "slices_missing",
+            "pool_duplicates",
+            "structured_hits",
+            "semantic_hits",
+            "expanded_hits",
+            "nodes_not_live",
+        ):
+            setattr(stats, name, getattr(recall_stats, name))
+    stats.token_estimate = estimate_mode
+    return EvidencePlan(
+        plan_model=PLAN_MODEL,
+        spans=result.selected,
+        budget=budget,
+        used=result.used,
+        stats=stats,
+        plan_hash=plan_hash(PLAN_MODEL, budget, result.used, result.selected),
+        explanations=result.explanations,
+    )
+
+
+def empty_plan(stats: PlanStats | None = None) -> EvidencePlan:
+    """The ungrounded plan: budget 0, used 0, no spans, the empty-plan hash."""
+    return EvidencePlan(
+        plan_model=PLAN_MODEL,
+        spans=(),
+        budget=0,
+        used=0,
+        stats=stats if stats is not None else PlanStats(),
+        plan_hash=EMPTY_PLAN_HASH,
+    )

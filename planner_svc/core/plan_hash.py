@@ -1,0 +1,62 @@
+"""Plan hash v1: BLAKE3 over a fixed, language-neutral byte encoding of a plan.
+
+Encoding (DESIGN section 6), all integers big-endian:
+plan_model (u32 byte length + UTF-8), budget (u64), used (u64), span count (u64), then per span
+in canonical order: source_id (u32 length + UTF-8), source_version_tx (i64), start (u64),
+end (u64), kind (u32 length + UTF-8), class (u8: 1 truth, 2 cache), weight (IEEE-754 bits as
+u64), tokens (u64). Rendered ``b3:`` + 64 lowercase hex. Span text and stats are not hashed.
+The raw weight bits make a one-ULP change visible (memory-planner seed, "Determinism and the
+plan hash").
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from blake3 import blake3
+
+from planner_svc.core.model import PLAN_MODEL, PlannedSpan
+
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_I64 = struct.Struct(">q")
+_F64 = struct.Struct(">d")  # big-endian IEEE-754 bytes == the bit pattern as u64 BE
+_SPAN_FIXED = struct.Struct(">qQQ")
+
+
+def _put_str(out: bytearray, value: str) -> None:
+    raw = value.encode("utf-8")
+    out += _U32.pack(len(raw))
+    out += raw
+
+
+def encode_plan(plan_model: str, budget: int, used: int, spans: Sequence[PlannedSpan]) -> bytes:
+    """The canonical byte encoding of a plan; ``spans`` must already be in canonical order.
+
+    Raises:
+        struct.error: when an integer does not fit its field (e.g. a negative offset).
+    """
+    out = bytearray()
+    _put_str(out, plan_model)
+    out += _U64.pack(budget)
+    out += _U64.pack(used)
+    out += _U64.pack(len(spans))
+    for planned in spans:
+        ref = planned.span
+        _put_str(out, ref.source_id)
+        out += _SPAN_FIXED.pack(ref.source_version_tx, ref.start, ref.end)
+        _put_str(out, planned.kind)
+        out.append(int(planned.span_class))
+        out += _F64.pack(planned.weight)
+        out += _U64.pack(planned.tokens)
+    return bytes(out)
+
+
+def plan_hash(plan_model: str, budget: int, used: int, spans: Sequence[PlannedSpan]) -> str:
+    """``b3:`` + lowercase hex BLAKE3 of :func:`encode_plan`."""
+    return "b3:" + blake3(encode_plan(plan_model, budget, used, spans)).hexdigest()
+
+
+EMPTY_PLAN_HASH = plan_hash(PLAN_MODEL, 0, 0, ())
+"""Hash of the empty plan (budget 0, used 0, no spans): what an ungrounded answer carries."""

@@ -1,0 +1,62 @@
+"""Token estimation and the budget rule.
+
+Source: memory-planner seed, "Budget derivation and the token-estimate fallback" and
+"TokenAccounting: the adapter seam"; DESIGN section 6.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class TokenAccounting(Protocol):
+    """Exact token counts and context windows for named models.
+
+    ``count`` returns None when no exact tokenizer is known for ``model`` (the caller then uses
+    :func:`estimate_tokens` and the plan is in estimate mode); ``context_window`` returns None
+    when the model's window is unknown (no ceiling applies).
+    """
+
+    def count(self, model: str, text: str) -> int | None: ...
+
+    def context_window(self, model: str) -> int | None: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Script-aware token estimate: ceil(ASCII bytes / 3.6) + one token per non-ASCII char.
+
+    Counting each non-ASCII code point as a whole token over-estimates accented Latin text (the
+    safe direction) and keeps CJK text, about one token per character, from being
+    under-counted threefold as a flat bytes / 3.6 would. Integer arithmetic:
+    ceil(a / 3.6) == ceil(10a / 36), so no float rounding enters the count.
+    """
+    ascii_bytes = 0
+    non_ascii = 0
+    for ch in text:
+        if ord(ch) < 0x80:
+            ascii_bytes += 1
+        else:
+            non_ascii += 1
+    return (ascii_bytes * 10 + 35) // 36 + non_ascii
+
+
+def effective_budget(requested: int, context_window: int | None, estimate_mode: bool) -> int:
+    """The effective budget B in tokens.
+
+    ``B = min(requested, floor(context_window / 2))`` when the context window is known, else
+    ``requested``; then ``floor(B * 0.9)`` when any span's tokens were estimated. The 0.9 factor
+    is applied in exact integer arithmetic (``B * 9 // 10``).
+
+    Raises:
+        ValueError: when ``requested`` or ``context_window`` is negative.
+    """
+    if requested < 0:
+        raise ValueError(f"requested budget must be >= 0, got {requested}")
+    budget = requested
+    if context_window is not None:
+        if context_window < 0:
+            raise ValueError(f"context window must be >= 0, got {context_window}")
+        budget = min(budget, context_window // 2)
+    if estimate_mode:
+        budget = budget * 9 // 10
+    return budget
