@@ -54,11 +54,21 @@ class SelectionResult:
     explanations: tuple[Explanation, ...] = ()
 
 
-def _full_key(c: PlannedSpan) -> tuple[str, int, int, int, str, int, int, str]:
-    """Coordinates first, then every other field: a total order on candidates."""
+def _desc(x: float) -> tuple[float, float]:
+    """Descending sort key in the IEEE-754 total order for non-NaN doubles (+0.0 before -0.0).
+
+    ``-x`` alone ties 0.0 with -0.0, whose bit patterns (and so plan hashes) differ.
+    """
+    return (-x, -math.copysign(1.0, x))
+
+
+def _full_key(
+    c: PlannedSpan,
+) -> tuple[str, int, int, int, str, int, int, str, float, float]:
+    """Coordinates first, then every other field (weight last, descending): a total order."""
     r = c.span
     return (r.source_id, r.source_version_tx, r.start, r.end, c.kind, int(c.span_class),
-            c.tokens, c.text)
+            c.tokens, c.text, *_desc(c.weight))
 
 
 def density(candidate: PlannedSpan) -> float:
@@ -160,7 +170,7 @@ def select(
     fates: dict[int, tuple[CandidateFate, SpanRef | None]] = {}
 
     # 1. Overlap dedup within a source version, heaviest first.
-    by_weight = sorted(range(len(pool)), key=lambda i: (-pool[i].weight, _full_key(pool[i])))
+    by_weight = sorted(range(len(pool)), key=lambda i: (_desc(pool[i].weight), _full_key(pool[i])))
     kept_by_version: dict[tuple[str, int], _VersionIntervals] = {}
     survivors: list[int] = []
     for rank, i in enumerate(by_weight):
@@ -177,7 +187,7 @@ def select(
         survivors.append(i)
 
     # 2. Greedy packing by density; the scan never stops early.
-    survivors.sort(key=lambda i: (-density(pool[i]), _full_key(pool[i])))
+    survivors.sort(key=lambda i: (_desc(density(pool[i])), _full_key(pool[i])))
     cap = math.floor(max_frac_per_source * budget)
     stats.cap_tokens = cap
     used = 0
