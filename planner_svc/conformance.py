@@ -33,6 +33,8 @@ from planner_svc.core.model import PLAN_MODEL
 from planner_svc.core.plan import build_plan
 
 _DEFAULTS = PlannerConfig()
+_JSON_NAMES = {"max_frac_per_source": "maxFracPerSource", "dedup_overlap": "dedupOverlap"}
+"""Core setting names -> their proto3 JSON spelling, for error field paths."""
 
 
 def plan_for_request(obj: Any, *, explain: bool = False) -> plan_pb2.EvidencePlan:
@@ -52,21 +54,26 @@ def plan_for_request(obj: Any, *, explain: bool = False) -> plan_pb2.EvidencePla
     if request.plan_model not in ("", PLAN_MODEL):
         raise InvalidRequest("planModel", f'must be "{PLAN_MODEL}", got {request.plan_model!r}')
     pool = [planned_span_from_proto(c, field=f"pool[{i}]") for i, c in enumerate(request.pool)]
-    plan = build_plan(
-        pool,
-        requested_budget=request.budget,
-        context_window=None,
-        estimate_mode=False,
-        max_frac_per_source=(
-            request.max_frac_per_source
-            if request.HasField("max_frac_per_source")
-            else _DEFAULTS.max_frac_per_source
-        ),
-        dedup_overlap=(
-            request.dedup_overlap if request.HasField("dedup_overlap") else _DEFAULTS.dedup_overlap
-        ),
-        explain=explain,
-    )
+    try:
+        plan = build_plan(
+            pool,
+            requested_budget=request.budget,
+            context_window=None,
+            estimate_mode=False,
+            max_frac_per_source=(
+                request.max_frac_per_source
+                if request.HasField("max_frac_per_source")
+                else _DEFAULTS.max_frac_per_source
+            ),
+            dedup_overlap=(
+                request.dedup_overlap
+                if request.HasField("dedup_overlap")
+                else _DEFAULTS.dedup_overlap
+            ),
+            explain=explain,
+        )
+    except InvalidRequest as exc:
+        raise InvalidRequest(_JSON_NAMES.get(exc.field, exc.field), exc.reason) from None
     return plan_to_proto(plan)
 
 
@@ -107,7 +114,8 @@ def run(stdin: TextIO, stdout: TextIO, stderr: TextIO, *, explain: bool = False)
             stdout.write(json.dumps(as_dict, ensure_ascii=False, separators=(",", ":")) + "\n")
     except InvalidRequest as exc:
         stdout.flush()
-        stderr.write(f"planner-svc select: invalid request: {exc.field}: {exc.reason}\n")
+        reason = " ".join(exc.reason.split())  # parser messages can span lines
+        stderr.write(f"planner-svc select: invalid request: {exc.field}: {reason}\n")
         return 2
     return 0
 
