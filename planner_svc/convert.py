@@ -10,7 +10,8 @@ import math
 from dataclasses import fields
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.config import PlannerConfig
+from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.core.model import (
     EvidencePlan,
     Explanation,
@@ -19,6 +20,8 @@ from planner_svc.core.model import (
     SpanClass,
     SpanRef,
 )
+from planner_svc.recall.planner import LegTrace, PlanResult
+from planner_svc.recall.request import PlanQuery, SemanticLeg, StructuredLeg
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -123,3 +126,123 @@ def plan_from_proto(msg: plan_pb2.EvidencePlan) -> EvidencePlan:
         stats=PlanStats(**{f.name: getattr(msg.stats, f.name) for f in fields(PlanStats)}),
         plan_hash=msg.plan_hash,
     )
+
+
+MAX_BUDGET_TOKENS = 10_000_000
+"""Largest budget a request may ask for, in tokens."""
+MAX_LEG_RESULTS = 1000
+"""Largest ``k`` / ``limit`` a recall leg may ask for."""
+MAX_EXPAND_DEPTH = 2
+
+
+def plan_query_from_proto(
+    msg: plan_pb2.PlanRequest,
+    *,
+    now_us: int,
+    config: PlannerConfig,
+    default_k: int = 50,
+    default_limit: int = 50,
+) -> PlanQuery:
+    """Validate a PlanRequest into the internal :class:`PlanQuery`.
+
+    Absent as-of times become ``now_us``; absent budget/settings take ``config``'s defaults.
+
+    Raises:
+        InvalidRequest: naming the first offending field (proto field path) and the reason.
+    """
+    has_query = msg.HasField("query")
+    has_semantic = msg.HasField("semantic")
+    if not has_query and not has_semantic:
+        raise InvalidRequest("query", "at least one of query or semantic must be set")
+    structured: StructuredLeg | None = None
+    if has_query:
+        q = msg.query
+        if not q.text.strip() and not q.labels and not q.properties:
+            raise InvalidRequest(
+                "query.text", "must be non-empty unless labels or properties filter"
+            )
+        if q.limit > MAX_LEG_RESULTS:
+            raise InvalidRequest("query.limit", f"must be <= {MAX_LEG_RESULTS}, got {q.limit}")
+        structured = StructuredLeg(
+            text=q.text,
+            labels=tuple(q.labels),
+            properties=dict(sorted(q.properties.items())),
+            limit=q.limit or default_limit,
+        )
+    semantic: SemanticLeg | None = None
+    if has_semantic:
+        s = msg.semantic
+        which = s.WhichOneof("query")
+        if which is None:
+            raise InvalidRequest(
+                "semantic.text", "one of semantic.text or semantic.vector is required"
+            )
+        if which == "text" and not s.text.strip():
+            raise InvalidRequest("semantic.text", "must be non-empty")
+        if which == "vector" and not s.vector.values:
+            raise InvalidRequest("semantic.vector.values", "must be non-empty")
+        if s.k > MAX_LEG_RESULTS:
+            raise InvalidRequest("semantic.k", f"must be <= {MAX_LEG_RESULTS}, got {s.k}")
+        alpha = s.alpha if s.HasField("alpha") else 1.0
+        if not math.isfinite(alpha) or not 0.0 <= alpha <= 1.0:
+            raise InvalidRequest("semantic.alpha", f"must be in [0, 1], got {alpha!r}")
+        semantic = SemanticLeg(
+            text=s.text if which == "text" else None,
+            vector=tuple(s.vector.values) if which == "vector" else None,
+            k=s.k or default_k,
+            alpha=alpha,
+        )
+    if msg.expand_depth > MAX_EXPAND_DEPTH:
+        raise InvalidRequest(
+            "expand_depth", f"must be in 0..{MAX_EXPAND_DEPTH}, got {msg.expand_depth}"
+        )
+    budget = msg.budget_tokens if msg.HasField("budget_tokens") else config.default_budget_tokens
+    if budget > MAX_BUDGET_TOKENS:
+        raise InvalidRequest("budget_tokens", f"must be <= {MAX_BUDGET_TOKENS}, got {budget}")
+    try:
+        effective = config.with_overrides(
+            max_frac_per_source=(
+                msg.max_frac_per_source if msg.HasField("max_frac_per_source") else None
+            ),
+            dedup_overlap=msg.dedup_overlap if msg.HasField("dedup_overlap") else None,
+        )
+    except ConfigError as exc:
+        raise InvalidRequest(exc.field, exc.reason) from None
+    return PlanQuery(
+        structured=structured,
+        semantic=semantic,
+        expand_depth=msg.expand_depth,
+        at_valid_us=msg.at_valid if msg.HasField("at_valid") else now_us,
+        at_tx_us=msg.at_tx if msg.HasField("at_tx") else now_us,
+        budget_tokens=budget,
+        model=msg.model,
+        allow_ungrounded=msg.allow_ungrounded,
+        explain=msg.explain,
+        max_frac_per_source=effective.max_frac_per_source,
+        dedup_overlap=effective.dedup_overlap,
+    )
+
+
+def legs_to_proto(trace: LegTrace, node_id: str) -> plan_pb2.LegScores:
+    """The per-leg scores of one node for an explanation."""
+    msg = plan_pb2.LegScores(node_id=node_id, fused=trace.fused.get(node_id, 0.0))
+    if node_id in trace.structured:
+        msg.structured = trace.structured[node_id]
+    if node_id in trace.semantic:
+        msg.semantic = trace.semantic[node_id]
+    if node_id in trace.expanded:
+        msg.expanded = trace.expanded[node_id]
+    return msg
+
+
+def plan_result_to_proto(result: PlanResult) -> plan_pb2.EvidencePlan:
+    """EvidencePlan message, with leg scores on each explanation when traced."""
+    msg = plan_to_proto(result.plan)
+    if result.trace is not None:
+        for exp in msg.explanations:
+            ref = exp.candidate.span
+            key = (ref.source_id, ref.source_version_tx, ref.start, ref.end)
+            node_id = result.trace.origin.get(key)
+            if node_id is not None:
+                exp.legs.CopyFrom(legs_to_proto(result.trace, node_id))
+    return msg

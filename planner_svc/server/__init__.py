@@ -1,0 +1,1 @@
+"""The gRPC server: thin servicers, error mapping, interceptors, health, reflection."""

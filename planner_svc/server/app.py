@@ -1,0 +1,136 @@
+"""Server assembly: open the backends, build the gRPC server, run it, shut it down cleanly.
+
+``create_server(settings, backends) -> (server, port)`` is separate from running it, so tests
+bind port 0 and talk to a real server. Shutdown order: health NOT_SERVING, ``stop(grace)``,
+then the backends close.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from concurrent import futures
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2, plan_pb2_grpc
+from planner_svc.server.auth import BearerTokenInterceptor
+from planner_svc.server.backends import Backends
+from planner_svc.server.servicers import EvidencePlannerServicer, MemoryServicer
+from planner_svc.server.settings import ServerSettings
+
+log = structlog.get_logger("planner_svc.server")
+
+SERVICE_NAMES = (
+    plan_pb2.DESCRIPTOR.services_by_name["EvidencePlanner"].full_name,
+    memory_pb2.DESCRIPTOR.services_by_name["Memory"].full_name,
+)
+
+
+@dataclass(slots=True)
+class RunningServer:
+    """A started server with its health servicer and bound port."""
+
+    server: grpc.Server
+    port: int
+    health: health.HealthServicer
+    backends: Backends
+
+    def stop(self, grace_s: float) -> None:
+        """Health NOT_SERVING, drain for ``grace_s`` seconds, close the backends."""
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace_s).wait()
+        self.backends.close()
+
+
+def _extra_services(server: grpc.Server, backends: Backends) -> list[str]:
+    """Register optional services (the research stream) when their module is present."""
+    try:
+        from planner_svc.research.servicer import add_research_servicer
+    except ModuleNotFoundError:
+        return []
+    return list(add_research_servicer(server, backends=backends))
+
+
+def create_server(settings: ServerSettings, backends: Backends) -> RunningServer:
+    """Build and start a server bound to ``settings.address``; returns it with its port.
+
+    Raises:
+        RuntimeError: the address could not be bound.
+    """
+    interceptors: list[Any] = []
+    if settings.auth_token:
+        interceptors.append(BearerTokenInterceptor(settings.auth_token))
+    options = [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.so_reuseport", 1 if settings.reuse_port else 0),
+    ]
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=settings.max_workers,
+                                   thread_name_prefix="planner-rpc"),
+        interceptors=interceptors,
+        options=options,
+        maximum_concurrent_rpcs=settings.max_workers * 16,
+    )
+    plan_pb2_grpc.add_EvidencePlannerServicer_to_server(
+        EvidencePlannerServicer(backends.planner), server
+    )
+    memory_pb2_grpc.add_MemoryServicer_to_server(
+        MemoryServicer(ingest=backends.ingest_stream, put_node=backends.put_node,
+                       put_edge=backends.put_edge),
+        server,
+    )
+    names = [*SERVICE_NAMES, *_extra_services(server, backends)]
+    health_servicer = health.HealthServicer(experimental_non_blocking=True)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+         reflection.SERVICE_NAME],
+        server,
+    )
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        creds = grpc.ssl_server_credentials(
+            [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())]
+        )
+        port = server.add_secure_port(settings.address, creds)
+    else:
+        port = server.add_insecure_port(settings.address)
+    if port == 0:
+        raise RuntimeError(f"could not bind {settings.address}")
+    server.start()
+    for name in ("", *names):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server=server, port=port, health=health_servicer, backends=backends)
+
+
+def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> int:
+    """Open the backends, serve until SIGINT/SIGTERM, then shut down gracefully."""
+    backends = Backends.open(settings)
+    running = create_server(settings, backends)
+    if settings.metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(settings.metrics_port, addr=settings.host)
+    log.info("serving", address=f"{settings.host}:{running.port}", data_dir=str(settings.data_dir),
+             **backends.describe())
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if ready is not None:
+        ready.set()
+    stop.wait()
+    log.info("shutting_down", grace_s=settings.grace_s)
+    running.stop(settings.grace_s)
+    return 0
+

@@ -1,0 +1,114 @@
+"""Client helpers: build the default PlanRequest for a question and render plans.
+
+Shared by ``planner-svc plan``, ``eval`` and ``research`` so every client asks the same way.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+from planner_svc.api.planner.v1 import plan_pb2
+
+FATE_NAMES = {
+    plan_pb2.CANDIDATE_FATE_PACKED: "packed",
+    plan_pb2.CANDIDATE_FATE_DEDUPED: "deduped",
+    plan_pb2.CANDIDATE_FATE_UNPACKABLE: "unpackable",
+    plan_pb2.CANDIDATE_FATE_BUDGET_FULL: "budget full",
+    plan_pb2.CANDIDATE_FATE_CAP_BLOCKED: "cap blocked",
+}
+
+
+def question_request(
+    question: str,
+    *,
+    budget_tokens: int | None = None,
+    expand_depth: int = 1,
+    k: int = 0,
+    limit: int = 0,
+    model: str = "",
+    at_valid_us: int | None = None,
+    at_tx_us: int | None = None,
+    allow_ungrounded: bool = False,
+    explain: bool = False,
+) -> plan_pb2.PlanRequest:
+    """The default request for a natural-language question: both legs from the question text.
+
+    ``k`` / ``limit`` of 0 take the server defaults; budget None takes the server default.
+    """
+    request = plan_pb2.PlanRequest(
+        query=plan_pb2.StructuredQuery(text=question, limit=limit),
+        semantic=plan_pb2.SemanticRecall(text=question, k=k),
+        expand_depth=expand_depth,
+        model=model,
+        allow_ungrounded=allow_ungrounded,
+        explain=explain,
+    )
+    if budget_tokens is not None:
+        request.budget_tokens = budget_tokens
+    if at_valid_us is not None:
+        request.at_valid = at_valid_us
+    if at_tx_us is not None:
+        request.at_tx = at_tx_us
+    return request
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+
+
+def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str:
+    """A readable table: source, kind, tokens, weight, text (one line per span), then totals."""
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    rows = [("source", "kind", "tokens", "weight", "text")]
+    for s in plan.spans:
+        rows.append((s.span.source_id, s.kind, str(s.tokens), f"{s.weight:.4f}", s.text))
+    src_w = min(40, max(len(r[0]) for r in rows))
+    kind_w = max(len(r[1]) for r in rows)
+    fixed = src_w + kind_w + 6 + 8 + 8
+    text_w = max(20, width - fixed)
+    lines = []
+    for src, kind, tokens, weight, text in rows:
+        lines.append(
+            f"{_clip(src, src_w):<{src_w}}  {kind:<{kind_w}}  {tokens:>6}  {weight:>6}  "
+            f"{_clip(text, text_w)}"
+        )
+    st = plan.stats
+    lines.append("")
+    lines.append(
+        f"plan {plan.plan_hash}  used {plan.used}/{plan.budget} tokens  "
+        f"{st.selected_spans}/{st.pool_spans} spans  deduped {st.deduped}  "
+        f"skipped: unpackable {st.skipped_unpackable}, budget full {st.skipped_budget_full}, "
+        f"cap {st.cap_skipped}  stranded by cap {st.budget_stranded_by_cap}"
+        + ("  (token estimate)" if st.token_estimate else "")
+    )
+    lines.append(
+        f"recall: {st.nodes_recalled} nodes (structured {st.structured_hits}, semantic "
+        f"{st.semantic_hits}, expanded {st.expanded_hits})"
+    )
+    return "\n".join(lines)
+
+
+def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str:
+    """Every candidate with its fate, legs and scores, densest first."""
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    out = ["fate         density   weight  tokens  legs (structured/semantic/expanded)  span"]
+    ordered = sorted(plan.explanations, key=lambda e: -e.density)
+    for e in ordered:
+        c = e.candidate
+        legs = e.legs
+        leg_txt = "/".join(
+            f"{getattr(legs, name):.3f}" if legs.HasField(name) else "-"
+            for name in ("structured", "semantic", "expanded")
+        )
+        ref = f"{c.span.source_id}[{c.span.start}:{c.span.end}]"
+        line = (
+            f"{FATE_NAMES.get(e.fate, '?'):<12} {e.density:>8.5f}  {c.weight:>6.4f}  "
+            f"{c.tokens:>6}  {leg_txt:<35}  {ref}"
+        )
+        if e.HasField("deduped_by"):
+            d = e.deduped_by
+            line += f"  (by [{d.start}:{d.end}])"
+        out.append(textwrap.shorten(line, width=max(40, width), placeholder="…"))
+    return "\n".join(out)

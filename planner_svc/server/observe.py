@@ -1,0 +1,85 @@
+"""Request observation: request ids, structured logs and Prometheus metrics per RPC.
+
+Every RPC gets a request id (the caller's ``x-request-id`` metadata or a new one), echoed in the
+trailing metadata; one JSON log line per RPC with the method, status, duration in microseconds
+and, for plans, the plan hash.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import uuid
+
+import grpc
+import structlog
+from prometheus_client import Counter, Histogram
+
+RPC_LATENCY = Histogram(
+    "planner_rpc_duration_seconds",
+    "RPC handling time in seconds",
+    ["method"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+RPC_TOTAL = Counter("planner_rpc_total", "RPCs handled", ["method", "code"])
+PLAN_SPANS = Histogram(
+    "planner_plan_spans", "Spans per returned plan", buckets=(0, 1, 2, 4, 8, 16, 32, 64, 128)
+)
+PLAN_USED_TOKENS = Histogram(
+    "planner_plan_used_tokens", "Tokens used per plan",
+    buckets=(0, 100, 250, 500, 1000, 2000, 4000, 8000, 16000),
+)
+
+
+def configure_logging(*, json_logs: bool = True, level: str = "info") -> None:
+    """Configure structlog to write one JSON object per line to stderr."""
+    renderer: structlog.types.Processor = (
+        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+        ),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+def request_id(context: grpc.ServicerContext) -> str:
+    """The caller's x-request-id (first 64 chars) or a fresh one."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-request-id" and isinstance(value, str) and value:
+            return value[:64]
+    return uuid.uuid4().hex
+
+
+class RpcTimer:
+    """Times one RPC and records its outcome (use as a context manager)."""
+
+    __slots__ = ("code", "method", "started")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.code = "OK"
+        self.started = time.perf_counter()
+
+    def __enter__(self) -> RpcTimer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.perf_counter() - self.started
+        RPC_LATENCY.labels(self.method).observe(elapsed)
+        RPC_TOTAL.labels(self.method, self.code).inc()
+
+    @property
+    def elapsed_us(self) -> int:
+        """Microseconds since the RPC started."""
+        return int((time.perf_counter() - self.started) * 1_000_000)
