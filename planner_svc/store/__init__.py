@@ -1,0 +1,23 @@
+"""Embedded persistence (DESIGN section 4): sources and their versions (canonical text), the
+span ledger, bitemporal nodes with provenance spans, weighted bitemporal edges, a full-text
+index and node vectors, all in one SQLite file.
+
+Public surface: :class:`Store` and the records it reads and writes.
+"""
+
+from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite, NodeWriteResult
+from planner_svc.store.store import STORE_FILE, Direction, Store
+from planner_svc.store.text import canonicalize, fts_or_query
+
+__all__ = [
+    "STORE_FILE",
+    "Direction",
+    "Edge",
+    "EdgeWrite",
+    "NodeVersion",
+    "NodeWrite",
+    "NodeWriteResult",
+    "Store",
+    "canonicalize",
+    "fts_or_query",
+]

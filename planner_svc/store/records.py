@@ -1,0 +1,218 @@
+"""Records the store reads and writes: node and edge writes, node versions and edges.
+
+Times are integer microseconds since the Unix epoch. Intervals are half-open: a version with
+``valid_from_us <= t < valid_to_us`` is valid at ``t``; ``None`` as an upper bound means open
+(still valid, or still the current transaction state).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.model import SPAN_KINDS, SpanRef
+from planner_svc.store.text import check_id, check_time, check_unit_weight
+
+__all__ = ["SPAN_KINDS", "Edge", "EdgeWrite", "NodeVersion", "NodeWrite", "NodeWriteResult"]
+
+
+def _check_interval(start: int, end: int | None, *, field_from: str, field_to: str) -> None:
+    check_time(start, field=field_from)
+    if end is not None:
+        check_time(end, field=field_to)
+        if end <= start:
+            raise InvalidRequest(field_to, f"{end} must be greater than {field_from} {start}")
+
+
+def _check_labels(labels: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(labels, str):
+        raise InvalidRequest("labels", "expected a list of strings, got one string")
+    out: set[str] = set()
+    for i, label in enumerate(labels):
+        if not isinstance(label, str) or not label or label != label.strip():
+            raise InvalidRequest(f"labels[{i}]", f"{label!r} is not a non-empty trimmed string")
+        out.add(label)
+    return tuple(sorted(out))
+
+
+def _check_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key in sorted(properties):
+        value = properties[key]
+        if not isinstance(key, str) or not key:
+            raise InvalidRequest("properties", f"key {key!r} is not a non-empty string")
+        if not isinstance(value, str):
+            raise InvalidRequest(f"properties.{key}", f"expected a string, got {value!r}")
+        out[key] = value
+    return out
+
+
+def _check_span(i: int, span: SpanRef) -> None:
+    name = f"provenance[{i}]"
+    if not isinstance(span, SpanRef):
+        raise InvalidRequest(name, f"expected a SpanRef, got {type(span).__name__}")
+    check_id(span.source_id, field=f"{name}.source_id")
+    check_time(span.source_version_tx, field=f"{name}.source_version_tx")
+    if not isinstance(span.start, int) or not isinstance(span.end, int) or span.start < 0:
+        raise InvalidRequest(f"{name}.start", f"{span.start!r} is not a byte offset >= 0")
+    if span.end <= span.start:
+        raise InvalidRequest(f"{name}.end", f"{span.end!r} must be greater than start")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeWrite:
+    """One node version to write.
+
+    Attributes:
+        node_id: stable node id (1..1024 characters, no control characters).
+        labels: label set; stored sorted and without duplicates.
+        properties: string -> string; stored with sorted keys.
+        text: text indexed for full-text (FTS5) and semantic recall; may be empty.
+        confidence: in (0, 1].
+        provenance: spans of source versions the node was derived from (may be empty: such a
+            node is recalled but contributes no evidence); stored sorted, without duplicates.
+        valid_from_us: start of the valid interval (inclusive), microseconds.
+        valid_to_us: end of the valid interval (exclusive), microseconds; None = open.
+
+    Raises:
+        InvalidRequest: a field is malformed; ``field`` names it.
+    """
+
+    node_id: str
+    labels: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    text: str = ""
+    confidence: float = 1.0
+    provenance: tuple[SpanRef, ...] = ()
+    valid_from_us: int
+    valid_to_us: int | None = None
+
+    def __post_init__(self) -> None:
+        check_id(self.node_id, field="node_id")
+        object.__setattr__(self, "labels", _check_labels(self.labels))
+        object.__setattr__(self, "properties", _check_properties(self.properties))
+        if not isinstance(self.text, str):
+            raise InvalidRequest("text", f"expected a string, got {type(self.text).__name__}")
+        conf = self.confidence
+        if (
+            not isinstance(conf, (int, float))
+            or isinstance(conf, bool)
+            or not math.isfinite(conf)
+            or not 0.0 < conf <= 1.0
+        ):
+            raise InvalidRequest("confidence", f"{conf!r} is outside the allowed range (0, 1]")
+        object.__setattr__(self, "confidence", float(conf))
+        spans = tuple(self.provenance)
+        for i, span in enumerate(spans):
+            _check_span(i, span)
+        object.__setattr__(self, "provenance", tuple(sorted(set(spans))))
+        _check_interval(
+            self.valid_from_us, self.valid_to_us, field_from="valid_from", field_to="valid_to"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeVersion:
+    """One stored node version (a row of the node table).
+
+    Attributes:
+        version_id: stable integer id of this version (the SQLite rowid), increasing with
+            every stored version; the vector index keys vectors by it.
+        node_id, labels, properties, text, confidence, provenance: as written (normalised).
+        valid_from_us, valid_to_us: valid interval [from, to), microseconds; to None = open.
+        tx_from_us, tx_to_us: transaction interval [from, to), microseconds; to None = the
+            current version.
+    """
+
+    version_id: int
+    node_id: str
+    labels: tuple[str, ...]
+    properties: Mapping[str, str]
+    text: str
+    confidence: float
+    provenance: tuple[SpanRef, ...]
+    valid_from_us: int
+    valid_to_us: int | None
+    tx_from_us: int
+    tx_to_us: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeWriteResult:
+    """Outcome of one node write.
+
+    Attributes:
+        node_id: the node.
+        version_id: the version now current (new, or the existing identical one).
+        tx_us: its ``tx_from_us``.
+        created: False when the write was identical to the current version (a no-op).
+    """
+
+    node_id: str
+    version_id: int
+    tx_us: int
+    created: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeWrite:
+    """One edge version to write; the edge key is ``(src, dst, relation)``.
+
+    Attributes:
+        src, dst: node ids (not required to exist).
+        relation: edge type, a non-empty string (e.g. ``"mentions"``).
+        weight: in [0, 1]; multiplied into hop-expansion scores.
+        valid_from_us, valid_to_us: valid interval [from, to), microseconds; to None = open.
+
+    Raises:
+        InvalidRequest: a field is malformed; ``field`` names it.
+    """
+
+    src: str
+    dst: str
+    relation: str
+    weight: float
+    valid_from_us: int
+    valid_to_us: int | None = None
+
+    def __post_init__(self) -> None:
+        check_id(self.src, field="src_node_id")
+        check_id(self.dst, field="dst_node_id")
+        if not isinstance(self.relation, str) or not self.relation.strip():
+            raise InvalidRequest("relation", f"{self.relation!r} is not a non-empty string")
+        object.__setattr__(self, "weight", check_unit_weight(self.weight, field="weight"))
+        _check_interval(
+            self.valid_from_us, self.valid_to_us, field_from="valid_from", field_to="valid_to"
+        )
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """``(src, dst, relation)``."""
+        return (self.src, self.dst, self.relation)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Edge:
+    """One stored edge version.
+
+    Attributes:
+        src, dst, relation, weight: as written.
+        valid_from_us, valid_to_us: valid interval [from, to), microseconds; to None = open.
+        tx_from_us, tx_to_us: transaction interval [from, to), microseconds; to None = current.
+    """
+
+    src: str
+    dst: str
+    relation: str
+    weight: float
+    valid_from_us: int
+    valid_to_us: int | None
+    tx_from_us: int
+    tx_to_us: int | None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """``(src, dst, relation)``."""
+        return (self.src, self.dst, self.relation)

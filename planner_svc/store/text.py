@@ -1,0 +1,162 @@
+"""Text rules of the store: canonical text, identifier validation and safe FTS5 queries.
+
+Canonical text (DESIGN section 4) is what every span offset points into:
+
+- line breaks ``\\r\\n`` and lone ``\\r`` become ``\\n``;
+- the text is put in Unicode normalisation form NFC;
+- one leading byte order mark (U+FEFF) is dropped;
+- nothing else changes: no trimming, no whitespace folding, no markup removal.
+
+It is stored as UTF-8 and offsets are UTF-8 byte offsets. :func:`canonicalize` is idempotent, so
+a caller may canonicalise first (to compute offsets) and the store canonicalises again unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+
+from planner_svc.core.errors import InvalidRequest
+
+MAX_ID_CHARS = 1024
+"""Longest accepted source or node id, in characters."""
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+MAX_QUERY_TERMS = 32
+"""At most this many distinct terms of a user query reach FTS5 (the first ones, in order)."""
+
+_STOPWORD_TEXT = """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just me more most my myself no nor not now of off on once only or other our ours ourselves out
+    over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves near
+    """
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+"""English function words dropped from full-text queries (they carry no topical signal)."""
+
+_WORD = re.compile(r"\w+")
+
+
+def canonicalize(text: str) -> str:
+    """Return the canonical form of ``text`` (see the module docstring). Idempotent."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", text)
+
+
+def encode_text(text: str, *, field: str = "text") -> bytes:
+    """UTF-8 bytes of ``text``.
+
+    Raises:
+        InvalidRequest: (``field``) the text holds a lone surrogate, so it is not valid UTF-8.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest(
+            field, f"not valid UTF-8: lone surrogate at character {exc.start}"
+        ) from exc
+
+
+def check_id(value: object, *, field: str) -> str:
+    """Validate a source or node id and return it.
+
+    An id is a string of 1..:data:`MAX_ID_CHARS` characters without control characters and
+    without leading or trailing whitespace.
+
+    Raises:
+        InvalidRequest: (``field``) the id breaks one of those rules.
+    """
+    if not isinstance(value, str):
+        raise InvalidRequest(field, f"expected a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidRequest(field, "must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidRequest(
+            field, f"{len(value)} characters is longer than the maximum {MAX_ID_CHARS}"
+        )
+    if value != value.strip():
+        raise InvalidRequest(field, f"{value!r} has leading or trailing whitespace")
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Cs"):
+            raise InvalidRequest(field, f"{value!r} contains control character {ord(ch):#x}")
+    return value
+
+
+def check_time(value: object, *, field: str) -> int:
+    """Validate a time in microseconds since the Unix epoch (a signed 64-bit integer).
+
+    Raises:
+        InvalidRequest: (``field``) not an int (bools are refused) or outside int64.
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidRequest(field, f"expected integer microseconds, got {value!r}")
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidRequest(field, f"{value} is outside the signed 64-bit range")
+    return value
+
+
+def check_unit_weight(value: object, *, field: str) -> float:
+    """Validate a finite float in [0, 1].
+
+    Raises:
+        InvalidRequest: (``field``) not a number, not finite, or outside [0, 1].
+    """
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise InvalidRequest(field, f"expected a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidRequest(field, f"{value!r} is outside the allowed range [0, 1]")
+    return number
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct lowercase word terms of a user query, in first-occurrence order.
+
+    Words are ``\\w+`` runs of the NFC-normalised, lowercased query. Stopwords
+    (:data:`STOPWORDS`) are dropped unless that would leave nothing. At most
+    :data:`MAX_QUERY_TERMS` terms are kept.
+    """
+    words = _WORD.findall(unicodedata.normalize("NFC", query).lower())
+    seen: dict[str, None] = {}
+    for word in words:
+        seen.setdefault(word, None)
+    terms = list(seen)
+    content = [t for t in terms if t not in STOPWORDS]
+    return (content or terms)[:MAX_QUERY_TERMS]
+
+
+def fts_or_query(query: str) -> str | None:
+    """Turn user text into an FTS5 query that cannot raise a syntax error.
+
+    Each term of :func:`query_terms` becomes a double-quoted FTS5 string (quotes cannot occur
+    inside a ``\\w+`` word, so nothing needs escaping) and the terms are joined with ``OR``.
+    Operators in the input (``AND``, ``NEAR``, ``*``, ``^``, parentheses, quotes, column
+    filters) are thereby plain words or dropped punctuation.
+
+    Returns:
+        The FTS5 query string, or None when the query holds no word at all.
+    """
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def fts_phrase_query(phrase: str) -> str | None:
+    """An FTS5 phrase query matching the words of ``phrase`` in sequence (case-insensitively).
+
+    Returns:
+        The query string, or None when ``phrase`` holds no word.
+    """
+    words = _WORD.findall(unicodedata.normalize("NFC", phrase).lower())
+    if not words:
+        return None
+    return '"' + " ".join(words) + '"'

@@ -1,0 +1,535 @@
+"""Unit tests of the embedded store: sources, ledger, bitemporal nodes and edges, FTS, vectors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.model import SpanRef
+from planner_svc.store import EdgeWrite, NodeWrite, Store, canonicalize, fts_or_query
+
+T0 = 1_700_000_000_000_000  # microseconds
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "data") as s:
+        yield s
+
+
+def _node(node_id: str, text: str = "", **kw: object) -> NodeWrite:
+    fields: dict[str, object] = {"valid_from_us": T0, "labels": ("thing",)}
+    fields.update(kw)
+    return NodeWrite(node_id=node_id, text=text, **fields)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- sources
+
+
+def test_source_versions_and_unchanged_reingest(store: Store) -> None:
+    assert store.put_source_version(
+        "a", "one\r\ntwo", title="A", media_type="text/plain", tx_us=T0
+    ) == (T0, True)
+    # same canonical text (CRLF -> LF) makes no new version, whatever the tx
+    assert store.put_source_version(
+        "a", "one\ntwo", title="A2", media_type="text/plain", tx_us=T0 + 5
+    ) == (T0, False)
+    assert store.latest_version("a") == T0
+    assert store.source_title("a") == "A"
+    assert store.put_source_version(
+        "a", "one\nthree", title="A3", media_type="text/plain", tx_us=T0 + 10
+    ) == (T0 + 10, True)
+    assert store.latest_version("a") == T0 + 10
+    assert store.source_title("a") == "A3"
+    assert store.source_text("a", T0) == "one\ntwo"
+    assert store.source_text("a", T0 + 10) == "one\nthree"
+    assert store.count_sources() == 1
+    assert store.latest_versions(["a", "zz"]) == {"a": T0 + 10}
+
+
+def test_new_version_must_be_later(store: Store) -> None:
+    store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=T0)
+    for tx in (T0, T0 - 1):
+        with pytest.raises(InvalidRequest) as err:
+            store.put_source_version("a", "y", title="A", media_type="text/plain", tx_us=tx)
+        assert err.value.field == "version_tx"
+    assert store.latest_version("a") == T0
+
+
+@pytest.mark.parametrize(
+    ("source_id", "text", "field"),
+    [
+        ("", "x", "source_id"),
+        (" padded", "x", "source_id"),
+        ("ctl\x07", "x", "source_id"),
+        ("ok", "   \n", "text"),
+        ("ok", "bad \ud800 surrogate", "text"),
+    ],
+)
+def test_bad_source_rejected(store: Store, source_id: str, text: str, field: str) -> None:
+    with pytest.raises(InvalidRequest) as err:
+        store.put_source_version(source_id, text, title="t", media_type="text/plain", tx_us=T0)
+    assert err.value.field == field
+    assert store.count_sources() == 0
+
+
+def test_version_as_of_boundaries(store: Store) -> None:
+    store.put_source_version("a", "v1", title="A", media_type="text/plain", tx_us=100)
+    store.put_source_version("a", "v2", title="A", media_type="text/plain", tx_us=200)
+    assert store.version_as_of("a", 99) is None
+    assert store.version_as_of("a", 100) == 100
+    assert store.version_as_of("a", 199) == 100
+    assert store.version_as_of("a", 200) == 200
+    assert store.version_as_of("missing", 500) is None
+
+
+def test_titles(store: Store) -> None:
+    store.put_source_version("b", "x", title="Same", media_type="text/plain", tx_us=1)
+    store.put_source_version("a", "y", title="Same", media_type="text/plain", tx_us=1)
+    store.put_source_version("c", "z", title="Other", media_type="text/plain", tx_us=1)
+    assert store.source_ids_by_title("Same") == ["a", "b"]
+    assert store.source_ids_by_title("same") == []
+    assert list(store.iter_titles()) == [("a", "Same"), ("b", "Same"), ("c", "Other")]
+
+
+def test_canonicalize_nfc_and_newlines() -> None:
+    assert canonicalize("\ufeffe\u0301\r\nx\ry") == "\u00e9\nx\ny"
+    assert canonicalize(canonicalize("a\r\n")) == "a\n"
+
+
+def test_slices_on_multibyte_text(store: Store) -> None:
+    text = "h\u00e9llo \u4e16\u754c \U0001f600!"  # é 2 bytes, 世界 3 bytes each, emoji 4 bytes
+    store.put_source_version("m", text, title="M", media_type="text/plain", tx_us=T0)
+    data = text.encode("utf-8")
+    assert len(data) == 19
+    assert store.canonical_slice("m", T0, 0, 3) == "h\u00e9"
+    assert store.canonical_slice("m", T0, 7, 13) == "\u4e16\u754c"
+    assert store.canonical_slice("m", T0, 14, 19) == "\U0001f600!"
+    assert store.canonical_slice("m", T0, 0, 19) == text
+    assert store.canonical_slice("m", T0, 19, 19) == ""
+    assert store.canonical_slice("m", T0, 2, 3) is None  # starts inside é
+    assert store.canonical_slice("m", T0, 0, 2) is None  # ends inside é
+    assert store.canonical_slice("m", T0, 8, 10) is None  # starts inside 世
+    assert store.canonical_slice("m", T0, 15, 15) is None  # empty but inside the emoji
+    assert store.canonical_slice("m", T0, 0, 20) is None  # past the end
+    assert store.canonical_slice("m", T0, 5, 4) is None
+    assert store.canonical_slice("m", T0, -1, 3) is None
+    assert store.canonical_slice("m", T0 + 1, 0, 3) is None  # no such version
+    assert store.canonical_slice("zz", T0, 0, 3) is None
+    got = store.canonical_slices(
+        [("m", T0, 0, 3), ("m", T0, 2, 3), ("zz", T0, 0, 1), ("m", T0, 7, 13)]
+    )
+    assert got == {("m", T0, 0, 3): "h\u00e9", ("m", T0, 7, 13): "\u4e16\u754c"}
+
+
+# ---------------------------------------------------------------- ledger
+
+
+def test_span_ledger(store: Store) -> None:
+    store.put_source_version(
+        "s", "# T\n\n\u00e9t\u00e9 body", title="T", media_type="text/markdown", tx_us=T0
+    )
+    assert store.add_spans("s", T0, [(2, 3, "heading"), (5, 15, "paragraph")]) == 2
+    assert store.span_kind("s", T0, 2, 3) == "heading"
+    assert store.span_kind("s", T0, 2, 4) is None
+    assert store.span_kinds(
+        [("s", T0, 2, 3), ("s", T0, 5, 15), ("s", T0, 0, 1), ("x", T0, 2, 3)]
+    ) == {
+        ("s", T0, 2, 3): "heading",
+        ("s", T0, 5, 15): "paragraph",
+    }
+    assert store.spans_of_version("s", T0) == [(2, 3, "heading"), (5, 15, "paragraph")]
+    with pytest.raises(InvalidRequest) as err:
+        store.add_spans("s", T0, [(0, 1, "body"), (0, 1, "sentence")])
+    assert err.value.field == "spans[1].kind"
+    with pytest.raises(InvalidRequest):
+        store.add_spans("s", T0, [(0, 99, "body")])
+    with pytest.raises(InvalidRequest):
+        store.add_spans("s", T0, [(6, 8, "body")])  # inside é
+    with pytest.raises(InvalidRequest) as err:
+        store.add_spans("s", T0 + 1, [(0, 1, "body")])
+    assert err.value.field == "source_version_tx"
+    assert store.span_kind("s", T0, 0, 1) is None  # the failed batches wrote nothing
+
+
+# ---------------------------------------------------------------- nodes
+
+
+def test_node_as_of_on_both_axes(store: Store) -> None:
+    w = _node("n", "first", valid_from_us=100, valid_to_us=200)
+    assert store.put_node(w, tx_us=1000) == 1000
+    assert store.get_as_of("n", 100, 1000) is not None
+    assert store.get_as_of("n", 199, 5000) is not None
+    assert store.get_as_of("n", 99, 1000) is None  # before valid_from
+    assert store.get_as_of("n", 200, 1000) is None  # valid_to is exclusive
+    assert store.get_as_of("n", 150, 999) is None  # before it was recorded
+    got = store.get_as_of("n", 150, 1000)
+    assert got is not None
+    assert (got.text, got.valid_from_us, got.valid_to_us, got.tx_from_us, got.tx_to_us) == (
+        "first",
+        100,
+        200,
+        1000,
+        None,
+    )
+
+
+def test_supersession_and_noop(store: Store) -> None:
+    span = SpanRef("s", 5, 0, 4)
+    first = _node("n", "old", provenance=(span,), properties={"k": "v"}, confidence=0.5)
+    assert store.put_node(first, tx_us=1000) == 1000
+    # identical write: no new version, existing tx returned
+    assert store.put_node(first, tx_us=3000) == 1000
+    assert len(store.node_history("n")) == 1
+    second = _node("n", "new")
+    assert store.put_node(second, tx_us=2000) == 2000
+    history = store.node_history("n")
+    assert [(v.text, v.tx_from_us, v.tx_to_us) for v in history] == [
+        ("old", 1000, 2000),
+        ("new", 2000, None),
+    ]
+    old = store.get_as_of("n", T0, 1999)
+    assert old is not None and old.text == "old"
+    assert old.provenance == (span,) and old.properties == {"k": "v"} and old.confidence == 0.5
+    new = store.get_as_of("n", T0, 2000)
+    assert new is not None and new.text == "new"
+    assert new.version_id > old.version_id
+    with pytest.raises(InvalidRequest) as err:
+        store.put_node(_node("n", "older"), tx_us=1500)
+    assert err.value.field == "tx"
+    assert store.retire_nodes(["n", "absent"], tx_us=2500) == 1
+    assert store.get_as_of("n", T0, 2499) is not None
+    assert store.get_as_of("n", T0, 2500) is None
+    assert store.current_node_ids("n") == []
+    with pytest.raises(InvalidRequest):
+        store.put_node(_node("n", "again"), tx_us=2400)  # earlier than the retirement
+
+
+def test_get_many_as_of_and_prefix(store: Store) -> None:
+    results = store.write_nodes([_node(f"p:{i}", f"text {i}") for i in range(5)], tx_us=10)
+    assert [r.created for r in results] == [True] * 5
+    assert len({r.version_id for r in results}) == 5
+    got = store.get_many_as_of([f"p:{i}" for i in range(7)], T0, 10)
+    assert sorted(got) == [f"p:{i}" for i in range(5)]
+    assert store.get_many_as_of(["p:1"], T0, 9) == {}
+    assert store.current_node_ids("p:") == [f"p:{i}" for i in range(5)]
+    assert store.current_node_ids("p:3") == ["p:3"]
+    with pytest.raises(InvalidRequest):
+        store.write_nodes([_node("d"), _node("d")], tx_us=10)
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"node_id": ""}, "node_id"),
+        ({"confidence": 0.0}, "confidence"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"confidence": float("nan")}, "confidence"),
+        ({"valid_from_us": 10, "valid_to_us": 10}, "valid_to"),
+        ({"labels": ("",)}, "labels[0]"),
+        ({"properties": {"k": 1}}, "properties.k"),
+        ({"provenance": (SpanRef("s", 1, 5, 5),)}, "provenance[0].end"),
+    ],
+)
+def test_node_write_validation(kw: dict[str, object], field: str) -> None:
+    fields: dict[str, object] = {"node_id": "n", "valid_from_us": 0}
+    fields.update(kw)
+    with pytest.raises(InvalidRequest) as err:
+        NodeWrite(**fields)  # type: ignore[arg-type]
+    assert err.value.field == field
+
+
+# ---------------------------------------------------------------- edges
+
+
+def test_edges_supersession_and_directions(store: Store) -> None:
+    assert store.put_edge("a", "b", "next", 0.5, valid_from_us=0, tx_us=100) == 100
+    assert store.put_edge("a", "b", "next", 0.5, valid_from_us=0, tx_us=150) == 100  # no-op
+    assert store.put_edge("a", "c", "mentions", 0.8, valid_from_us=0, tx_us=100) == 100
+    assert store.put_edge("c", "a", "mentions", 0.8, valid_from_us=0, tx_us=100) == 100
+    assert store.put_edge("a", "b", "next", 0.25, valid_from_us=0, tx_us=200) == 200
+    out = store.edges_as_of(["a"], 5, 150)
+    assert [(e.src, e.dst, e.relation, e.weight) for e in out] == [
+        ("a", "b", "next", 0.5),
+        ("a", "c", "mentions", 0.8),
+    ]
+    out = store.edges_as_of(["a"], 5, 200)
+    assert [(e.dst, e.weight, e.tx_from_us) for e in out] == [("b", 0.25, 200), ("c", 0.8, 100)]
+    into = store.edges_as_of(["a"], 5, 200, direction="in")
+    assert [(e.src, e.dst) for e in into] == [("c", "a")]
+    both = store.edges_as_of(["a", "c"], 5, 200, direction="both")
+    assert [(e.src, e.dst) for e in both] == [("a", "b"), ("a", "c"), ("c", "a")]
+    assert store.edges_as_of(["a"], 5, 99) == []
+    with pytest.raises(InvalidRequest) as err:
+        store.put_edge("a", "b", "next", 0.9, valid_from_us=0, tx_us=150)
+    assert err.value.field == "tx"
+    with pytest.raises(InvalidRequest) as err:
+        store.put_edge("a", "b", "next", 1.5, valid_from_us=0, tx_us=300)
+    assert err.value.field == "weight"
+    with pytest.raises(InvalidRequest):
+        store.edges_as_of(["a"], 5, 200, direction="sideways")  # type: ignore[arg-type]
+
+
+def test_edge_valid_interval_and_replace(store: Store) -> None:
+    store.put_edges(
+        [
+            EdgeWrite(src="a", dst="b", relation="r", weight=1.0, valid_from_us=10, valid_to_us=20),
+            EdgeWrite(src="a", dst="c", relation="r", weight=1.0, valid_from_us=0),
+        ],
+        tx_us=100,
+    )
+    assert [e.dst for e in store.edges_as_of(["a"], 9, 100)] == ["c"]
+    assert [e.dst for e in store.edges_as_of(["a"], 10, 100)] == ["b", "c"]
+    assert [e.dst for e in store.edges_as_of(["a"], 20, 100)] == ["c"]
+    created = store.put_edges(
+        [
+            EdgeWrite(src="a", dst="c", relation="r", weight=1.0, valid_from_us=0),
+            EdgeWrite(src="a", dst="d", relation="r", weight=0.5, valid_from_us=0),
+        ],
+        tx_us=200,
+        replace_out_of=["a"],
+    )
+    assert created == 1
+    assert [e.dst for e in store.edges_as_of(["a"], 15, 200)] == ["c", "d"]
+    assert [e.dst for e in store.edges_as_of(["a"], 15, 199)] == ["b", "c"]
+    assert store.count_edges() == 2
+    assert store.count_edges(current_only=False) == 3
+
+
+# ---------------------------------------------------------------- full text
+
+
+def _fts_fixture(store: Store) -> None:
+    store.write_nodes(
+        [
+            _node(
+                "d:cash",
+                "Johnny Cash and the Tennessee Three",
+                labels=("document",),
+                properties={"topic": "People"},
+            ),
+            _node("p:cash", "Cash recorded with the Tennessee Three band", labels=("passage",)),
+            _node(
+                "p:goat",
+                "Goats were domesticated in Iran",
+                labels=("passage",),
+                properties={"topic": "Biology"},
+            ),
+            _node("p:empty", "", labels=("passage",)),
+        ],
+        tx_us=100,
+    )
+
+
+def test_search_text_ranks_and_filters(store: Store) -> None:
+    _fts_fixture(store)
+    hits = store.search_text("Tennessee Three", valid_us=T0, tx_us=100, limit=10)
+    assert {h[0] for h in hits} == {"d:cash", "p:cash"}
+    assert all(score > 0 for _id, score in hits)
+    assert hits == sorted(hits, key=lambda h: (-h[1], h[0]))
+    assert (
+        store.search_text("tennessee", labels=["passage"], valid_us=T0, tx_us=100, limit=10)[0][0]
+        == "p:cash"
+    )
+    # stemming: "domestication" matches "domesticated"
+    assert [
+        h[0] for h in store.search_text("domestication of goats", valid_us=T0, tx_us=100, limit=10)
+    ] == ["p:goat"]
+    assert store.search_text("Tennessee", valid_us=T0, tx_us=99, limit=10) == []
+    assert store.search_text("Tennessee", valid_us=T0 - 1, tx_us=100, limit=10) == []
+    assert len(store.search_text("Tennessee", valid_us=T0, tx_us=100, limit=1)) == 1
+    assert store.search_text("Tennessee", valid_us=T0, tx_us=100, limit=0) == []
+
+
+def test_search_filter_only(store: Store) -> None:
+    _fts_fixture(store)
+    assert store.search_text("", labels=["passage"], valid_us=T0, tx_us=100, limit=10) == [
+        ("p:cash", 1.0),
+        ("p:empty", 1.0),
+        ("p:goat", 1.0),
+    ]
+    assert store.search_text(
+        "  ", properties={"topic": "Biology"}, valid_us=T0, tx_us=100, limit=10
+    ) == [("p:goat", 1.0)]
+    assert store.search_text("", valid_us=T0, tx_us=100, limit=10) == []
+    assert store.search_text("goats", labels=["document"], valid_us=T0, tx_us=100, limit=10) == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        "AND",
+        "*",
+        ")",
+        "(",
+        "OR OR",
+        "NEAR(",
+        "tennessee*",
+        "text:goat",
+        "^three",
+        '"unbalanced',
+        "a AND (b OR",
+        "-",
+        "+",
+        "{col}",
+        "x NOT y",
+        "'",
+        ":",
+        "\x00",
+        "\ud800",
+        "the of and",
+        "три",
+        "naïve café",
+    ],
+)
+def test_search_text_hostile_input(store: Store, query: str) -> None:
+    _fts_fixture(store)
+    hits = store.search_text(query, valid_us=T0, tx_us=100, limit=5)
+    assert isinstance(hits, list)
+
+
+def test_fts_query_building() -> None:
+    assert fts_or_query('What is the "Tennessee" AND three*?') == '"tennessee" OR "three"'
+    assert fts_or_query("the of") == '"the" OR "of"'  # only stopwords: keep them
+    assert fts_or_query("()*:^") is None
+
+
+# ---------------------------------------------------------------- vectors and generation
+
+
+def test_vectors_and_liveness(store: Store) -> None:
+    r1, r2 = store.write_nodes([_node("a", "x"), _node("b", "y", valid_from_us=T0 + 50)], tx_us=100)
+    r3 = store.write_nodes([_node("a", "x2")], tx_us=200)[0]
+    gen = store.generation()
+    store.put_vector(r1.version_id, np.array([1, 0, 0], dtype=np.float32))
+    store.put_vectors(
+        [
+            (r2.version_id, np.array([0, 1, 0], dtype=np.float32)),
+            (r3.version_id, np.array([0, 0, 1], dtype=np.float32)),
+        ]
+    )
+    assert store.generation() > gen
+    assert store.vector_dim() == 3
+    got = list(store.iter_vectors())
+    assert [(v, n, f) for v, n, f, _x in got] == [
+        (r1.version_id, "a", T0),
+        (r2.version_id, "b", T0 + 50),
+        (r3.version_id, "a", T0),
+    ]
+    assert got[2][3].tolist() == [0.0, 0.0, 1.0]
+    assert [v for v, *_ in store.iter_vectors(after_version_id=r1.version_id)] == [
+        r2.version_id,
+        r3.version_id,
+    ]
+    assert store.max_vector_version_id() == r3.version_id
+    ids = [r1.version_id, r2.version_id, r3.version_id]
+    assert store.live_version_ids(ids, T0, 150) == {r1.version_id}
+    assert store.live_version_ids(ids, T0 + 50, 150) == {r1.version_id, r2.version_id}
+    assert store.live_version_ids(ids, T0 + 50, 200) == {r2.version_id, r3.version_id}
+    with pytest.raises(InvalidRequest):
+        store.put_vector(r1.version_id, np.zeros(4, dtype=np.float32))  # wrong dimension
+    with pytest.raises(InvalidRequest):
+        store.put_vector(r1.version_id, np.zeros(3, dtype=np.float64))
+    with pytest.raises(InvalidRequest):
+        store.put_vector(r1.version_id, np.array([np.nan, 0, 0], dtype=np.float32))
+    with pytest.raises(InvalidRequest) as err:
+        store.put_vector(9999, np.zeros(3, dtype=np.float32))
+    assert err.value.field == "version_id"
+
+
+def test_generation_counts_only_real_writes(store: Store) -> None:
+    g0 = store.generation()
+    store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=1)
+    g1 = store.generation()
+    assert g1 > g0
+    store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=2)
+    assert store.generation() == g1
+
+
+def test_transaction_rolls_back_everything(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.transaction():
+        store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=1)
+        store.put_node(_node("n", "x"), tx_us=1)
+        raise RuntimeError("boom")
+    assert store.count_sources() == 0
+    assert store.get_as_of("n", T0, 1) is None
+
+
+def test_reopen_keeps_data(tmp_path: Path) -> None:
+    with Store.open(tmp_path) as s:
+        s.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=1)
+    with Store.open(tmp_path) as s:
+        assert s.latest_version("a") == 1
+    s.close()  # idempotent
+    with pytest.raises(RuntimeError):
+        s.latest_version("a")
+
+
+def test_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from planner_svc.store import Store\n"
+        "s = Store.open(Path(sys.argv[1]))\n"
+        "s.put_source_version('k', 'durable', title='K', media_type='text/plain', tx_us=7)\n"
+        "print('acked', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
+    )
+    assert proc.returncode == -signal.SIGKILL
+    assert proc.stdout.strip() == "acked"
+    with Store.open(tmp_path) as s:
+        assert s.source_text("k", 7) == "durable"
+
+
+def test_threads_read_while_one_writes(store: Store) -> None:
+    store.write_nodes([_node(f"n:{i}", f"alpha word{i}") for i in range(50)], tx_us=1)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                got = store.get_many_as_of([f"n:{i}" for i in range(50)], T0, 1)
+                assert len(got) == 50
+                hits = store.search_text("alpha", valid_us=T0, tx_us=1, limit=100)
+                assert len(hits) == 50
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def writer() -> None:
+        try:
+            for i in range(40):
+                store.put_node(_node(f"w:{i}", "beta"), tx_us=10 + i)
+                store.put_edge(f"w:{i}", "n:0", "r", 0.5, valid_from_us=0, tx_us=10 + i)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    writers = [threading.Thread(target=writer)]
+    for t in readers + writers:
+        t.start()
+    for t in writers:
+        t.join(timeout=60)
+    stop.set()
+    for t in readers:
+        t.join(timeout=60)
+    assert errors == []
+    assert len(store.edges_as_of(["n:0"], 0, 100, direction="in")) == 40
+    assert store.count_nodes() == 90
