@@ -1,0 +1,218 @@
+"""Embedders: shapes, norms, sentinel rows, determinism, semantics, offline loading."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from planner_svc.core.errors import ConfigError
+from planner_svc.embed import (
+    DEFAULT_MODEL_NAME,
+    MODEL_DIR_ENV,
+    Embedder,
+    HashingEmbedder,
+    Model2VecEmbedder,
+    default_embedder,
+    default_model_dir,
+    normalize_rows,
+)
+
+REPO_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / DEFAULT_MODEL_NAME
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b))
+
+
+# ---------------------------------------------------------------- normalize_rows
+
+
+def test_normalize_rows_units_and_zero_sentinel() -> None:
+    out = normalize_rows([[3.0, 4.0], [0.0, 0.0], [np.nan, 1.0], [np.inf, 0.0]])
+    assert out.dtype == np.float32
+    assert out.flags.c_contiguous
+    np.testing.assert_allclose(out[0], [0.6, 0.8], rtol=1e-6)
+    assert np.all(out[1:] == 0.0)
+
+
+def test_normalize_rows_rejects_one_dimensional_input() -> None:
+    with pytest.raises(ValueError, match="expected 2 dimensions"):
+        normalize_rows([1.0, 2.0])
+
+
+# ---------------------------------------------------------------- hashing embedder
+
+
+def test_hashing_embedder_shape_norm_and_sentinel() -> None:
+    emb = HashingEmbedder(dim=64)
+    out = emb.embed(["alpha beta", "", "  ...  ", "Alpha BETA"])
+    assert emb.name == "hashing-64"
+    assert out.shape == (4, 64)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(out[0]), 1.0, rtol=1e-6)
+    assert np.all(out[1] == 0.0)
+    assert np.all(out[2] == 0.0)
+    np.testing.assert_array_equal(out[0], out[3])  # case-insensitive
+
+
+def test_hashing_embedder_is_stable_across_instances() -> None:
+    texts = ["the quick brown fox", "jumps over the lazy dog"]
+    a = HashingEmbedder().embed(texts)
+    b = HashingEmbedder().embed(texts)
+    np.testing.assert_array_equal(a, b)
+    # Pinned values: the hash is BLAKE2b, identical in every process (unlike salted hash()).
+    fox = HashingEmbedder(dim=16).embed(["fox"])[0]
+    assert np.flatnonzero(fox).tolist() == [7]
+    assert fox[7] == -1.0
+    quick_fox = HashingEmbedder(dim=16).embed(["quick fox"])[0]
+    assert np.flatnonzero(quick_fox).tolist() == [5, 7]
+
+
+def test_hashing_embedder_word_overlap_scores_higher() -> None:
+    out = HashingEmbedder().embed(
+        ["vector index partitions", "partitions of the vector index", "budget tokens"]
+    )
+    assert _cos(out[0], out[1]) > _cos(out[0], out[2])
+
+
+def test_hashing_embedder_empty_batch_and_bad_dim() -> None:
+    assert HashingEmbedder(dim=8).embed([]).shape == (0, 8)
+    with pytest.raises(ValueError, match="dim: 0"):
+        HashingEmbedder(dim=0)
+
+
+def test_hashing_embedder_satisfies_protocol() -> None:
+    emb: Embedder = HashingEmbedder()
+    assert emb.dim == 256
+
+
+# ---------------------------------------------------------------- model2vec / default model
+
+
+@pytest.fixture(scope="module")
+def model() -> Embedder:
+    return default_embedder()
+
+
+def test_default_model_dir_is_the_repository_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MODEL_DIR_ENV, raising=False)
+    assert default_model_dir() == REPO_MODEL_DIR
+
+
+def test_default_embedder_identity(model: Embedder) -> None:
+    assert model.name == "minilm-l6-m2v-256"
+    assert model.dim == 256
+    assert default_embedder() is model  # loaded once
+
+
+def test_model_rows_are_unit_float32_with_zero_sentinel(model: Embedder) -> None:
+    texts = ["Evidence plans cite source spans.", "", "   ", "\u2603\u2603", "budget"]
+    out = model.embed(texts)
+    assert out.shape == (5, 256)
+    assert out.dtype == np.float32
+    norms = np.linalg.norm(out.astype(np.float64), axis=1)
+    np.testing.assert_allclose(norms[[0, 4]], 1.0, atol=1e-6)
+    assert np.all(out[1:4] == 0.0)  # no known token -> zero row
+    assert model.embed([]).shape == (0, 256)
+
+
+def test_model_is_deterministic(model: Embedder) -> None:
+    texts = [f"sentence number {i} about rivers and lakes" for i in range(50)]
+    a = model.embed(texts)
+    b = model.embed(texts)
+    c = Model2VecEmbedder(REPO_MODEL_DIR).embed(texts)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    # Batching does not change a row.
+    np.testing.assert_array_equal(model.embed([texts[7]])[0], a[7])
+
+
+@pytest.mark.parametrize(
+    ("anchor", "close", "far"),
+    [
+        (
+            "The cat is sleeping on the sofa.",
+            "A kitten naps on the couch.",
+            "Quarterly revenue rose by ten percent.",
+        ),
+        (
+            "How do I reset my password?",
+            "I forgot my login credentials and need to change them.",
+            "The volcano erupted last night.",
+        ),
+        (
+            "The patient was prescribed antibiotics for the infection.",
+            "The doctor gave her medicine to treat the bacterial illness.",
+            "The football match ended in a draw.",
+        ),
+    ],
+)
+def test_model_semantics_close_beats_unrelated(
+    model: Embedder, anchor: str, close: str, far: str
+) -> None:
+    a, c, f = model.embed([anchor, close, far])
+    assert _cos(a, c) > _cos(a, f) + 0.1
+
+
+def test_model_embedding_is_thread_safe(model: Embedder) -> None:
+    texts = ["parallel request one", "parallel request two", "another query"]
+    expected = model.embed(texts)
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(30):
+                np.testing.assert_array_equal(model.embed(texts), expected)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+def test_model_loads_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[Any] = []
+
+    def refuse(self: socket.socket, address: Any) -> None:
+        attempts.append(address)
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    emb = Model2VecEmbedder(REPO_MODEL_DIR)
+    assert emb.embed(["offline"]).shape == (1, 256)
+    assert attempts == []
+
+
+def test_model_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    copy = tmp_path / "other-model"
+    shutil.copytree(REPO_MODEL_DIR, copy)
+    monkeypatch.setenv(MODEL_DIR_ENV, str(copy))
+    assert default_model_dir() == copy.resolve()
+    emb = default_embedder()
+    assert emb.name == "other-model"
+    assert emb.dim == 256
+
+
+def test_missing_model_dir_is_a_config_error_not_a_download(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path / "absent"))
+    with pytest.raises(ConfigError) as info:
+        default_embedder()
+    assert info.value.field == MODEL_DIR_ENV
+    assert "absent" in info.value.reason
+
+    (tmp_path / "partial").mkdir()
+    (tmp_path / "partial" / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"lacks model\.safetensors, tokenizer\.json"):
+        Model2VecEmbedder(tmp_path / "partial")
