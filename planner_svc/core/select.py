@@ -35,6 +35,8 @@ from planner_svc.core.model import (
     SpanRef,
 )
 
+_U64_MAX = 2**64 - 1
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SelectionResult:
@@ -188,7 +190,9 @@ def select(
 
     # 2. Greedy packing by density; the scan never stops early.
     survivors.sort(key=lambda i: (_desc(density(pool[i])), _full_key(pool[i])))
-    cap = math.floor(max_frac_per_source * budget)
+    # The f64 product floored, saturating like a cast to u64: a budget near 2**64 rounds up to
+    # 2.0**64 as a double, one past the largest u64.
+    cap = min(math.floor(max_frac_per_source * budget), _U64_MAX)
     stats.cap_tokens = cap
     used = 0
     spent: dict[str, int] = {}
