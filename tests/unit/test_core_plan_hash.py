@@ -1,0 +1,209 @@
+"""Plan hash v1: the committed test vectors, an independent encoder, and the byte layout.
+
+The independent encoder below works from the JSON of a vector with ``struct`` and ``blake3``
+only, so the vectors are checked against two separate implementations of DESIGN section 6.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import blake3
+import pytest
+
+from planner_svc.core.model import PLAN_MODEL, PlannedSpan, SpanClass, SpanRef
+from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, encode_plan, plan_hash
+
+VECTORS = Path(__file__).resolve().parents[1] / "vectors"
+VECTOR_FILES = ("plan_hash_v1.jsonl", "plan_hash_v1_extra.jsonl")
+CLASS_BYTE = {"SPAN_CLASS_TRUTH": 1, "SPAN_CLASS_CACHE": 2}
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    with (VECTORS / name).open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+ALL_VECTORS = [(name, v) for name in VECTOR_FILES for v in load(name)]
+
+
+def independent_encoding(v: dict[str, Any]) -> bytes:
+    """Plan hash v1 bytes straight from a vector's JSON, without planner_svc."""
+
+    def text(value: str) -> bytes:
+        raw = value.encode("utf-8")
+        return len(raw).to_bytes(4, "big") + raw
+
+    def u64(value: int | str) -> bytes:
+        return int(value).to_bytes(8, "big", signed=False)
+
+    out = bytearray(text(v["planModel"]))
+    out += u64(v["budget"]) + u64(v["used"]) + u64(len(v["spans"]))
+    for s in v["spans"]:
+        ref = s["span"]
+        out += text(ref["sourceId"])
+        out += int(ref["sourceVersionTx"]).to_bytes(8, "big", signed=True)
+        out += u64(ref["start"]) + u64(ref["end"])
+        out += text(s["kind"])
+        out.append(CLASS_BYTE[s["class"]])
+        # IEEE-754 bit pattern: pack little-endian, read it back as an integer, write big-endian.
+        bits = int.from_bytes(struct.pack("<d", float(s["weight"])), "little")
+        out += bits.to_bytes(8, "big")
+        out += u64(s["tokens"])
+    return bytes(out)
+
+
+def independent_hash(v: dict[str, Any]) -> str:
+    return "b3:" + blake3.blake3(independent_encoding(v)).hexdigest()
+
+
+def core_spans(v: dict[str, Any]) -> list[PlannedSpan]:
+    return [
+        PlannedSpan(
+            span=SpanRef(
+                s["span"]["sourceId"],
+                int(s["span"]["sourceVersionTx"]),
+                int(s["span"]["start"]),
+                int(s["span"]["end"]),
+            ),
+            kind=s["kind"],
+            span_class=SpanClass(CLASS_BYTE[s["class"]]),
+            weight=float(s["weight"]),
+            tokens=int(s["tokens"]),
+        )
+        for s in v["spans"]
+    ]
+
+
+def test_vector_files_are_present_and_large_enough() -> None:
+    assert len(load("plan_hash_v1.jsonl")) == 7
+    extra = load("plan_hash_v1_extra.jsonl")
+    assert len(extra) >= 6
+    names = [v["name"] for _, v in ALL_VECTORS]
+    assert len(set(names)) == len(names)
+
+
+def test_published_vectors_are_an_unmodified_copy() -> None:
+    # plan_hash_v1.jsonl is the project-wide set; local additions go to the _extra file.
+    digest = blake3.blake3((VECTORS / "plan_hash_v1.jsonl").read_bytes()).hexdigest()
+    assert digest == "e2e72c235f2634f578e694fa948901b6f17ccf3509877fc3caa9daf818fd6580"
+
+
+@pytest.mark.parametrize(("file", "vector"), ALL_VECTORS, ids=[v["name"] for _, v in ALL_VECTORS])
+def test_vector_reproduced_by_implementation(file: str, vector: dict[str, Any]) -> None:
+    spans = core_spans(vector)
+    assert [s.span.key for s in spans] == sorted(s.span.key for s in spans), "canonical order"
+    got = plan_hash(vector["planModel"], int(vector["budget"]), int(vector["used"]), spans)
+    assert got == vector["planHash"]
+
+
+@pytest.mark.parametrize(("file", "vector"), ALL_VECTORS, ids=[v["name"] for _, v in ALL_VECTORS])
+def test_vector_reproduced_by_independent_encoder(file: str, vector: dict[str, Any]) -> None:
+    assert independent_hash(vector) == vector["planHash"]
+    spans = core_spans(vector)
+    assert independent_encoding(vector) == encode_plan(
+        vector["planModel"], int(vector["budget"]), int(vector["used"]), spans
+    )
+
+
+def test_extra_vectors_regenerate_identically() -> None:
+    spec = importlib.util.spec_from_file_location("gen_extra", VECTORS / "gen_plan_hash_extra.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.vectors() == load("plan_hash_v1_extra.jsonl")
+
+
+def test_extra_vectors_cover_the_edges() -> None:
+    extra = load("plan_hash_v1_extra.jsonl")
+    spans = [s for v in extra for s in v["spans"]]
+    assert max(len(v["spans"]) for v in extra) >= 40
+    assert any(int(s["tokens"]) == 2**64 - 1 for s in spans)
+    assert any(int(s["span"]["sourceVersionTx"]) == -(2**63) for s in spans)
+    assert any(len(s["kind"].encode()) > 255 for s in spans)
+    assert any(s["class"] == "SPAN_CLASS_CACHE" for s in spans)
+    assert any(s["weight"] == 5e-324 for s in spans)
+
+
+def test_empty_plan_hash() -> None:
+    assert EMPTY_PLAN_HASH == "b3:272a6a0e4d57118a898c1ade3401cddff16bf0e0e2e7cbe59483978e37c82068"
+    assert encode_plan(PLAN_MODEL, 0, 0, ()) == (
+        b"\x00\x00\x00\x02v1" + b"\x00" * 24  # model, budget, used, span count
+    )
+
+
+def test_byte_layout_of_one_span() -> None:
+    span = PlannedSpan(
+        span=SpanRef("ab", -2, 3, 9),
+        kind="code",
+        span_class=SpanClass.CACHE,
+        weight=1.5,  # 0x3FF8000000000000
+        tokens=7,
+        text="ignored",
+    )
+    expected = bytes.fromhex(
+        "00000002" "7631"  # "v1"
+        "0000000000000064"  # budget 100
+        "0000000000000007"  # used 7
+        "0000000000000001"  # one span
+        "00000002" "6162"  # "ab"
+        "fffffffffffffffe"  # tx -2 (two's complement)
+        "0000000000000003"  # start
+        "0000000000000009"  # end
+        "00000004" "636f6465"  # "code"
+        "02"  # cache
+        "3ff8000000000000"  # weight bits
+        "0000000000000007"  # tokens
+    )
+    assert encode_plan("v1", 100, 7, [span]) == expected
+    assert plan_hash("v1", 100, 7, [span]) == "b3:" + blake3.blake3(expected).hexdigest()
+
+
+def test_rendering_is_b3_and_64_lowercase_hex() -> None:
+    h = plan_hash("v1", 1, 0, ())
+    assert h.startswith("b3:")
+    assert len(h) == 67
+    assert h[3:] == h[3:].lower()
+    int(h[3:], 16)
+
+
+def test_text_is_not_hashed() -> None:
+    def span(text: str) -> PlannedSpan:
+        return PlannedSpan(
+            span=SpanRef("s", 1, 0, 4),
+            kind="body",
+            span_class=SpanClass.TRUTH,
+            weight=0.5,
+            tokens=2,
+            text=text,
+        )
+
+    assert plan_hash("v1", 10, 2, [span("")]) == plan_hash("v1", 10, 2, [span("quite different")])
+
+
+def test_values_outside_their_fields_are_refused() -> None:
+    def span(**kw: int) -> PlannedSpan:
+        ref = {"tx": 0, "start": 0, "end": 1, **kw}
+        return PlannedSpan(
+            span=SpanRef("s", ref["tx"], ref["start"], ref["end"]),
+            kind="body",
+            span_class=SpanClass.TRUTH,
+            weight=0.5,
+            tokens=kw.get("tokens", 1),
+        )
+
+    for bad in (
+        span(start=-1),
+        span(end=2**64),
+        span(tx=2**63),
+        span(tx=-(2**63) - 1),
+        span(tokens=-1),
+    ):
+        with pytest.raises(struct.error):
+            encode_plan("v1", 10, 1, [bad])
+    with pytest.raises(struct.error):
+        encode_plan("v1", -1, 0, [])
