@@ -1,0 +1,170 @@
+"""Research planning: decompose a question into leads and replan as evidence arrives.
+
+DESIGN section 7. Public surface:
+
+- :class:`Digest` (bounded, thread-safe view of a session) and :func:`render_digest`;
+- :class:`Planner` with :class:`PlannerSettings`, and :func:`leads_across`;
+- providers behind :class:`PlannerProvider`: :class:`OfflineProvider` (default, no model),
+  :class:`OpenAIProvider` (any OpenAI-compatible chat-completions endpoint) and
+  :class:`CassetteProvider` (record / replay), resolved per session by
+  :func:`make_provider_factory`;
+- :class:`ResearchSession`, the stream protocol without gRPC, and
+  :func:`planner_svc.research.servicer.add_research_servicer` for the server (imported from its
+  module so that this package does not import grpc).
+
+Importing this package is cheap (``planner-svc`` loads its CLI module): names are imported on
+first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from planner_svc.research.cassette import CassetteProvider
+    from planner_svc.research.digest import (
+        DEFAULT_DIGEST_CHARS,
+        DeadEnd,
+        Digest,
+        DigestView,
+        SubQuestion,
+        normalize_text,
+        render_digest,
+    )
+    from planner_svc.research.entities import (
+        EntityLookup,
+        NoEntities,
+        TitleEntityLookup,
+        TitleIndex,
+    )
+    from planner_svc.research.leads import Lead, leads_across
+    from planner_svc.research.offline import OfflineProvider
+    from planner_svc.research.openai_provider import OpenAIProvider, OpenAISettings
+    from planner_svc.research.planner import (
+        DEFAULT_MAX_DEPTH,
+        DEFAULT_MAX_INITIAL_LEADS,
+        DEFAULT_MAX_NEW_LEADS,
+        DEFAULT_REPLAN_EVERY,
+        DEPTH_NONE,
+        Plan,
+        Planner,
+        PlannerSettings,
+    )
+    from planner_svc.research.provider import (
+        Cancelled,
+        CassetteMiss,
+        PlannerProvider,
+        PlanningRequest,
+        ProviderAnswer,
+        ProviderError,
+        Usage,
+    )
+    from planner_svc.research.providers import ProviderFactory, make_provider_factory
+    from planner_svc.research.session import (
+        BudgetReport,
+        ContradictionsReport,
+        LeadReport,
+        PlanEvidence,
+        ResearchSession,
+        SessionStart,
+        StopReason,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "BudgetReport": "planner_svc.research.session",
+    "Cancelled": "planner_svc.research.provider",
+    "CassetteMiss": "planner_svc.research.provider",
+    "CassetteProvider": "planner_svc.research.cassette",
+    "ContradictionsReport": "planner_svc.research.session",
+    "DEFAULT_DIGEST_CHARS": "planner_svc.research.digest",
+    "DEFAULT_MAX_DEPTH": "planner_svc.research.planner",
+    "DEFAULT_MAX_INITIAL_LEADS": "planner_svc.research.planner",
+    "DEFAULT_MAX_NEW_LEADS": "planner_svc.research.planner",
+    "DEFAULT_REPLAN_EVERY": "planner_svc.research.planner",
+    "DEPTH_NONE": "planner_svc.research.planner",
+    "DeadEnd": "planner_svc.research.digest",
+    "Digest": "planner_svc.research.digest",
+    "DigestView": "planner_svc.research.digest",
+    "EntityLookup": "planner_svc.research.entities",
+    "Lead": "planner_svc.research.leads",
+    "LeadReport": "planner_svc.research.session",
+    "NoEntities": "planner_svc.research.entities",
+    "OfflineProvider": "planner_svc.research.offline",
+    "OpenAIProvider": "planner_svc.research.openai_provider",
+    "OpenAISettings": "planner_svc.research.openai_provider",
+    "Plan": "planner_svc.research.planner",
+    "PlanEvidence": "planner_svc.research.session",
+    "Planner": "planner_svc.research.planner",
+    "PlannerProvider": "planner_svc.research.provider",
+    "PlannerSettings": "planner_svc.research.planner",
+    "PlanningRequest": "planner_svc.research.provider",
+    "ProviderAnswer": "planner_svc.research.provider",
+    "ProviderError": "planner_svc.research.provider",
+    "ProviderFactory": "planner_svc.research.providers",
+    "ResearchSession": "planner_svc.research.session",
+    "SessionStart": "planner_svc.research.session",
+    "StopReason": "planner_svc.research.session",
+    "SubQuestion": "planner_svc.research.digest",
+    "TitleEntityLookup": "planner_svc.research.entities",
+    "TitleIndex": "planner_svc.research.entities",
+    "Usage": "planner_svc.research.provider",
+    "leads_across": "planner_svc.research.leads",
+    "make_provider_factory": "planner_svc.research.providers",
+    "normalize_text": "planner_svc.research.digest",
+    "render_digest": "planner_svc.research.digest",
+}
+
+__all__ = [
+    "DEFAULT_DIGEST_CHARS",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_INITIAL_LEADS",
+    "DEFAULT_MAX_NEW_LEADS",
+    "DEFAULT_REPLAN_EVERY",
+    "DEPTH_NONE",
+    "BudgetReport",
+    "Cancelled",
+    "CassetteMiss",
+    "CassetteProvider",
+    "ContradictionsReport",
+    "DeadEnd",
+    "Digest",
+    "DigestView",
+    "EntityLookup",
+    "Lead",
+    "LeadReport",
+    "NoEntities",
+    "OfflineProvider",
+    "OpenAIProvider",
+    "OpenAISettings",
+    "Plan",
+    "PlanEvidence",
+    "Planner",
+    "PlannerProvider",
+    "PlannerSettings",
+    "PlanningRequest",
+    "ProviderAnswer",
+    "ProviderError",
+    "ProviderFactory",
+    "ResearchSession",
+    "SessionStart",
+    "StopReason",
+    "SubQuestion",
+    "TitleEntityLookup",
+    "TitleIndex",
+    "Usage",
+    "leads_across",
+    "make_provider_factory",
+    "normalize_text",
+    "render_digest",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first access."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

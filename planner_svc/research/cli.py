@@ -1,0 +1,196 @@
+"""``planner-svc research``: play orchestrator against a running server's research stream.
+
+Each lead's result is taken from its sub-question's evidence plan: the number of planned spans
+is the claim count, and a plan with no span (or none at all) is a dead end with cause
+``no_evidence`` (``evidence_error`` when planning failed). Prints the initial plan, each replan
+as it arrives, and the stop reason with the planner's model calls against the leads run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
+
+DEFAULT_ADDRESS = "127.0.0.1:50151"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``research`` subcommand."""
+    p = subparsers.add_parser(
+        "research",
+        help="run a research session against a server (evidence plans as lead results)",
+        description=(
+            "Play orchestrator against a running server's research stream: each lead's result "
+            "is its sub-question's evidence plan (claims = planned spans; a dead end when "
+            "there are none). Prints the initial plan, each replan as it arrives, the stop "
+            "reason, and the planner's model calls against the leads run."
+        ),
+    )
+    p.add_argument("question", help="the research question")
+    p.add_argument(
+        "--actors",
+        default="web",
+        help="comma-separated actor types that run leads, round-robin (default: web)",
+    )
+    p.add_argument("--address", default=DEFAULT_ADDRESS, help=f"HOST:PORT ({DEFAULT_ADDRESS})")
+    p.add_argument("--budget", type=int, default=None, help="evidence budget per plan (tokens)")
+    p.add_argument(
+        "--max-depth",
+        type=int,
+        default=None,
+        help="follow-up rounds: 0 = server default (2), -1 = none",
+    )
+    p.add_argument("--replan-every", type=int, default=None, help="completed leads per replan")
+    p.add_argument(
+        "--provider",
+        default="",
+        help="offline | openai | cassette:NAME | record:NAME (server side; default offline)",
+    )
+    p.add_argument("--timeout", type=float, default=300.0, help="session deadline (seconds)")
+    p.set_defaults(func=_run)
+
+
+def build_start(args: argparse.Namespace) -> research_pb2.ResearchEvent:
+    """The start event for the parsed arguments."""
+    from planner_svc.api.planner.v1 import research_pb2
+
+    event = research_pb2.ResearchEvent()
+    start = event.start
+    start.question = args.question
+    start.actors.extend(a.strip() for a in args.actors.split(",") if a.strip())
+    start.provider = args.provider
+    if args.budget is not None:
+        start.budget_tokens = args.budget
+    if args.max_depth is not None:
+        start.caps.max_depth = args.max_depth
+    if args.replan_every is not None:
+        start.caps.replan_every = args.replan_every
+    return event
+
+
+def lead_results(
+    leads: list[research_pb2.Lead], questions: dict[str, research_pb2.SubQuestion]
+) -> list[research_pb2.ResearchEvent]:
+    """One result event per lead from its sub-question's evidence plan (see module doc)."""
+    from planner_svc.api.planner.v1 import research_pb2
+
+    events = []
+    for lead in leads:
+        event = research_pb2.ResearchEvent()
+        event.lead_result.lead_id = lead.id
+        q = questions.get(lead.question_id)
+        spans = len(q.evidence.spans) if q is not None and q.HasField("evidence") else 0
+        if spans:
+            event.lead_result.claims = spans
+        else:
+            failed = q is not None and bool(q.evidence_error)
+            event.lead_result.dead_end.cause = "evidence_error" if failed else "no_evidence"
+            event.lead_result.dead_end.query = lead.query[:500]
+        events.append(event)
+    return events
+
+
+def _print_questions(
+    subs: list[research_pb2.SubQuestion], leads: list[research_pb2.Lead], out: TextIO
+) -> None:
+    actor_of = {lead.question_id: f"{lead.id} -> {lead.actor}" for lead in leads}
+    for q in subs:
+        if q.HasField("evidence"):
+            ev = f"{len(q.evidence.spans)} span(s), {q.evidence.used} tokens"
+        else:
+            ev = q.evidence_error or "no plan"
+        print(f"  {q.id}: {q.text}  [{actor_of.get(q.id, '-')}; evidence: {ev}]", file=out)
+
+
+def play(
+    stub: research_pb2_grpc.ResearchPlannerStub,
+    start: research_pb2.ResearchEvent,
+    *,
+    timeout_s: float,
+    out: TextIO,
+) -> research_pb2.Final | None:
+    """Run one session through ``stub``, printing updates as they arrive; returns the final
+    message (None if the stream ended without one).
+
+    Raises:
+        grpc.RpcError: the stream failed.
+    """
+    import queue
+
+    pending: queue.Queue[research_pb2.ResearchEvent | None] = queue.Queue()
+    pending.put(start)
+
+    def events() -> Iterator[research_pb2.ResearchEvent]:
+        while (event := pending.get()) is not None:
+            yield event
+
+    questions: dict[str, research_pb2.SubQuestion] = {}
+    final: research_pb2.Final | None = None
+    try:
+        for update in stub.Research(events(), timeout=timeout_s):
+            kind = update.WhichOneof("update")
+            if kind == "initial":
+                init = update.initial
+                caps = init.settings.caps
+                print(
+                    f"session {init.settings.session_id} provider={init.settings.provider} "
+                    f"actors={','.join(init.settings.actors)} "
+                    f"caps: initial={caps.max_initial_leads} new={caps.max_new_leads} "
+                    f"every={caps.replan_every} max_depth={caps.max_depth}",
+                    file=out,
+                )
+                print(f"initial plan ({init.rationale}):", file=out)
+                _print_questions(list(init.sub_questions), list(init.leads), out)
+                questions.update({q.id: q for q in init.sub_questions})
+                for event in lead_results(list(init.leads), questions):
+                    pending.put(event)
+            elif kind == "replan":
+                rp = update.replan
+                print(
+                    f"replan {rp.round} ({rp.rationale}): answered={list(rp.answered)} "
+                    f"open={list(rp.open)}",
+                    file=out,
+                )
+                _print_questions(list(rp.sub_questions), list(rp.leads), out)
+                questions.update({q.id: q for q in rp.sub_questions})
+                for event in lead_results(list(rp.leads), questions):
+                    pending.put(event)
+            elif kind == "final":
+                final = update.final
+                break
+    finally:
+        pending.put(None)
+    return final
+
+
+def _run(args: argparse.Namespace) -> int:
+    import grpc
+
+    from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
+
+    start = build_start(args)
+    with grpc.insecure_channel(args.address) as channel:
+        stub = research_pb2_grpc.ResearchPlannerStub(channel)
+        try:
+            final = play(stub, start, timeout_s=args.timeout, out=sys.stdout)
+        except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else None
+            details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+            print(f"research failed: {code}: {details}", file=sys.stderr)
+            return 1
+    if final is None:
+        print("research stream ended without a final message", file=sys.stderr)
+        return 1
+    reason = research_pb2.StopReason.Name(final.reason)
+    print(f"stopped: {reason} ({final.detail})")
+    print(
+        f"planner model calls: {final.model_calls} for {final.leads_run} lead(s) run "
+        f"({final.rounds} replan round(s), {final.claims_found} claim(s), "
+        f"{final.dead_ends} dead end(s))"
+    )
+    return 0

@@ -1,0 +1,187 @@
+"""A planning provider that needs no model: the default, so research runs with nothing set up.
+
+Decomposition: the question's clauses (split at ``?``, ``;`` and at a conjunction that starts a
+new question, "... and how did ...") plus one sub-question per knowledge-graph entity the
+question mentions. Replanning, from the digest alone:
+
+- with no live contradiction, an open sub-question holding claims is closed;
+- with live contradictions nothing is closed, and a sub-question about the disagreement is
+  proposed first (a disputed question is not an answered one);
+- an open sub-question with leads but no claims is rephrased as a keyword search (its content
+  words, then the research question's);
+- each dead-end cause (most frequent first) contributes its example query, rephrased, and any
+  entity that query mentions;
+- ``done`` when, after closing, nothing is open and nothing is disputed.
+Proposals already in the digest (by normalized text) are not repeated, so replans converge.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from planner_svc.research.digest import DigestView, normalize_text
+from planner_svc.research.entities import STOPWORDS, EntityLookup, NoEntities
+from planner_svc.research.provider import PlanningRequest, ProviderAnswer, Usage
+
+OFFLINE_MODEL = "offline"
+
+_QUESTION_WORDS = (
+    "how|what|why|when|where|who|whom|which|whether|is|are|was|were|does|do|did|can|could|"
+    "should|would|will|has|have"
+)
+_SENTENCE_SPLIT = re.compile(r"(?<=[?;!])\s+|;\s*")
+_CONJUNCTION_SPLIT = re.compile(
+    rf",?\s+(?:and|but|or|also)\s+(?=(?:{_QUESTION_WORDS})\b)", re.IGNORECASE
+)
+_QUESTION_START = re.compile(rf"^(?:{_QUESTION_WORDS})\b", re.IGNORECASE)
+_KEYWORD_RE = re.compile(r"[\w][\w'’-]*")
+_REPHRASE_WORDS = frozenset({"sources", "source", "cover", "covering", "known", "record"})
+
+
+def split_clauses(question: str) -> list[str]:
+    """The question's clauses, each capitalised and ending in ``?`` when it asks something.
+
+    >>> split_clauses("What caused the outage and how was it fixed?")
+    ['What caused the outage?', 'How was it fixed?']
+    """
+    clauses: list[str] = []
+    for sentence in _SENTENCE_SPLIT.split(question):
+        for part in _CONJUNCTION_SPLIT.split(sentence):
+            text = " ".join(part.split()).strip(" ,;")
+            if not text:
+                continue
+            text = text[0].upper() + text[1:]
+            if _QUESTION_START.match(text) and not text.endswith("?"):
+                text = text.rstrip(".!") + "?"
+            clauses.append(text)
+    return clauses
+
+
+def keywords(text: str, *, limit: int = 8) -> list[str]:
+    """Content words of ``text`` in order, without stopwords, rephrasing words or repeats."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for word in _KEYWORD_RE.findall(text):
+        folded = word.casefold()
+        if folded in STOPWORDS or folded in _REPHRASE_WORDS or folded in seen:
+            continue
+        seen.add(folded)
+        out.append(word)
+        if len(out) == limit:
+            break
+    return out
+
+
+def rephrase(text: str, context: str = "", *, limit: int = 6) -> str | None:
+    """A keyword-search phrasing of ``text``: its content words, then the ``context``'s (the
+    research question) up to ``limit`` words. Idempotent for a fixed context; None when neither
+    has a content word.
+
+    >>> rephrase("How was it fixed?", "What caused the 2021 outage?")
+    'Which sources cover fixed caused 2021 outage?'
+    """
+    words = keywords(text, limit=limit)
+    seen = {w.casefold() for w in words}
+    for word in keywords(context, limit=limit):
+        if len(words) >= limit:
+            break
+        if word.casefold() not in seen:
+            seen.add(word.casefold())
+            words.append(word)
+    return f"Which sources cover {' '.join(words)}?" if words else None
+
+
+def entity_question(title: str) -> str:
+    """The sub-question asked about one knowledge-graph entity."""
+    return f"What is known about {title}?"
+
+
+class OfflineProvider:
+    """:class:`~planner_svc.research.provider.PlannerProvider` from the question's structure,
+    the knowledge graph (through ``entities``) and the digest. Deterministic; no model, no I/O
+    beyond the entity lookup; usage is zero with model ``offline``.
+
+    Args:
+        entities: entity lookup; None = no knowledge graph.
+    """
+
+    def __init__(self, entities: EntityLookup | None = None) -> None:
+        self._entities = entities or NoEntities()
+
+    @property
+    def name(self) -> str:
+        """``offline``."""
+        return "offline"
+
+    def propose(
+        self, request: PlanningRequest, *, cancel: threading.Event | None = None
+    ) -> ProviderAnswer:
+        """Decompose or replan as described in the module docstring."""
+        if request.kind == "decompose" or request.digest is None:
+            return self._decompose(request)
+        return self._replan(request, request.digest)
+
+    def _decompose(self, request: PlanningRequest) -> ProviderAnswer:
+        clauses = split_clauses(request.question)
+        titles = self._entities.find_entities(request.question)
+        proposals = _distinct([*clauses, *(entity_question(t) for t in titles)], set())
+        if not proposals:
+            proposals = [request.question]
+        return ProviderAnswer(
+            questions=tuple(proposals[: request.max_questions]),
+            rationale=f"offline: {len(clauses)} clause(s), {len(titles)} entity(ies)",
+            usage=Usage(model=OFFLINE_MODEL),
+        )
+
+    def _replan(self, request: PlanningRequest, view: DigestView) -> ProviderAnswer:
+        disputed = view.contradictions > 0
+        open_qs = view.open()
+        closed = () if disputed else tuple(q.id for q in open_qs if q.claims > 0)
+        still_open = [q for q in open_qs if q.id not in closed]
+        if view.questions and not still_open and not disputed:
+            return ProviderAnswer(
+                answered=closed,
+                done=True,
+                rationale=f"offline: closed {len(closed)}; every sub-question has claims",
+                usage=Usage(model=OFFLINE_MODEL),
+            )
+        candidates: list[str] = []
+        if disputed:
+            topic = " ".join(request.question.split()).rstrip("?.! ")
+            candidates.append(f"Where do sources disagree on: {topic}?")
+        starved = [q for q in still_open if q.leads > 0 and q.claims == 0]
+        for q in starved:
+            alt = rephrase(q.text, request.question)
+            if alt:
+                candidates.append(alt)
+        for de in view.dead_ends:
+            if not de.example:
+                continue
+            alt = rephrase(de.example, request.question)
+            if alt:
+                candidates.append(alt)
+            candidates.extend(entity_question(t) for t in self._entities.find_entities(de.example))
+        known = {normalize_text(q.text) for q in view.questions}
+        proposals = _distinct(candidates, known)[: request.max_questions]
+        return ProviderAnswer(
+            questions=tuple(proposals),
+            answered=closed,
+            done=False,
+            rationale=(
+                f"offline: closed {len(closed)}, {len(starved)} without claims, "
+                f"{len(view.dead_ends)} dead-end cause(s), contradictions={view.contradictions}"
+            ),
+            usage=Usage(model=OFFLINE_MODEL),
+        )
+
+
+def _distinct(texts: list[str], known: set[str]) -> list[str]:
+    seen = set(known)
+    out = []
+    for text in texts:
+        key = normalize_text(text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out

@@ -1,0 +1,202 @@
+"""The planner: the initial decomposition, replans against the digest, and when to replan.
+
+Source: DESIGN section 7 and the research planner reference ("Planner", "Plan", the default
+constants, "DepthNone"). The two model calls of a session happen here and nowhere else; what
+runs between them is bookkeeping, so planner cost grows with the number of replans, not of
+leads.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from planner_svc.core.errors import ConfigError
+from planner_svc.research.digest import Digest, SubQuestion, render_digest
+from planner_svc.research.provider import PlannerProvider, PlanningRequest, Usage
+
+DEFAULT_MAX_INITIAL_LEADS = 4
+DEFAULT_MAX_NEW_LEADS = 3
+DEFAULT_REPLAN_EVERY = 3
+DEFAULT_MAX_DEPTH = 2
+"""Follow-up rounds when ``max_depth`` is 0 (unset)."""
+DEPTH_NONE = -1
+"""``max_depth`` value meaning no follow-up round at all (distinct from 0, "unset")."""
+
+MAX_LEADS_PER_ROUND = 16
+MAX_REPLAN_EVERY = 100
+MAX_DEPTH_LIMIT = 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannerSettings:
+    """Bounds of one session's planning.
+
+    Attributes:
+        max_initial_leads: sub-questions (one lead each) of the initial round, 1..16.
+        max_new_leads: new sub-questions per replan, 1..16.
+        replan_every: completed leads between replans, 1..100.
+        max_depth: follow-up (replan) rounds, -1..8: 0 = unset (:data:`DEFAULT_MAX_DEPTH`),
+            -1 = :data:`DEPTH_NONE` (initial round only).
+
+    Raises:
+        ConfigError: a field out of range (the field is named).
+    """
+
+    max_initial_leads: int = DEFAULT_MAX_INITIAL_LEADS
+    max_new_leads: int = DEFAULT_MAX_NEW_LEADS
+    replan_every: int = DEFAULT_REPLAN_EVERY
+    max_depth: int = 0
+
+    def __post_init__(self) -> None:
+        for name, value, low, high in (
+            ("max_initial_leads", self.max_initial_leads, 1, MAX_LEADS_PER_ROUND),
+            ("max_new_leads", self.max_new_leads, 1, MAX_LEADS_PER_ROUND),
+            ("replan_every", self.replan_every, 1, MAX_REPLAN_EVERY),
+            ("max_depth", self.max_depth, DEPTH_NONE, MAX_DEPTH_LIMIT),
+        ):
+            if not low <= value <= high:
+                raise ConfigError(name, f"{value}; allowed range {low}..{high}")
+
+    @property
+    def follow_up_rounds(self) -> int:
+        """Replan rounds allowed: 0 for -1, :data:`DEFAULT_MAX_DEPTH` for 0, else max_depth."""
+        if self.max_depth == DEPTH_NONE:
+            return 0
+        return self.max_depth or DEFAULT_MAX_DEPTH
+
+    @property
+    def resolved_max_depth(self) -> int:
+        """``max_depth`` with the default applied and -1 kept (the echoed setting)."""
+        return DEPTH_NONE if self.max_depth == DEPTH_NONE else self.follow_up_rounds
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """What one planning step produced.
+
+    Attributes:
+        questions: sub-questions this step registered in the digest, with digest IDs (one lead
+            each); duplicates of earlier wording are not among them.
+        answered: IDs of open sub-questions the provider considers closed. Returned, never
+            applied: the caller owns the digest.
+        done: the provider judged the research complete (replans only).
+        rationale: one line for a trace.
+        usage: tokens the model call spent (zero when no call was made).
+        model_called: whether a provider call was made.
+        depth_capped: the step was refused by the depth cap (no call, nothing proposed).
+    """
+
+    questions: tuple[SubQuestion, ...] = ()
+    answered: tuple[str, ...] = ()
+    done: bool = False
+    rationale: str = ""
+    usage: Usage = field(default_factory=Usage)
+    model_called: bool = False
+    depth_capped: bool = False
+
+
+class Planner:
+    """Decomposes a question and decides what to research next.
+
+    Args:
+        provider: answers planning requests.
+        settings: the session's bounds.
+    """
+
+    def __init__(self, provider: PlannerProvider, settings: PlannerSettings | None = None) -> None:
+        self.provider = provider
+        self.settings = settings or PlannerSettings()
+
+    def initial(self, digest: Digest, *, cancel: threading.Event | None = None) -> Plan:
+        """The first round: decompose ``digest.question`` into at most ``max_initial_leads``
+        sub-questions and register them in ``digest``.
+
+        The provider sees only the (delimited) question. When it proposes nothing new, the
+        question itself becomes the single sub-question, so a session always has work.
+
+        Raises:
+            ProviderError, CassetteMiss, Cancelled: from the provider.
+        """
+        request = PlanningRequest(
+            kind="decompose",
+            question=digest.question,
+            digest_text="",
+            max_questions=self.settings.max_initial_leads,
+        )
+        answer = self.provider.propose(request, cancel=cancel)
+        added = _register(digest, answer.questions, self.settings.max_initial_leads)
+        if not added and not digest.questions():
+            added = digest.add_questions([digest.question])
+        return Plan(
+            questions=tuple(added),
+            rationale=answer.rationale,
+            usage=answer.usage,
+            model_called=True,
+        )
+
+    def replan(self, digest: Digest, *, depth: int, cancel: threading.Event | None = None) -> Plan:
+        """A follow-up round from the digest: at most ``max_new_leads`` new sub-questions.
+
+        Args:
+            digest: the session's digest; the provider reads its rendered form (and the
+                snapshot it came from). Only new sub-questions are written to it.
+            depth: rounds run so far (0 after the initial round). When
+                :meth:`depth_exhausted` holds, returns a ``depth_capped`` plan without calling
+                the provider; callers should check first, before reserving anything.
+            cancel: set to abandon a pending call.
+
+        ``answered`` keeps only IDs that are open in the digest, in the provider's order.
+
+        Raises:
+            ProviderError, CassetteMiss, Cancelled: from the provider.
+        """
+        if self.depth_exhausted(depth):
+            return Plan(depth_capped=True, rationale=self.depth_cap_reason())
+        view = digest.snapshot()
+        request = PlanningRequest(
+            kind="replan",
+            question=digest.question,
+            digest_text=render_digest(view),
+            max_questions=self.settings.max_new_leads,
+            digest=view,
+        )
+        answer = self.provider.propose(request, cancel=cancel)
+        open_ids = {q.id for q in view.open()}
+        answered = tuple(dict.fromkeys(a for a in answer.answered if a in open_ids))
+        added = _register(digest, answer.questions, self.settings.max_new_leads)
+        return Plan(
+            questions=tuple(added),
+            answered=answered,
+            done=answer.done,
+            rationale=answer.rationale,
+            usage=answer.usage,
+            model_called=True,
+        )
+
+    def should_replan(self, completed_since_last_replan: int, queue_empty: bool) -> bool:
+        """True every ``replan_every`` completed leads (exactly at the boundary and beyond) or
+        when no dispatched lead is outstanding."""
+        return queue_empty or completed_since_last_replan >= self.settings.replan_every
+
+    def depth_exhausted(self, depth: int) -> bool:
+        """True when ``depth`` replan rounds already reach the cap (always, for -1)."""
+        return depth >= self.settings.follow_up_rounds
+
+    def depth_cap_reason(self) -> str:
+        """One line naming the cap, for the stop reason; makes no call."""
+        s = self.settings
+        if s.max_depth == DEPTH_NONE:
+            return "follow-up rounds disabled (max_depth=-1): initial decomposition only"
+        shown = f"max_depth={s.max_depth}" if s.max_depth else "max_depth unset, default"
+        return f"depth cap reached: {s.follow_up_rounds} follow-up round(s) ({shown})"
+
+
+def _register(digest: Digest, proposals: tuple[str, ...], limit: int) -> list[SubQuestion]:
+    """Add proposals one by one until ``limit`` new sub-questions are registered."""
+    added: list[SubQuestion] = []
+    for text in proposals:
+        if len(added) >= limit:
+            break
+        added.extend(digest.add_questions([text]))
+    return added

@@ -1,0 +1,196 @@
+"""The ``ResearchPlanner`` gRPC servicer: converts events and updates, delegates to
+:class:`~planner_svc.research.session.ResearchSession`, and maps errors to status codes.
+
+Error mapping (the stream ends; the server keeps serving):
+
+=====================  ====================================================================
+InvalidRequest         INVALID_ARGUMENT, with a google.rpc.BadRequest field violation
+CassetteMiss           FAILED_PRECONDITION
+ProviderError          UNAVAILABLE
+other PlannerError     FAILED_PRECONDITION
+anything else          INTERNAL with a generic message and a logged error id
+=====================  ====================================================================
+
+When the caller cancels (or its deadline passes) the session's cancel event is set from gRPC's
+callback thread, so pending work stops at its next check and nothing more is sent.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+
+import grpc
+import structlog
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
+from planner_svc.core.errors import InvalidRequest, PlannerError
+from planner_svc.research import wire
+from planner_svc.research.digest import DEFAULT_DIGEST_CHARS
+from planner_svc.research.provider import Cancelled, CassetteMiss, ProviderError
+from planner_svc.research.providers import ProviderFactory, make_provider_factory
+from planner_svc.research.session import (
+    MAX_QUESTION_CHARS,
+    PlanEvidence,
+    ResearchSession,
+    StopReason,
+    Update,
+)
+
+_log = structlog.get_logger("planner_svc.research")
+
+SessionEndHook = Callable[[str, StopReason | None], None]
+"""Called once per stream that got past its start event: (session_id, stop reason or None when
+the stream failed with an error)."""
+
+MIN_SERVICER_DIGEST_CHARS = MAX_QUESTION_CHARS + 400
+
+
+def invalid_argument_status(exc: InvalidRequest) -> grpc.Status:
+    """INVALID_ARGUMENT carrying a BadRequest detail with one field violation for ``exc``."""
+    violation = error_details_pb2.BadRequest.FieldViolation(field=exc.field, description=exc.reason)
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.BadRequest(field_violations=[violation]))
+    status = status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(exc), details=[detail])
+    result: grpc.Status = rpc_status.to_status(status)
+    return result
+
+
+class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
+    """Serves ``planner.v1.ResearchPlanner/Research``; one worker thread per open stream.
+
+    Args:
+        plan_evidence: plans each sub-question's evidence.
+        provider_factory: makes each session's planning provider from its ``provider`` string.
+        digest_max_chars: bound of each session's digest in characters, >= 1400.
+        on_session_end: optional hook, see :data:`SessionEndHook`.
+
+    Raises:
+        ValueError: ``digest_max_chars`` below 1400.
+    """
+
+    def __init__(
+        self,
+        *,
+        plan_evidence: PlanEvidence,
+        provider_factory: ProviderFactory,
+        digest_max_chars: int = DEFAULT_DIGEST_CHARS,
+        on_session_end: SessionEndHook | None = None,
+    ) -> None:
+        if digest_max_chars < MIN_SERVICER_DIGEST_CHARS:
+            raise ValueError(
+                f"digest_max_chars: {digest_max_chars}; must be >= {MIN_SERVICER_DIGEST_CHARS}"
+            )
+        self._plan_evidence = plan_evidence
+        self._provider_factory = provider_factory
+        self._digest_max_chars = digest_max_chars
+        self._on_session_end = on_session_end
+
+    def Research(
+        self,
+        request_iterator: Iterator[research_pb2.ResearchEvent],
+        context: grpc.ServicerContext,
+    ) -> Iterator[research_pb2.ResearchUpdate]:
+        """Run one session over the stream (protocol: ``protos/planner/v1/research.proto``)."""
+        cancel = threading.Event()
+        context.add_callback(cancel.set)
+        session: ResearchSession | None = None
+        failure: grpc.Status | None = None
+        try:
+            first = next(request_iterator, None)
+            if first is None:
+                raise InvalidRequest("start", "the stream closed before a start event")
+            start = wire.start_from_proto(first)
+            session = ResearchSession(
+                start,
+                provider=self._provider_factory(start.provider),
+                plan_evidence=self._plan_evidence,
+                digest_max_chars=self._digest_max_chars,
+                cancel=cancel,
+            )
+            _log.info("research.start", session_id=start.session_id, actors=list(start.actors))
+            yield from _send(session.begin())
+            for raw in request_iterator:
+                yield from _send(session.handle(wire.event_from_proto(raw)))
+                if session.finished:
+                    return
+            yield from _send(session.close_input())
+        except Cancelled:
+            return
+        except InvalidRequest as exc:
+            failure = invalid_argument_status(exc)
+        except CassetteMiss as exc:
+            failure = _plain_status(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except ProviderError as exc:
+            failure = _plain_status(grpc.StatusCode.UNAVAILABLE, f"planner model: {exc}")
+        except PlannerError as exc:
+            failure = _plain_status(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except Exception:
+            if cancel.is_set():
+                return  # the request iterator raises once the caller has cancelled
+            error_id = uuid.uuid4().hex[:12]
+            _log.exception("research.internal_error", error_id=error_id)
+            failure = _plain_status(grpc.StatusCode.INTERNAL, f"internal error (id {error_id})")
+        finally:
+            if session is not None:
+                if cancel.is_set():
+                    session.cancel()
+                reason = None if failure is not None else session.stop_reason
+                _log.info(
+                    "research.end",
+                    session_id=session.start.session_id,
+                    reason=reason.name if reason is not None else "error",
+                    model_calls=session.model_calls,
+                )
+                if self._on_session_end is not None:
+                    self._on_session_end(session.start.session_id, reason)
+        if failure is not None:
+            context.abort_with_status(failure)
+
+
+def _send(updates: Iterable[Update]) -> Iterator[research_pb2.ResearchUpdate]:
+    for update in updates:
+        yield wire.update_to_proto(update)
+
+
+class _Status(grpc.Status):
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self.code = code
+        self.details = details
+        self.trailing_metadata = ()
+
+
+def _plain_status(code: grpc.StatusCode, details: str) -> grpc.Status:
+    return _Status(code, details)
+
+
+def add_research_servicer(
+    server: grpc.Server,
+    *,
+    plan_evidence: PlanEvidence,
+    provider_factory: ProviderFactory | None = None,
+    digest_max_chars: int = DEFAULT_DIGEST_CHARS,
+    on_session_end: SessionEndHook | None = None,
+) -> None:
+    """Register ``planner.v1.ResearchPlanner`` on ``server`` (before ``server.start()``).
+
+    Args:
+        server: the gRPC server. Each open stream holds one of its worker threads.
+        plan_evidence: the EvidencePlanner's planning function (see
+            :class:`~planner_svc.research.session.PlanEvidence`).
+        provider_factory: resolves each session's ``provider``; None = offline only (see
+            :func:`~planner_svc.research.providers.make_provider_factory`).
+        digest_max_chars: digest bound in characters, >= 1400.
+        on_session_end: optional hook (metrics, tests).
+    """
+    servicer = ResearchPlannerServicer(
+        plan_evidence=plan_evidence,
+        provider_factory=provider_factory or make_provider_factory(),
+        digest_max_chars=digest_max_chars,
+        on_session_end=on_session_end,
+    )
+    research_pb2_grpc.add_ResearchPlannerServicer_to_server(servicer, server)

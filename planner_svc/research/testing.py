@@ -1,0 +1,110 @@
+"""Test doubles for research sessions: a scripted provider and a fake evidence planner.
+
+Used by the research tests and usable by any test that needs a research stream without a model
+or a store.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from planner_svc.api.planner.v1 import plan_pb2
+from planner_svc.core.model import PLAN_MODEL
+from planner_svc.research.provider import PlanningRequest, ProviderAnswer
+
+
+class ScriptedProvider:
+    """A provider that returns prepared answers in order and records every request.
+
+    Args:
+        answers: answers for successive calls; when exhausted, ``fallback`` is used.
+        fallback: answer once ``answers`` run out (default: propose nothing).
+        name: provider name to report.
+    """
+
+    def __init__(
+        self,
+        answers: Sequence[ProviderAnswer] = (),
+        *,
+        fallback: ProviderAnswer | None = None,
+        name: str = "scripted",
+    ) -> None:
+        self._answers = list(answers)
+        self._fallback = fallback or ProviderAnswer()
+        self._name = name
+        self._lock = threading.Lock()
+        self.requests: list[PlanningRequest] = []
+
+    @property
+    def name(self) -> str:
+        """The name given at construction."""
+        return self._name
+
+    @property
+    def calls(self) -> int:
+        """Requests answered so far."""
+        with self._lock:
+            return len(self.requests)
+
+    def propose(
+        self, request: PlanningRequest, *, cancel: threading.Event | None = None
+    ) -> ProviderAnswer:
+        """The next prepared answer (or the fallback)."""
+        with self._lock:
+            index = len(self.requests)
+            self.requests.append(request)
+            return self._answers[index] if index < len(self._answers) else self._fallback
+
+
+def evidence_plan(question_text: str, spans: int, *, budget: int = 100) -> plan_pb2.EvidencePlan:
+    """An evidence plan with ``spans`` spans of 5 tokens each from source ``doc:<text>``.
+
+    Not a valid hash: ``plan_hash`` is ``fake:<spans>``; the research stream only forwards it.
+    """
+    plan = plan_pb2.EvidencePlan(plan_model=PLAN_MODEL, budget=budget)
+    for i in range(spans):
+        ps = plan.spans.add()
+        ps.span.source_id = f"doc:{question_text[:40]}"
+        ps.span.source_version_tx = 1_700_000_000_000_000
+        ps.span.start = i * 100
+        ps.span.end = i * 100 + 40
+        ps.kind = "paragraph"
+        ps.weight = 1.0 / (i + 1)
+        ps.tokens = 5
+    plan.used = 5 * spans
+    plan.plan_hash = f"fake:{spans}"
+    return plan
+
+
+@dataclass
+class FakePlanEvidence:
+    """A ``PlanEvidence`` callable: ``spans_for(text)`` spans per question; records calls.
+
+    ``gate``, when given, is waited on (up to ``gate_timeout_s``) at the start of every call
+    after ``entered`` is set, so a test can hold a call in flight.
+    """
+
+    spans_for: Callable[[str], int] = lambda text: 2
+    gate: threading.Event | None = None
+    gate_timeout_s: float = 10.0
+    entered: threading.Event = field(default_factory=threading.Event)
+    calls: list[tuple[str, int | None, int | None, int | None]] = field(default_factory=list)
+
+    def __call__(
+        self,
+        question_text: str,
+        *,
+        at_valid_us: int | None,
+        at_tx_us: int | None,
+        budget_tokens: int | None,
+    ) -> plan_pb2.EvidencePlan:
+        """An evidence plan for ``question_text``."""
+        self.calls.append((question_text, at_valid_us, at_tx_us, budget_tokens))
+        self.entered.set()
+        if self.gate is not None:
+            self.gate.wait(self.gate_timeout_s)
+        return evidence_plan(
+            question_text, self.spans_for(question_text), budget=budget_tokens or 100
+        )
