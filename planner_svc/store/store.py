@@ -268,9 +268,17 @@ class Store:
         conn = self._conn()
         local = self._local
         if local.depth > 0:
+            savepoint = f"sp{local.depth}"
+            conn.execute(f"SAVEPOINT {savepoint}")
             local.depth += 1
             try:
                 yield conn
+            except BaseException:
+                conn.execute(f"ROLLBACK TO {savepoint}")
+                conn.execute(f"RELEASE {savepoint}")
+                raise
+            else:
+                conn.execute(f"RELEASE {savepoint}")
             finally:
                 local.depth -= 1
             return
@@ -300,7 +308,9 @@ class Store:
     def transaction(self) -> Iterator[None]:
         """Group the writes made inside the block into one atomic commit.
 
-        Nested use joins the outer transaction. An exception rolls everything back.
+        Nested use opens a savepoint inside the outer transaction: an exception leaving the
+        inner block undoes only the inner block's writes; one leaving the outermost block rolls
+        everything back.
 
         Raises:
             RuntimeError: called inside :meth:`snapshot`.
@@ -480,6 +490,22 @@ class Store:
             if not rows:
                 return
             yield from ((r[0], r[1]) for r in rows)
+            after = rows[-1][0]
+
+    def iter_sources(self) -> Iterator[tuple[str, str, int]]:
+        """Every ``(source_id, latest title, latest version tx)`` (tx in microseconds), ordered
+        by source_id."""
+        conn = self._conn()
+        after = ""
+        while True:
+            rows = conn.execute(
+                "SELECT source_id, title, latest_tx FROM sources WHERE source_id > ? "
+                "ORDER BY source_id LIMIT ?",
+                (after, _PAGE_ROWS),
+            ).fetchall()
+            if not rows:
+                return
+            yield from ((r[0], r[1], r[2]) for r in rows)
             after = rows[-1][0]
 
     def count_sources(self) -> int:
@@ -1075,6 +1101,57 @@ class Store:
                 edge = _edge_from_row(row)
                 found[edge.key] = edge
         return [found[k] for k in sorted(found)]
+
+    def current_out_edges(self, src_ids: Iterable[str]) -> list[Edge]:
+        """Current edge versions (open tx interval, any valid interval) leaving ``src_ids``,
+        sorted by (src, dst, relation)."""
+        ids = sorted(set(src_ids))
+        if not ids:
+            return []
+        rows = self._conn().execute(
+            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE tx_to IS NULL "
+            "AND src IN (SELECT value FROM json_each(?)) ORDER BY src, dst, relation",
+            (_json(ids),),
+        )
+        return [_edge_from_row(row) for row in rows]
+
+    def retire_edges(self, keys: Iterable[tuple[str, str, str]], *, tx_us: int) -> int:
+        """End the current version of each ``(src, dst, relation)`` edge at ``tx_us``
+        (microseconds), writing no successor; keys without a current version are skipped.
+
+        Returns:
+            Number of versions closed.
+
+        Raises:
+            InvalidRequest: (``tx``) ``tx_us`` is earlier than a current version's tx_from.
+                Nothing is written then.
+        """
+        check_time(tx_us, field="tx")
+        wanted = sorted(set(keys))
+        if not wanted:
+            return 0
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT edge_id, src, dst, relation, tx_from FROM edges WHERE tx_to IS NULL "
+                "AND src IN (SELECT value FROM json_each(?))",
+                (_json(sorted({k[0] for k in wanted})),),
+            ).fetchall()
+            keyset = set(wanted)
+            closing = []
+            for edge_id, src, dst, relation, tx_from in rows:
+                if (src, dst, relation) not in keyset:
+                    continue
+                if tx_from > tx_us:
+                    raise InvalidRequest(
+                        "tx",
+                        f"{tx_us} is earlier than edge {(src, dst, relation)}'s current "
+                        f"tx {tx_from}",
+                    )
+                closing.append((tx_us, edge_id))
+            conn.executemany("UPDATE edges SET tx_to = ? WHERE edge_id = ?", closing)
+            if closing:
+                self._changed()
+        return len(closing)
 
     def count_edges(self, *, current_only: bool = True) -> int:
         """Number of edge versions (only current ones by default)."""

@@ -41,6 +41,8 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 """English function words dropped from full-text queries (they carry no topical signal)."""
 
 _WORD = re.compile(r"\w+")
+_BAD_ID_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""Unicode categories Cc (control) and Cs (surrogate)."""
 
 
 def canonicalize(text: str) -> str:
@@ -84,9 +86,9 @@ def check_id(value: object, *, field: str) -> str:
         )
     if value != value.strip():
         raise InvalidRequest(field, f"{value!r} has leading or trailing whitespace")
-    for ch in value:
-        if unicodedata.category(ch) in ("Cc", "Cs"):
-            raise InvalidRequest(field, f"{value!r} contains control character {ord(ch):#x}")
+    bad = _BAD_ID_CHAR.search(value)
+    if bad is not None:
+        raise InvalidRequest(field, f"{value!r} contains control character {ord(bad.group()):#x}")
     return value
 
 

@@ -1,0 +1,32 @@
+"""Ingestion: document -> canonical text -> structural spans -> nodes and edges -> vectors.
+
+- :func:`parse_document` reads Markdown or plain text into spans and passages.
+- :func:`ingest_documents` writes documents into a :class:`planner_svc.store.Store`.
+- ``planner_svc.ingest.cli`` adds the ``ingest`` and ``fetch-corpus`` subcommands.
+"""
+
+from planner_svc.ingest.mentions import TitleMatcher, title_forms
+from planner_svc.ingest.parse import ParsedDocument, Passage, Span, parse_document
+from planner_svc.ingest.pipeline import (
+    RELATION_WEIGHTS,
+    DocumentIn,
+    IngestReport,
+    doc_node_id,
+    ingest_documents,
+    passage_node_id,
+)
+
+__all__ = [
+    "RELATION_WEIGHTS",
+    "DocumentIn",
+    "IngestReport",
+    "ParsedDocument",
+    "Passage",
+    "Span",
+    "TitleMatcher",
+    "doc_node_id",
+    "ingest_documents",
+    "parse_document",
+    "passage_node_id",
+    "title_forms",
+]

@@ -1,0 +1,360 @@
+"""Document -> canonical text -> structural spans and passages (DESIGN section 2, ``ingest/``).
+
+A deliberately small, line-based reading of Markdown (the subset documents here use) and of
+plain text. Offsets are UTF-8 byte offsets into the canonical text
+(:func:`planner_svc.store.text.canonicalize`); spans cover a block's content, not its markup:
+
+- ATX heading ``## Title ##`` -> ``heading`` span over ``Title``; setext headings (a paragraph
+  underlined with ``===`` or ``---``) -> ``heading`` over the paragraph's text;
+- fenced code (```` ``` ```` or ``~~~``) -> ``code`` span over the lines between the fences (an
+  unclosed fence runs to the end of the document);
+- pipe tables (a header row, a delimiter row, body rows) -> one ``cell`` span per non-empty cell;
+- any other run of non-blank lines -> ``paragraph`` (list items and block quotes included,
+  trimmed of surrounding whitespace); thematic breaks (``---``, ``***``) produce nothing.
+
+Plain text: every run of non-blank lines is a ``paragraph``.
+
+A **passage** is the unit that becomes a node: one per heading, paragraph or code span, and one
+per table row (its cells). Paragraphs and code longer than ``max_passage_bytes`` are split,
+at the last sentence end before the limit (else the last whitespace, else a character
+boundary), so every passage can be packed into a modest token budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+from planner_svc.core.errors import InvalidRequest
+from planner_svc.store.text import canonicalize
+
+MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "text/md"})
+PLAIN_TYPES = frozenset({"text/plain", ""})
+
+DEFAULT_MAX_PASSAGE_BYTES = 1500
+"""Default split threshold for paragraphs and code blocks, UTF-8 bytes (about 400 tokens)."""
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_BREAK = re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_DELIM_CELL = re.compile(r"^\s*:?-+:?\s*$")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
+    """A structural span: UTF-8 byte range ``[start, end)`` of the canonical text and its kind
+    (``heading`` | ``paragraph`` | ``code`` | ``cell``)."""
+
+    start: int
+    end: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Passage:
+    """One passage (becomes one node).
+
+    Attributes:
+        ordinal: 0-based position in the document.
+        kind: ``heading``, ``paragraph``, ``code`` or ``cell`` (a table row).
+        spans: its spans (one, or a table row's cells), in offset order.
+        text: the passage text: the span's text, or a row's cells joined with `` | ``.
+        level: heading level 1..6 for headings, else 0.
+    """
+
+    ordinal: int
+    kind: str
+    spans: tuple[Span, ...]
+    text: str
+    level: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedDocument:
+    """Result of :func:`parse_document`.
+
+    Attributes:
+        text: canonical text (what the store keeps and offsets point into).
+        spans: every structural span, in offset order (the ledger rows).
+        passages: passages in document order.
+        title: text of the first heading, or None.
+    """
+
+    text: str
+    spans: tuple[Span, ...]
+    passages: tuple[Passage, ...]
+    title: str | None
+
+
+@dataclass(slots=True)
+class _Line:
+    text: str
+    start: int  # byte offset of the line's first character
+    end: int  # byte offset just past its last character (before the newline)
+
+    def blank(self) -> bool:
+        return not self.text.strip()
+
+
+class _Builder:
+    def __init__(self, data: bytes, max_bytes: int) -> None:
+        self.data = data
+        self.max_bytes = max_bytes
+        self.passages: list[tuple[str, tuple[Span, ...], int]] = []
+
+    def text_of(self, start: int, end: int) -> str:
+        return self.data[start:end].decode("utf-8")
+
+    def trimmed(self, start: int, end: int) -> tuple[int, int] | None:
+        """Shrink [start, end) past surrounding whitespace; None when nothing is left."""
+        piece = self.data[start:end]
+        stripped = piece.strip()  # ASCII whitespace only, so byte offsets stay on boundaries
+        if not stripped:
+            return None
+        lead = len(piece) - len(piece.lstrip())
+        return start + lead, start + lead + len(stripped)
+
+    def add(self, kind: str, start: int, end: int, level: int = 0) -> None:
+        bounds = self.trimmed(start, end)
+        if bounds is None:
+            return
+        start, end = bounds
+        if kind in ("paragraph", "code") and end - start > self.max_bytes:
+            for a, b in self.split(start, end, code=kind == "code"):
+                self.passages.append((kind, (Span(start=a, end=b, kind=kind),), 0))
+            return
+        self.passages.append((kind, (Span(start=start, end=end, kind=kind),), level))
+
+    def add_row(self, cells: list[tuple[int, int]]) -> None:
+        spans = []
+        for a, b in cells:
+            bounds = self.trimmed(a, b)
+            if bounds is not None:
+                spans.append(Span(start=bounds[0], end=bounds[1], kind="cell"))
+        if spans:
+            self.passages.append(("cell", tuple(spans), 0))
+
+    def split(self, start: int, end: int, *, code: bool) -> list[tuple[int, int]]:
+        """Cut [start, end) into trimmed pieces of at most ``max_bytes`` bytes each."""
+        pieces: list[tuple[int, int]] = []
+        pos = start
+        while end - pos > self.max_bytes:
+            window = self.data[pos : pos + self.max_bytes].decode("utf-8", errors="ignore")
+            cut = -1
+            if code:
+                cut = window.rfind("\n")
+            else:
+                for m in _SENTENCE_END.finditer(window):
+                    cut = m.end()
+                if cut <= 0:
+                    cut = max(window.rfind(" "), window.rfind("\n"))
+            if cut <= 0:
+                cut = len(window)
+            cut_bytes = len(window[:cut].encode("utf-8"))
+            bounds = self.trimmed(pos, pos + cut_bytes)
+            if bounds is not None:
+                pieces.append(bounds)
+            pos += cut_bytes
+        bounds = self.trimmed(pos, end)
+        if bounds is not None:
+            pieces.append(bounds)
+        return pieces
+
+
+def _lines(text: str) -> list[_Line]:
+    out: list[_Line] = []
+    pos = 0
+    for raw in text.split("\n"):
+        size = len(raw.encode("utf-8"))
+        out.append(_Line(raw, pos, pos + size))
+        pos += size + 1
+    return out
+
+
+def _split_row(line: _Line) -> list[tuple[int, int]]:
+    """Cell byte ranges of a pipe-table row (unescaped ``|`` separates; outer pipes dropped)."""
+    text = line.text
+    cuts: list[int] = []  # character indexes of separating pipes
+    escaped = False
+    for i, ch in enumerate(text):
+        if ch == "\\" and not escaped:
+            escaped = True
+            continue
+        if ch == "|" and not escaped:
+            cuts.append(i)
+        escaped = False
+    bounds = [-1, *cuts, len(text)]
+    cells = [(a + 1, b) for a, b in itertools.pairwise(bounds)]
+    stripped = text.strip()
+    if stripped.startswith("|") and cells:
+        cells = cells[1:]
+    if stripped.endswith("|") and len(stripped) > 1 and cells:
+        cells = cells[:-1]
+    out: list[tuple[int, int]] = []
+    for a, b in cells:
+        start = line.start + len(text[:a].encode("utf-8"))
+        end = line.start + len(text[:b].encode("utf-8"))
+        out.append((start, end))
+    return out
+
+
+def _is_delimiter_row(line: _Line) -> bool:
+    text = line.text.strip()
+    if "-" not in text or not set(text) <= set("|:- \t"):
+        return False
+    parts = text.strip("|").split("|")
+    return bool(parts) and all(_DELIM_CELL.match(p) for p in parts)
+
+
+def _table_starts(lines: list[_Line], i: int) -> bool:
+    return (
+        i + 1 < len(lines)
+        and "|" in lines[i].text
+        and not lines[i].blank()
+        and _is_delimiter_row(lines[i + 1])
+    )
+
+
+def _parse_markdown(lines: list[_Line], b: _Builder) -> None:
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        if line.blank():
+            i += 1
+            continue
+        fence = _FENCE.match(line.text)
+        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+            marker = fence.group(1)
+            close = re.compile(
+                r"^ {0,3}" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*$"
+            )
+            j = i + 1
+            while j < n and not close.match(lines[j].text):
+                j += 1
+            if j > i + 1:
+                b.add("code", lines[i + 1].start, lines[j - 1].end)
+            i = j + 1
+            continue
+        atx = _ATX.match(line.text)
+        if atx:
+            level = len(atx.group(1))
+            content = atx.group(2)
+            if content.strip():
+                head = line.text[: atx.start(2)]
+                start = line.start + len(head.encode("utf-8"))
+                b.add("heading", start, start + len(content.encode("utf-8")), level)
+            i += 1
+            continue
+        if _BREAK.match(line.text):
+            i += 1
+            continue
+        if _table_starts(lines, i):
+            b.add_row(_split_row(line))
+            j = i + 2
+            while j < n and not lines[j].blank() and "|" in lines[j].text:
+                b.add_row(_split_row(lines[j]))
+                j += 1
+            i = j
+            continue
+        # paragraph: up to a blank line or a line that opens another block
+        j = i + 1
+        setext = 0
+        while j < n:
+            nxt = lines[j]
+            if nxt.blank() or _ATX.match(nxt.text) or _FENCE.match(nxt.text):
+                break
+            under = _SETEXT.match(nxt.text)
+            if under:
+                setext = 1 if under.group(1)[0] == "=" else 2
+                break
+            if _BREAK.match(nxt.text) or _table_starts(lines, j):
+                break
+            j += 1
+        if setext:
+            b.add("heading", line.start, lines[j - 1].end, setext)
+            i = j + 1
+        else:
+            b.add("paragraph", line.start, lines[j - 1].end)
+            i = j
+
+
+def _parse_plain(lines: list[_Line], b: _Builder) -> None:
+    i = 0
+    n = len(lines)
+    while i < n:
+        if lines[i].blank():
+            i += 1
+            continue
+        j = i
+        while j < n and not lines[j].blank():
+            j += 1
+        b.add("paragraph", lines[i].start, lines[j - 1].end)
+        i = j
+
+
+def is_markdown(media_type: str) -> bool:
+    """Whether ``media_type`` (parameters such as ``; charset=utf-8`` ignored) is Markdown.
+
+    Raises:
+        InvalidRequest: (``media_type``) neither Markdown nor plain text (``text/*`` other than
+            Markdown counts as plain; empty means plain).
+    """
+    base = media_type.split(";", 1)[0].strip().lower()
+    if base in MARKDOWN_TYPES:
+        return True
+    if base in PLAIN_TYPES or base.startswith("text/"):
+        return False
+    raise InvalidRequest(
+        "media_type", f"{media_type!r} is not supported (text/markdown or text/plain)"
+    )
+
+
+def parse_document(
+    text: str, media_type: str, *, max_passage_bytes: int = DEFAULT_MAX_PASSAGE_BYTES
+) -> ParsedDocument:
+    """Canonicalise ``text`` and find its structural spans and passages (module docstring).
+
+    Args:
+        text: the document.
+        media_type: ``text/markdown`` (or ``text/x-markdown``) for Markdown; ``text/plain``,
+            another ``text/*`` type or ``""`` for plain text.
+        max_passage_bytes: split threshold for paragraphs and code, UTF-8 bytes (>= 64).
+
+    Returns:
+        The canonical text, its spans in offset order and its passages in document order.
+
+    Raises:
+        InvalidRequest: (``media_type``) unsupported; (``text``) not valid UTF-8 (a lone
+            surrogate); (``max_passage_bytes``) below 64.
+    """
+    if max_passage_bytes < 64:
+        raise InvalidRequest("max_passage_bytes", f"{max_passage_bytes} is below the minimum 64")
+    markdown = is_markdown(media_type)
+    canonical = canonicalize(text)
+    try:
+        data = canonical.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest("text", f"not valid UTF-8: lone surrogate at {exc.start}") from exc
+    builder = _Builder(data, max_passage_bytes)
+    lines = _lines(canonical)
+    if markdown:
+        _parse_markdown(lines, builder)
+    else:
+        _parse_plain(lines, builder)
+    passages: list[Passage] = []
+    for ordinal, (kind, spans, level) in enumerate(builder.passages):
+        texts = [builder.text_of(s.start, s.end) for s in spans]
+        passages.append(
+            Passage(ordinal=ordinal, kind=kind, spans=spans, text=" | ".join(texts), level=level)
+        )
+    all_spans = sorted(
+        (s for p in passages for s in p.spans), key=lambda s: (s.start, s.end, s.kind)
+    )
+    title = next((p.text for p in passages if p.kind == "heading"), None)
+    return ParsedDocument(
+        text=canonical, spans=tuple(all_spans), passages=tuple(passages), title=title
+    )

@@ -1,0 +1,605 @@
+"""Ingestion: documents -> source versions, ledger rows, nodes, edges and vectors.
+
+For each document with new text (DESIGN section 2, ``ingest/``):
+
+1. a new source version at ``tx = version_tx_us`` (else ``now_us``); a document whose canonical
+   text equals the latest version is counted ``unchanged`` and nothing else is written;
+2. one ledger row per structural span (:func:`planner_svc.ingest.parse.parse_document`);
+3. a document node ``doc:<source_id>`` (labels ``document``; properties = the document's plus
+   ``title`` and ``source_id``; text = title and first non-heading passage; provenance = every
+   passage span) and one node per passage ``psg:<source_id>:<ordinal>`` (labels ``passage`` and
+   its kind; the same properties; text = the passage; provenance = its spans). Passages of the
+   previous version beyond the new count are retired;
+4. edges, with the weights of :data:`RELATION_WEIGHTS`: document -> passage ``contains``,
+   passage -> document ``part_of``, heading -> each passage of its section ``heads``, passage ->
+   next passage ``next``, passage -> ``doc:<other source>`` ``mentions`` when the passage names
+   that document's title (:mod:`planner_svc.ingest.mentions`). Edges of the previous version
+   that no longer hold are closed;
+5. one vector per passage node (the embedder's row for the title and the passage text; an
+   unchanged passage of a re-versioned source reuses its previous vector).
+
+Steps 1-5 of one document run in one savepoint and a chunk of documents commits in one
+transaction, so a crash never leaves half a document and a bad document never blocks the
+others.
+Mentions of a title that arrives after the mentioning passage are resolved at the end of the
+call: by FTS5 phrase lookup of the new titles when there are few, else by one scan of all
+current passages. (A crash between the documents' commits and that pass loses only those late
+mention edges.)
+
+Times: all nodes and structural edges of a version carry ``tx_from = tx``; a mention edge
+carries ``max(tx of the passage, latest tx of the mentioned source)``, the moment both ends
+were known, so the same corpus loaded with fixed version times yields the same graph everywhere.
+Valid intervals start at ``valid_from_us`` (else ``now_us``) and are open.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from planner_svc.core.errors import ConfigError, InvalidRequest
+from planner_svc.core.model import SpanRef
+from planner_svc.embed.base import Embedder
+from planner_svc.ingest.mentions import TitleMatcher, title_forms
+from planner_svc.ingest.parse import DEFAULT_MAX_PASSAGE_BYTES, ParsedDocument, parse_document
+from planner_svc.store import Edge, EdgeWrite, NodeVersion, NodeWrite, Store
+from planner_svc.store.text import canonicalize, check_id, check_time
+
+RELATION_WEIGHTS: Mapping[str, float] = {
+    "contains": 0.9,
+    "part_of": 0.9,
+    "mentions": 0.8,
+    "heads": 0.7,
+    "next": 0.5,
+}
+"""Edge weight per relation, in [0, 1]. Containment is nearly as strong as the node itself; a
+title mention is strong evidence of relevance to the mentioned document; a heading speaks for its
+section; the next passage is a weaker, positional link."""
+
+DOCUMENT_LABEL = "document"
+PASSAGE_LABEL = "passage"
+EMBEDDER_META_KEY = "embedder"
+
+FTS_RESOLVE_MAX_TITLES = 64
+"""Up to this many new titles, late mentions are found by FTS phrase lookup; above, by a scan."""
+
+_MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+def doc_node_id(source_id: str) -> str:
+    """Node id of a source's document node."""
+    return f"doc:{source_id}"
+
+
+def passage_node_id(source_id: str, ordinal: int) -> str:
+    """Node id of a source's passage number ``ordinal`` (0-based)."""
+    return f"psg:{source_id}:{ordinal}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentIn:
+    """One document to ingest (not validated on construction: ingestion reports problems).
+
+    Attributes:
+        source_id: stable id of the source (1..1024 characters, no control characters).
+        title: human title; empty = the first heading, else the source id.
+        media_type: ``text/markdown`` or ``text/plain``; empty = Markdown when the source id
+            ends in ``.md``/``.markdown``, else plain.
+        text: the document, as a string or as UTF-8 bytes (decoded strictly).
+        valid_from_us: start of validity of the document's facts, microseconds; None = now.
+        version_tx_us: transaction time for a new version, microseconds; None = now. Must be
+            later than the source's latest version.
+        properties: string properties copied to the document and passage nodes.
+    """
+
+    source_id: str
+    title: str = ""
+    media_type: str = ""
+    text: str | bytes
+    valid_from_us: int | None = None
+    version_tx_us: int | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class IngestReport:
+    """Counts of one :func:`ingest_documents` call.
+
+    Attributes:
+        received: documents read.
+        ingested: documents that produced a new source version.
+        unchanged: documents whose canonical text equals the latest version.
+        errors: ``(source_id, reason)`` of each rejected document, in input order.
+        spans, nodes, edges, vectors: rows written (ledger rows, node versions, edge versions
+            opened, vectors).
+        late_mentions: mention edges added after the call's documents were written.
+        mentions_closed: mention edges closed then because a longer new title hides them.
+    """
+
+    received: int = 0
+    ingested: int = 0
+    unchanged: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    spans: int = 0
+    nodes: int = 0
+    edges: int = 0
+    vectors: int = 0
+    late_mentions: int = 0
+    mentions_closed: int = 0
+
+    def merge(self, other: IngestReport) -> None:
+        """Add ``other``'s counts and errors to this report."""
+        self.received += other.received
+        self.ingested += other.ingested
+        self.unchanged += other.unchanged
+        self.errors.extend(other.errors)
+        self.spans += other.spans
+        self.nodes += other.nodes
+        self.edges += other.edges
+        self.vectors += other.vectors
+        self.late_mentions += other.late_mentions
+        self.mentions_closed += other.mentions_closed
+
+    @property
+    def failed(self) -> int:
+        """Number of rejected documents."""
+        return len(self.errors)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Prepared:
+    source_id: str
+    title: str
+    media_type: str
+    parsed: ParsedDocument
+    tx_us: int
+    valid_from_us: int
+    properties: dict[str, str]
+    embed_texts: tuple[str, ...]
+    previous: Mapping[str, NodeVersion]
+    previous_vectors: Mapping[int, npt.NDArray[np.float32]]
+
+
+def _decode(text: object) -> str:
+    if isinstance(text, bytes):
+        try:
+            return text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidRequest("text", f"not valid UTF-8 at byte {exc.start}") from exc
+    if not isinstance(text, str):
+        raise InvalidRequest("text", f"expected text, got {type(text).__name__}")
+    return text
+
+
+def _properties(props: object) -> dict[str, str]:
+    if not isinstance(props, Mapping):
+        raise InvalidRequest("properties", f"expected a mapping, got {type(props).__name__}")
+    out: dict[str, str] = {}
+    for key, value in props.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidRequest("properties", f"key {key!r} is not a non-empty string")
+        if not isinstance(value, str):
+            raise InvalidRequest(f"properties.{key}", f"expected a string, got {value!r}")
+        out[key] = value
+    return out
+
+
+def _embed_text(title: str, text: str) -> str:
+    return text if text == title else f"{title}\n{text}"
+
+
+def _prepare(
+    store: Store, doc: DocumentIn, now_us: int, max_passage_bytes: int, reuse_vectors: bool
+) -> _Prepared | None:
+    """Validate and parse one document; None when its text is unchanged."""
+    source_id = check_id(doc.source_id, field="source_id")
+    text = _decode(doc.text)
+    media_type = doc.media_type
+    if not isinstance(media_type, str):
+        raise InvalidRequest("media_type", f"expected a string, got {media_type!r}")
+    if not media_type.strip():
+        markdown = source_id.lower().endswith(_MARKDOWN_SUFFIXES)
+        media_type = "text/markdown" if markdown else "text/plain"
+    parsed = parse_document(text, media_type, max_passage_bytes=max_passage_bytes)
+    if not parsed.text.strip():
+        raise InvalidRequest("text", "is empty (no non-whitespace character)")
+    tx_us = check_time(
+        doc.version_tx_us if doc.version_tx_us is not None else now_us, field="version_tx"
+    )
+    valid_from = check_time(
+        doc.valid_from_us if doc.valid_from_us is not None else now_us, field="valid_from"
+    )
+    properties = _properties(doc.properties)
+    if not isinstance(doc.title, str):
+        raise InvalidRequest("title", f"expected a string, got {doc.title!r}")
+    title = canonicalize(" ".join(doc.title.split())) or parsed.title or source_id
+    latest = store.latest_version(source_id)
+    previous: dict[str, NodeVersion] = {}
+    previous_vectors: dict[int, npt.NDArray[np.float32]] = {}
+    if latest is not None:
+        if store.source_text(source_id, latest) == parsed.text:
+            return None
+        if tx_us <= latest:
+            raise InvalidRequest(
+                "version_tx",
+                f"{tx_us} is not later than the latest version {latest} of {source_id!r}",
+            )
+        if reuse_vectors:
+            ids = [passage_node_id(source_id, p.ordinal) for p in parsed.passages]
+            previous = store.current_nodes(ids)
+            previous_vectors = store.get_vectors(v.version_id for v in previous.values())
+    properties.update({"title": title, "source_id": source_id})
+    embed_texts = tuple(_embed_text(title, p.text) for p in parsed.passages)
+    return _Prepared(
+        source_id=source_id,
+        title=title,
+        media_type=media_type,
+        parsed=parsed,
+        tx_us=tx_us,
+        valid_from_us=valid_from,
+        properties=properties,
+        embed_texts=embed_texts,
+        previous=previous,
+        previous_vectors=previous_vectors,
+    )
+
+
+class _Run:
+    """State of one ingest call."""
+
+    def __init__(
+        self, store: Store, embedder: Embedder | None, report: IngestReport, now_us: int
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.report = report
+        self.now_us = now_us
+        self.matcher = TitleMatcher()
+        self.known_tx: dict[str, int] = {}
+        for source_id, title, latest in store.iter_sources():
+            self.matcher.add(source_id, title)
+            self.known_tx[source_id] = latest
+        self.new_titles: dict[str, str] = {}
+
+    # ---------------------------------------------------------------- one chunk
+
+    def flush(self, chunk: list[_Prepared]) -> None:
+        if not chunk:
+            return
+        fresh: dict[str, bool] = {}
+        for p in chunk:
+            fresh[p.source_id] = self.matcher.add(p.source_id, p.title)
+            self.known_tx[p.source_id] = max(self.known_tx.get(p.source_id, p.tx_us), p.tx_us)
+        vectors = self._embed(chunk)
+        written: list[_Prepared] = []
+        counts = IngestReport()
+        with self.store.transaction():  # one commit per chunk; a savepoint per document
+            for p, vecs in zip(chunk, vectors, strict=True):
+                try:
+                    self._write(p, vecs, counts)
+                except InvalidRequest as exc:
+                    counts.errors.append((p.source_id, f"{exc.field}: {exc.reason}"))
+                    continue
+                written.append(p)
+        self.report.merge(counts)
+        for p in written:
+            if fresh[p.source_id]:
+                self.new_titles[p.source_id] = p.title
+
+    def _embed(self, chunk: list[_Prepared]) -> list[list[npt.NDArray[np.float32] | None]]:
+        out: list[list[npt.NDArray[np.float32] | None]] = []
+        texts: list[str] = []
+        slots: list[tuple[int, int]] = []
+        for i, p in enumerate(chunk):
+            row: list[npt.NDArray[np.float32] | None] = [None] * len(p.embed_texts)
+            if self.embedder is not None:
+                for j, text in enumerate(p.embed_texts):
+                    old = p.previous.get(passage_node_id(p.source_id, j))
+                    reused = None
+                    if old is not None and old.text == p.parsed.passages[j].text:
+                        reused = p.previous_vectors.get(old.version_id)
+                    if reused is not None:
+                        row[j] = reused
+                    else:
+                        texts.append(text)
+                        slots.append((i, j))
+            out.append(row)
+        if texts and self.embedder is not None:
+            matrix = self.embedder.embed(texts)
+            if matrix.shape != (len(texts), self.embedder.dim):
+                raise ConfigError(
+                    "embedder",
+                    f"returned shape {matrix.shape}, expected {(len(texts), self.embedder.dim)}",
+                )
+            for (i, j), vec in zip(slots, matrix, strict=True):
+                out[i][j] = np.ascontiguousarray(vec, dtype=np.float32)
+        return out
+
+    def _write(
+        self,
+        p: _Prepared,
+        vectors: Sequence[npt.NDArray[np.float32] | None],
+        counts: IngestReport,
+    ) -> None:
+        store = self.store
+        sid = p.source_id
+        with store.transaction():
+            tx, created = store.put_source_version(
+                sid, p.parsed.text, title=p.title, media_type=p.media_type, tx_us=p.tx_us
+            )
+            if not created:  # written by someone else since _prepare
+                counts.unchanged += 1
+                return
+            spans = store.add_spans(sid, tx, [(s.start, s.end, s.kind) for s in p.parsed.spans])
+            node_writes, psg_ids = self._node_writes(p, tx)
+            results = store.write_nodes(node_writes, tx_us=tx)
+            new_ids = set(psg_ids)
+            stale_psg = [
+                nid
+                for nid in store.current_node_ids(f"psg:{sid}:")
+                if nid[len(f"psg:{sid}:") :].isdigit() and nid not in new_ids
+            ]
+            store.retire_nodes(stale_psg, tx_us=tx)
+            stored_vectors = store.put_vectors(
+                (res.version_id, vec)
+                for res, vec in zip(results[1:], vectors, strict=True)
+                if vec is not None and res.created
+            )
+            edges = self._edge_writes(p, tx, psg_ids)
+            srcs = [doc_node_id(sid), *psg_ids, *stale_psg]
+            wanted = {w.key for w, _tx in edges}
+            stale_by_tx: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
+            current_tx: dict[tuple[str, str, str], int] = {}
+            for e in store.current_out_edges(srcs):
+                current_tx[e.key] = e.tx_from_us
+                if e.key not in wanted:
+                    stale_by_tx[max(tx, e.tx_from_us)].append(e.key)
+            for at, keys in sorted(stale_by_tx.items()):
+                store.retire_edges(keys, tx_us=at)
+            by_tx: dict[int, list[EdgeWrite]] = defaultdict(list)
+            for w, at in edges:
+                by_tx[max(at, current_tx.get(w.key, at))].append(w)
+            created_edges = sum(store.put_edges(ws, tx_us=at) for at, ws in sorted(by_tx.items()))
+        counts.ingested += 1
+        counts.spans += spans
+        counts.nodes += sum(1 for r in results if r.created)
+        counts.edges += created_edges
+        counts.vectors += stored_vectors
+
+    def _node_writes(self, p: _Prepared, tx: int) -> tuple[list[NodeWrite], list[str]]:
+        sid = p.source_id
+        refs = [
+            tuple(SpanRef(sid, tx, s.start, s.end) for s in psg.spans) for psg in p.parsed.passages
+        ]
+        lead = next((psg.text for psg in p.parsed.passages if psg.kind != "heading"), "")
+        doc_text = f"{p.title}\n{lead}" if lead else p.title
+        writes = [
+            NodeWrite(
+                node_id=doc_node_id(sid),
+                labels=(DOCUMENT_LABEL,),
+                properties=p.properties,
+                text=doc_text,
+                provenance=tuple(ref for group in refs for ref in group),
+                valid_from_us=p.valid_from_us,
+            )
+        ]
+        psg_ids: list[str] = []
+        for psg, group in zip(p.parsed.passages, refs, strict=True):
+            node_id = passage_node_id(sid, psg.ordinal)
+            psg_ids.append(node_id)
+            writes.append(
+                NodeWrite(
+                    node_id=node_id,
+                    labels=(PASSAGE_LABEL, psg.kind),
+                    properties=p.properties,
+                    text=psg.text,
+                    provenance=group,
+                    valid_from_us=p.valid_from_us,
+                )
+            )
+        return writes, psg_ids
+
+    def _edge_writes(
+        self, p: _Prepared, tx: int, psg_ids: list[str]
+    ) -> list[tuple[EdgeWrite, int]]:
+        sid = p.source_id
+        doc_id = doc_node_id(sid)
+        valid = p.valid_from_us
+        out: list[tuple[EdgeWrite, int]] = []
+
+        def edge(src: str, dst: str, relation: str, at: int = tx) -> None:
+            write = EdgeWrite(
+                src=src,
+                dst=dst,
+                relation=relation,
+                weight=RELATION_WEIGHTS[relation],
+                valid_from_us=valid,
+            )
+            out.append((write, at))
+
+        passages = p.parsed.passages
+        for i, (psg, node_id) in enumerate(zip(passages, psg_ids, strict=True)):
+            edge(doc_id, node_id, "contains")
+            edge(node_id, doc_id, "part_of")
+            if i + 1 < len(psg_ids):
+                edge(node_id, psg_ids[i + 1], "next")
+            if psg.kind == "heading":
+                for later, later_id in zip(passages[i + 1 :], psg_ids[i + 1 :], strict=True):
+                    if later.kind == "heading" and later.level <= psg.level:
+                        break
+                    edge(node_id, later_id, "heads")
+            for target in sorted(self.matcher.find(psg.text)):
+                if target != sid:
+                    at = max(tx, self.known_tx.get(target, tx))
+                    edge(node_id, doc_node_id(target), "mentions", at)
+        return out
+
+    # ---------------------------------------------------------------- late mentions
+
+    def resolve_late_mentions(self) -> None:
+        """Bring up to date the mention edges of current passages that name a title first
+        registered in this call: add the mentions missed because the title arrived after the
+        passage, and close those a longer new title now hides (leftmost-longest matching)."""
+        if not self.new_titles:
+            return
+        candidates: Iterable[NodeVersion]
+        if len(self.new_titles) <= FTS_RESOLVE_MAX_TITLES:
+            seen: dict[int, NodeVersion] = {}
+            for title in self.new_titles.values():
+                for form in title_forms(title):
+                    for node in self.store.current_nodes_matching_phrase(
+                        " ".join(form), label=PASSAGE_LABEL
+                    ):
+                        seen[node.version_id] = node
+            candidates = [seen[k] for k in sorted(seen)]
+        else:
+            candidates = self.store.iter_current_nodes(label=PASSAGE_LABEL)
+        new = set(self.new_titles)
+        for page in _pages(candidates, 2048):
+            self._sync_mentions(page, new)
+
+    def _sync_mentions(self, nodes: list[NodeVersion], new: set[str]) -> None:
+        plans: list[tuple[NodeVersion, set[str]]] = []
+        for node in nodes:
+            found = self.matcher.find(node.text)
+            if not found & new:
+                continue
+            owner = node.provenance[0].source_id if node.provenance else None
+            found.discard(owner or "")
+            plans.append((node, found))
+        if not plans:
+            return
+        have: dict[str, dict[str, Edge]] = defaultdict(dict)
+        for e in self.store.current_out_edges(n.node_id for n, _f in plans):
+            if e.relation == "mentions":
+                have[e.src][e.dst] = e
+        adds: dict[int, list[EdgeWrite]] = defaultdict(list)
+        retires: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
+        for node, found in plans:
+            current = have.get(node.node_id, {})
+            wanted = {doc_node_id(t): t for t in found}
+            cause = max(
+                (self.known_tx.get(t, node.tx_from_us) for t in found & new),
+                default=node.tx_from_us,
+            )
+            for dst in sorted(set(wanted) - set(current)):
+                at = max(node.tx_from_us, self.known_tx.get(wanted[dst], node.tx_from_us))
+                adds[at].append(
+                    EdgeWrite(
+                        src=node.node_id,
+                        dst=dst,
+                        relation="mentions",
+                        weight=RELATION_WEIGHTS["mentions"],
+                        valid_from_us=node.valid_from_us,
+                    )
+                )
+            for dst in sorted(set(current) - set(wanted)):
+                edge = current[dst]
+                retires[max(edge.tx_from_us, cause)].append(edge.key)
+        if not adds and not retires:
+            return
+        with self.store.transaction():
+            for at, keys in sorted(retires.items()):
+                self.store.retire_edges(keys, tx_us=at)
+            created = sum(self.store.put_edges(ws, tx_us=at) for at, ws in sorted(adds.items()))
+        self.report.edges += created
+        self.report.late_mentions += created
+        self.report.mentions_closed += sum(len(keys) for keys in retires.values())
+
+
+def _pages(items: Iterable[NodeVersion], size: int) -> Iterator[list[NodeVersion]]:
+    page: list[NodeVersion] = []
+    for item in items:
+        page.append(item)
+        if len(page) >= size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def ingest_documents(
+    store: Store,
+    embedder: Embedder | None,
+    docs: Iterable[DocumentIn],
+    *,
+    now_us: int,
+    progress: bool = False,
+    total: int | None = None,
+    batch_size: int = 256,
+    max_passage_bytes: int = DEFAULT_MAX_PASSAGE_BYTES,
+) -> IngestReport:
+    """Ingest ``docs`` into ``store`` (see the module docstring for what is written).
+
+    A bad document (invalid source id, empty text, invalid UTF-8, unsupported media type,
+    malformed properties, a version tx not later than the latest) is recorded in
+    ``report.errors`` as ``(source_id, "field: reason")`` and skipped; the batch goes on.
+
+    Args:
+        store: the store.
+        embedder: embeds passages (batched per chunk); None writes no vectors.
+        docs: the documents, consumed lazily.
+        now_us: the current time, microseconds: default version tx and valid-from.
+        progress: show a tqdm progress bar on stderr.
+        total: number of documents, for the progress bar (optional).
+        batch_size: documents parsed and embedded together (>= 1).
+        max_passage_bytes: passage split threshold (see :mod:`planner_svc.ingest.parse`).
+
+    Returns:
+        The counts.
+
+    Raises:
+        ConfigError: (``embedder``) the store's vectors were made by another embedder;
+            (``batch_size``) below 1.
+    """
+    if batch_size < 1:
+        raise ConfigError("batch_size", f"{batch_size} is below the minimum 1")
+    check_time(now_us, field="now_us")
+    if embedder is not None:
+        stored = store.get_meta(EMBEDDER_META_KEY)
+        if stored is None:
+            store.set_meta(EMBEDDER_META_KEY, embedder.name)
+        elif stored != embedder.name:
+            raise ConfigError(
+                "embedder",
+                f"the store's vectors come from {stored!r}, not {embedder.name!r}",
+            )
+    report = IngestReport()
+    run = _Run(store, embedder, report, now_us)
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, disable=not progress, unit="doc", file=sys.stderr, smoothing=0.1)
+    chunk: list[_Prepared] = []
+    pending: set[str] = set()
+    try:
+        for doc in docs:
+            report.received += 1
+            bar.update(1)
+            source_id = doc.source_id if isinstance(doc.source_id, str) else repr(doc.source_id)
+            if source_id in pending:
+                run.flush(chunk)
+                chunk, pending = [], set()
+            try:
+                prepared = _prepare(store, doc, now_us, max_passage_bytes, embedder is not None)
+            except InvalidRequest as exc:
+                report.errors.append((source_id, f"{exc.field}: {exc.reason}"))
+                continue
+            if prepared is None:
+                report.unchanged += 1
+                continue
+            chunk.append(prepared)
+            pending.add(prepared.source_id)
+            if len(chunk) >= batch_size:
+                run.flush(chunk)
+                chunk, pending = [], set()
+        run.flush(chunk)
+        bar.set_postfix_str("resolving mentions")
+        run.resolve_late_mentions()
+    finally:
+        bar.close()
+    return report

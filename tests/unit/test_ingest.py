@@ -1,0 +1,280 @@
+"""Unit tests of the ingestion pipeline (store + hashing embedder)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner_svc.core.errors import ConfigError
+from planner_svc.embed import HashingEmbedder
+from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn, ingest_documents
+from planner_svc.ingest import pipeline as pipeline_module
+from planner_svc.store import Store
+
+NOW = 1_800_000_000_000_000
+T1 = 1_785_542_400_000_000
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "data") as s:
+        yield s
+
+
+def _doc(source_id: str, text: str, **kw: object) -> DocumentIn:
+    fields: dict[str, object] = {
+        "title": "",
+        "media_type": "text/markdown",
+        "version_tx_us": T1,
+        "valid_from_us": T1,
+    }
+    fields.update(kw)
+    return DocumentIn(source_id=source_id, text=text, **fields)  # type: ignore[arg-type]
+
+
+GOAT = "# Capra (genus)\n\nGoat genus.\n\nGoats were first domesticated in Iran.\n"
+CASH = (
+    "# Johnny Cash\n\nAmerican singer.\n\n## Band\n\nHe toured with the Tennessee Three "
+    "and kept Capra goats.\n\nHe also admired Frank Capra films.\n"
+)
+
+
+def _edges(store: Store, node_id: str, tx: int = NOW) -> list[tuple[str, str, float]]:
+    return [(e.dst, e.relation, e.weight) for e in store.edges_as_of([node_id], T1, tx)]
+
+
+def test_nodes_spans_edges_and_vectors(store: Store) -> None:
+    emb = HashingEmbedder(dim=32)
+    report = ingest_documents(
+        store,
+        emb,
+        [
+            _doc("wiki/Capra", GOAT, title="Capra (genus)", properties={"topic": "Biology"}),
+            _doc("wiki/Cash", CASH, title="Johnny Cash"),
+        ],
+        now_us=NOW,
+    )
+    assert (report.received, report.ingested, report.unchanged, report.failed) == (2, 2, 0, 0)
+    assert report.spans == 3 + 5 and report.vectors == 8 and report.nodes == 10
+    assert store.latest_version("wiki/Capra") == T1
+
+    doc = store.get_as_of("doc:wiki/Capra", T1, T1)
+    assert doc is not None
+    assert doc.labels == ("document",)
+    assert doc.properties == {
+        "topic": "Biology",
+        "title": "Capra (genus)",
+        "source_id": "wiki/Capra",
+    }
+    assert doc.text == "Capra (genus)\nGoat genus."
+    assert len(doc.provenance) == 3 and doc.tx_from_us == T1 and doc.valid_from_us == T1
+
+    psg = store.get_as_of("psg:wiki/Capra:2", T1, T1)
+    assert psg is not None and psg.labels == ("paragraph", "passage")
+    (ref,) = psg.provenance
+    assert store.canonical_slice(ref.source_id, ref.source_version_tx, ref.start, ref.end) == (
+        "Goats were first domesticated in Iran."
+    )
+    assert store.span_kind(*ref.key) == "paragraph"
+    head = store.get_as_of("psg:wiki/Capra:0", T1, T1)
+    assert head is not None and store.span_kind(*head.provenance[0].key) == "heading"
+
+    assert _edges(store, "doc:wiki/Capra") == [
+        ("psg:wiki/Capra:0", "contains", 0.9),
+        ("psg:wiki/Capra:1", "contains", 0.9),
+        ("psg:wiki/Capra:2", "contains", 0.9),
+    ]
+    assert _edges(store, "psg:wiki/Capra:0") == [
+        ("doc:wiki/Capra", "part_of", 0.9),
+        ("psg:wiki/Capra:1", "heads", 0.7),
+        ("psg:wiki/Capra:1", "next", 0.5),
+        ("psg:wiki/Capra:2", "heads", 0.7),
+    ]
+    # the h2 heads only its own section; the h1 heads everything after it
+    assert [d for d, r, _w in _edges(store, "psg:wiki/Cash:2") if r == "heads"] == [
+        "psg:wiki/Cash:3",
+        "psg:wiki/Cash:4",
+    ]
+    assert [d for d, r, _w in _edges(store, "psg:wiki/Cash:0") if r == "heads"] == [
+        f"psg:wiki/Cash:{i}" for i in range(1, 5)
+    ]
+    # bare form "Capra" of "Capra (genus)" is mentioned (twice-named passage -> one edge)
+    assert ("doc:wiki/Capra", "mentions", RELATION_WEIGHTS["mentions"]) in _edges(
+        store, "psg:wiki/Cash:3"
+    )
+    # no self mention
+    assert all(r != "mentions" for _d, r, _w in _edges(store, "psg:wiki/Capra:0"))
+
+    vectors = {vid: vec for vid, _n, _v, vec in store.iter_vectors()}
+    assert psg.version_id in vectors
+    expected = emb.embed(["Capra (genus)\nGoats were first domesticated in Iran."])[0]
+    np.testing.assert_allclose(vectors[psg.version_id], expected, rtol=1e-6)
+    assert head.version_id in vectors and doc.version_id not in vectors
+    assert store.get_meta("embedder") == emb.name
+
+
+def test_unchanged_reingest_writes_nothing(store: Store) -> None:
+    docs = [_doc("a", GOAT, title="Capra (genus)")]
+    ingest_documents(store, HashingEmbedder(dim=8), docs, now_us=NOW)
+    generation = store.generation()
+    report = ingest_documents(store, HashingEmbedder(dim=8), docs, now_us=NOW + 1)
+    assert (report.ingested, report.unchanged, report.nodes, report.edges) == (0, 1, 0, 0)
+    assert store.generation() == generation
+    # CRLF and NFD spellings canonicalise to the same text
+    crlf = [_doc("a", GOAT.replace("\n", "\r\n"), title="Capra (genus)", version_tx_us=T1 + 9)]
+    assert ingest_documents(store, None, crlf, now_us=NOW).unchanged == 1
+
+
+def test_new_version_supersedes_and_retires(store: Store) -> None:
+    emb = HashingEmbedder(dim=8)
+    ingest_documents(store, emb, [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW)
+    old_head = store.get_as_of("psg:wiki/Cash:0", T1, T1)
+    assert old_head is not None
+    short = "# Johnny Cash\n\nAmerican singer-songwriter.\n"
+    t2 = T1 + 1000
+    report = ingest_documents(
+        store, emb, [_doc("wiki/Cash", short, title="Johnny Cash", version_tx_us=t2)], now_us=NOW
+    )
+    assert report.ingested == 1
+    assert store.latest_version("wiki/Cash") == t2
+    assert store.current_node_ids("psg:wiki/Cash:") == ["psg:wiki/Cash:0", "psg:wiki/Cash:1"]
+    # the old version is still readable as of the old tx
+    old = store.get_as_of("psg:wiki/Cash:4", T1, t2 - 1)
+    assert old is not None and old.provenance[0].source_version_tx == T1
+    assert store.get_as_of("psg:wiki/Cash:4", T1, t2) is None
+    assert _edges(store, "psg:wiki/Cash:4", t2) == []
+    assert _edges(store, "psg:wiki/Cash:1", t2) == [("doc:wiki/Cash", "part_of", 0.9)]
+    assert len(_edges(store, "psg:wiki/Cash:1", t2 - 1)) > 1
+    new_head = store.get_as_of("psg:wiki/Cash:0", T1, t2)
+    assert new_head is not None and new_head.version_id != old_head.version_id
+    assert new_head.provenance[0].source_version_tx == t2
+    # the unchanged heading passage reused its vector
+    vecs = store.get_vectors([old_head.version_id, new_head.version_id])
+    np.testing.assert_array_equal(vecs[old_head.version_id], vecs[new_head.version_id])
+    assert store.canonical_slice("wiki/Cash", T1, *old.provenance[0].key[2:]) is not None
+
+
+def test_bad_documents_are_reported_and_skipped(store: Store) -> None:
+    docs = [
+        _doc("ok/1", "# One\n\nfine"),
+        _doc("", "text"),
+        _doc("empty", "  \n\n "),
+        DocumentIn(source_id="bytes", text=b"bad \xff utf8", version_tx_us=T1),
+        _doc("pdf", "x", media_type="application/pdf"),
+        _doc("props", "x", properties={"k": 3}),
+        _doc("ok/1", "# One\n\nchanged", version_tx_us=T1),  # not later than T1
+        _doc("ok/2", "# Two\n\nalso fine"),
+    ]
+    report = ingest_documents(store, HashingEmbedder(dim=8), docs, now_us=NOW)
+    assert report.received == 8 and report.ingested == 2
+    assert [sid for sid, _r in report.errors] == ["", "empty", "bytes", "pdf", "props", "ok/1"]
+    reasons = dict(report.errors)
+    assert reasons["bytes"].startswith("text: not valid UTF-8")
+    assert reasons["ok/1"].startswith("version_tx:")
+    assert reasons["pdf"].startswith("media_type:")
+    assert reasons["props"].startswith("properties.k:")
+    assert store.count_sources() == 2
+
+
+def test_defaults_for_title_media_type_and_times(store: Store) -> None:
+    docs = [
+        DocumentIn(source_id="notes/readme.md", text="# Read me\n\nbody"),
+        DocumentIn(source_id="notes/plain.txt", text="# not a heading\n\nbody"),
+    ]
+    report = ingest_documents(store, None, docs, now_us=NOW)
+    assert report.ingested == 2 and report.vectors == 0
+    assert store.source_title("notes/readme.md") == "Read me"
+    assert store.source_title("notes/plain.txt") == "notes/plain.txt"
+    assert store.latest_version("notes/readme.md") == NOW
+    node = store.get_as_of("psg:notes/readme.md:0", NOW, NOW)
+    assert node is not None and "heading" in node.labels and node.valid_from_us == NOW
+    plain = store.get_as_of("psg:notes/plain.txt:0", NOW, NOW)
+    assert plain is not None and "paragraph" in plain.labels
+
+
+def test_same_source_twice_in_one_call(store: Store) -> None:
+    docs = [_doc("a", "# A\n\nv1"), _doc("a", "# A\n\nv2", version_tx_us=T1 + 5)]
+    report = ingest_documents(store, None, docs, now_us=NOW)
+    assert report.ingested == 2
+    assert store.latest_version("a") == T1 + 5
+    assert store.version_as_of("a", T1 + 4) == T1
+
+
+@pytest.mark.parametrize("fts_limit", [64, 0])
+def test_late_mentions_across_calls(
+    store: Store, fts_limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline_module, "FTS_RESOLVE_MAX_TITLES", fts_limit)
+    ingest_documents(store, None, [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW)
+    assert all(r != "mentions" for _d, r, _w in _edges(store, "psg:wiki/Cash:3"))
+    t2 = T1 + 500
+    report = ingest_documents(
+        store,
+        None,
+        [_doc("wiki/Capra", GOAT, title="Capra (genus)", version_tx_us=t2)],
+        now_us=NOW,
+    )
+    assert report.late_mentions == 2  # passages 3 ("Capra goats") and 4 ("Frank Capra")
+    mentions = [
+        e for e in store.edges_as_of(["psg:wiki/Cash:3"], T1, NOW) if e.relation == "mentions"
+    ]
+    assert [(e.dst, e.tx_from_us) for e in mentions] == [("doc:wiki/Capra", t2)]
+    # recorded when the mentioned document became known, not earlier
+    assert store.edges_as_of(["psg:wiki/Cash:3"], T1, t2 - 1) == [
+        e for e in store.edges_as_of(["psg:wiki/Cash:3"], T1, t2 - 1) if e.relation != "mentions"
+    ]
+    # "Frank Capra" is not a title yet, so its passage mentions the genus ...
+    assert "doc:wiki/Capra" in [
+        d for d, r, _w in _edges(store, "psg:wiki/Cash:4") if r == "mentions"
+    ]
+    # ... until a document titled "Frank Capra" arrives and hides the bare form
+    t3 = T1 + 900
+    report = ingest_documents(
+        store,
+        None,
+        [_doc("wiki/Frank", "# Frank Capra\n\nDirector.", title="Frank Capra", version_tx_us=t3)],
+        now_us=NOW,
+    )
+    assert report.mentions_closed == 1
+    assert [d for d, r, _w in _edges(store, "psg:wiki/Cash:4") if r == "mentions"] == [
+        "doc:wiki/Frank"
+    ]
+    assert "doc:wiki/Capra" in [
+        d for d, r, _w in _edges(store, "psg:wiki/Cash:4", t3 - 1) if r == "mentions"
+    ]
+
+
+def test_mentions_independent_of_batching(tmp_path: Path) -> None:
+    docs = [
+        _doc("wiki/Cash", CASH, title="Johnny Cash"),
+        _doc("wiki/Capra", GOAT, title="Capra (genus)"),
+        _doc(
+            "wiki/Frank",
+            "# Frank Capra\n\nDirector of films with Johnny Cash.",
+            title="Frank Capra",
+        ),
+    ]
+    graphs = []
+    for i, batch in enumerate((1, 2, 100)):
+        with Store.open(tmp_path / f"s{i}") as s:
+            ingest_documents(s, None, docs, now_us=NOW, batch_size=batch)
+            nodes = [f"psg:{d.source_id}:{k}" for d in docs for k in range(6)]
+            graphs.append(
+                sorted(
+                    (e.src, e.dst, e.relation, e.tx_from_us) for e in s.edges_as_of(nodes, T1, NOW)
+                )
+            )
+    assert graphs[0] == graphs[1] == graphs[2]
+    assert ("psg:wiki/Frank:1", "doc:wiki/Cash", "mentions", T1) in graphs[0]
+
+
+def test_embedder_mismatch_is_a_config_error(store: Store) -> None:
+    ingest_documents(store, HashingEmbedder(dim=8), [_doc("a", "# A\n\nx")], now_us=NOW)
+    with pytest.raises(ConfigError) as err:
+        ingest_documents(store, HashingEmbedder(dim=16), [_doc("b", "# B\n\ny")], now_us=NOW)
+    assert err.value.field == "embedder"
+    with pytest.raises(ConfigError):
+        ingest_documents(store, None, [], now_us=NOW, batch_size=0)
