@@ -49,6 +49,9 @@ the stream failed with an error)."""
 
 MIN_SERVICER_DIGEST_CHARS = MAX_QUESTION_CHARS + 400
 
+SERVICE_NAME: str = research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name
+"""``planner.v1.ResearchPlanner``: for health and reflection registration."""
+
 
 def invalid_argument_status(exc: InvalidRequest) -> grpc.Status:
     """INVALID_ARGUMENT carrying a BadRequest detail with one field violation for ``exc``."""
