@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from planner_svc.recall.ports import RecallStore
+from planner_svc.recall.ports import Direction, RecallStore
 
 DEFAULT_HOP_DECAY = 0.8
 DEFAULT_MAX_FRONTIER = 200
@@ -25,7 +25,7 @@ def expand(
     tx_us: int,
     hop_decay: float = DEFAULT_HOP_DECAY,
     max_frontier: int = DEFAULT_MAX_FRONTIER,
-    direction: str = "out",
+    direction: Direction = "out",
 ) -> dict[str, float]:
     """Node id -> best score reached by 1..depth hops (seed nodes only when improved).
 

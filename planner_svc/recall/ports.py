@@ -7,7 +7,7 @@ satisfy these; a distributed backend would too, with the same shapes.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -15,6 +15,7 @@ import numpy.typing as npt
 from planner_svc.core.model import SpanRef
 
 SpanKey = tuple[str, int, int, int]
+Direction = Literal["out", "in", "both"]
 
 
 class NodeVersionView(Protocol):
@@ -60,7 +61,7 @@ class RecallStore(Protocol):
     ) -> Mapping[str, NodeVersionView]: ...
 
     def edges_as_of(
-        self, node_ids: Iterable[str], valid_us: int, tx_us: int, *, direction: str = "out"
+        self, node_ids: Iterable[str], valid_us: int, tx_us: int, *, direction: Direction = "out"
     ) -> Sequence[EdgeView]: ...
 
     def span_kinds(self, keys: Iterable[SpanKey]) -> Mapping[SpanKey, str]: ...
@@ -73,12 +74,12 @@ class VectorSearch(Protocol):
 
     def search(
         self,
-        query: npt.NDArray[np.float32],
+        query: npt.ArrayLike,
         k: int,
         *,
         valid_us: int,
         tx_us: int,
-        source: object,
+        source: Any,
     ) -> list[tuple[str, float]]: ...
 
 

@@ -1,24 +1,24 @@
-"""Token accounting for recall: exact counts per model when a tokenizer is known.
+"""Token accounting for recall: the model registry's counter.
 
-The default counter knows no model, so every span is estimated (``core.tokens``) and the
-budget carries the estimate factor.
+Exact counts where the registry names a usable tokenizer for the model, context windows for
+every registered model, the estimator (``core.tokens``) for everything else. See
+:mod:`planner_svc.tokens` for the registry format.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 
-class EstimatorOnly:
-    """A counter that knows no tokenizer and no context window."""
-
-    def count(self, model: str, text: str) -> int | None:
-        """Always None: the caller estimates."""
-        return None
-
-    def context_window(self, model: str) -> int | None:
-        """Always None: no ceiling."""
-        return None
+from planner_svc.tokens import RegistryCounter, load_registry
 
 
-def default_counter() -> EstimatorOnly:
-    """The counter the server uses when no model registry is configured."""
-    return EstimatorOnly()
+def default_counter(registry_path: Path | None = None) -> RegistryCounter:
+    """The counter the server plans with: the registry at ``registry_path``, or the packaged
+    default (``planner_svc/data/models.json``) when None.
+
+    Tokenizers are loaded on first use, not here.
+
+    Raises:
+        ConfigError: the registry file is unreadable or invalid (field path inside the file).
+    """
+    return RegistryCounter(load_registry(registry_path))

@@ -49,13 +49,24 @@ class RunningServer:
         self.backends.close()
 
 
-def _extra_services(server: grpc.Server, backends: Backends) -> list[str]:
-    """Register optional services (the research stream) when their module is present."""
-    try:
-        from planner_svc.research.servicer import add_research_servicer
-    except ModuleNotFoundError:
-        return []
-    return list(add_research_servicer(server, backends=backends))
+def _add_research(server: grpc.Server, backends: Backends) -> str:
+    """Register the research stream; its sub-question plans come from this server's planner."""
+    from planner_svc.api.planner.v1 import research_pb2
+    from planner_svc.research.entities import TitleEntityLookup
+    from planner_svc.research.openai_provider import OpenAISettings
+    from planner_svc.research.providers import make_provider_factory
+    from planner_svc.research.servicer import add_research_servicer
+
+    add_research_servicer(
+        server,
+        plan_evidence=backends.plan_question,
+        provider_factory=make_provider_factory(
+            entities=TitleEntityLookup(backends.store),
+            openai=OpenAISettings.from_env(),
+            cassette_dir=backends.settings.cassette_dir,
+        ),
+    )
+    return str(research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name)
 
 
 def create_server(settings: ServerSettings, backends: Backends) -> RunningServer:
@@ -87,7 +98,7 @@ def create_server(settings: ServerSettings, backends: Backends) -> RunningServer
                        put_edge=backends.put_edge),
         server,
     )
-    names = [*SERVICE_NAMES, *_extra_services(server, backends)]
+    names = [*SERVICE_NAMES, _add_research(server, backends)]
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from planner_svc.api.planner.v1 import memory_pb2
+from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import SpanRef
 from planner_svc.recall.planner import EvidencePlanner
@@ -56,7 +56,7 @@ class Backends:
 
         planner = EvidencePlanner(
             store, index=index, embedder=embedder, config=settings.planner,
-            counter=default_counter(),
+            counter=default_counter(settings.models_path),
         )
         return cls(store=store, embedder=embedder, index=index, planner=planner,
                    settings=settings, write_lock=threading.Lock())
@@ -72,6 +72,32 @@ class Backends:
     def close(self) -> None:
         """Close the store (the index is read-only memory)."""
         self.store.close()
+
+    def plan_question(
+        self,
+        question_text: str,
+        *,
+        at_valid_us: int | None,
+        at_tx_us: int | None,
+        budget_tokens: int | None,
+    ) -> plan_pb2.EvidencePlan:
+        """The plan ``planner-svc plan`` would get for ``question_text`` (both legs from the
+        text, one hop of expansion), for research sub-questions.
+
+        Raises:
+            PlannerError: InsufficientEvidence when nothing is recalled, InvalidRequest.
+        """
+        from planner_svc.convert import plan_query_from_proto, plan_result_to_proto
+        from planner_svc.server.client import question_request
+
+        request = question_request(
+            question_text,
+            budget_tokens=budget_tokens,
+            at_valid_us=at_valid_us,
+            at_tx_us=at_tx_us,
+        )
+        query = plan_query_from_proto(request, now_us=_now_us(), config=self.planner.config)
+        return plan_result_to_proto(self.planner.plan(query))
 
     # ------------------------------------------------------------------ writes
 

@@ -30,6 +30,8 @@ def _serve(args: argparse.Namespace) -> int:
             auth_token=os.environ.get("PLANNER_SVC_AUTH_TOKEN") or None,
             tls_cert=Path(args.tls_cert) if args.tls_cert else None,
             tls_key=Path(args.tls_key) if args.tls_key else None,
+            cassette_dir=Path(args.cassettes) if args.cassettes else None,
+            models_path=Path(args.models) if args.models else None,
             planner=PlannerConfig(
                 max_frac_per_source=args.max_frac_per_source,
                 dedup_overlap=args.dedup_overlap,
@@ -95,12 +97,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="serve Prometheus /metrics on this port")
     serve.add_argument("--tls-cert", default=None, help="PEM certificate chain (enables TLS)")
     serve.add_argument("--tls-key", default=None, help="PEM private key")
+    serve.add_argument("--models", default=None,
+                       help="model registry JSON (context windows, tokenizers); "
+                            "default: the packaged planner_svc/data/models.json")
     serve.add_argument("--max-frac-per-source", type=float, default=0.4,
                        help="per-source cap as a fraction of the budget, (0, 1]")
     serve.add_argument("--dedup-overlap", type=float, default=0.5,
                        help="overlap ratio above which spans are duplicates, [0, 1]")
     serve.add_argument("--default-budget", type=int, default=6000,
                        help="budget in tokens when a request names none")
+    serve.add_argument("--cassettes", default=None,
+                       help="directory for research-provider cassettes (record/replay)")
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--pretty-logs", action="store_true", help="console logs instead of JSON")
     serve.set_defaults(func=_serve)

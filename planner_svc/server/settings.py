@@ -30,6 +30,10 @@ class ServerSettings:
         tls_cert, tls_key: PEM files; both or neither (TLS when both are set).
         planner: weighting and selection defaults.
         semantic: open the vector index and embedder (disable for a store-only server).
+        cassette_dir: directory of research-provider cassettes (``cassette:NAME`` and
+            ``record:NAME`` providers); None refuses them.
+        models_path: model registry JSON (context windows, tokenizers); None = the packaged
+            default (``planner_svc/data/models.json``).
     """
 
     data_dir: Path
@@ -45,6 +49,8 @@ class ServerSettings:
     tls_key: Path | None = None
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     semantic: bool = True
+    cassette_dir: Path | None = None
+    models_path: Path | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -1,0 +1,94 @@
+"""Load test of the Plan RPC with ghz (github.com/bojand/ghz) against a loopback server.
+
+Installs ghz with ``go install`` (Go module proxy) when it is not on PATH or in ~/go/bin,
+starts ``planner-svc serve`` on an existing data directory (``make demo`` first), runs
+``bench/ghz/plan.json`` — question texts taken round-robin from a JSONL file — and prints one
+JSON object: requests/s, latency percentiles in ms, status-code counts and the git revision.
+
+Usage: python -m bench.bench_ghz [--data data/demo] [--total 2000] [--concurrency 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.bench_plan_grpc import DEFAULT_QUESTIONS, ROOT, _wait, git_revision
+
+GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@v0.93.0"
+
+
+def ghz_path() -> str:
+    """Path of a ghz binary, installing it with ``go install`` when missing."""
+    found = shutil.which("ghz") or str(Path.home() / "go" / "bin" / "ghz")
+    if Path(found).exists():
+        return found
+    subprocess.run(["go", "install", GHZ_MODULE], check=True)
+    return str(Path.home() / "go" / "bin" / "ghz")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(ROOT / "data" / "demo"))
+    parser.add_argument("--questions", default=str(DEFAULT_QUESTIONS))
+    parser.add_argument("--total", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--budget", type=int, default=1500)
+    parser.add_argument("--port", type=int, default=50162)
+    args = parser.parse_args()
+    if not (Path(args.data) / "store.sqlite").exists():
+        raise SystemExit(f"no store under {args.data}: run `make demo` first")
+    with open(args.questions, encoding="utf-8") as fh:
+        questions = [json.loads(line)["question"] for line in fh if line.strip()]
+    data = [
+        {"query": {"text": q}, "semantic": {"text": q}, "expandDepth": 1,
+         "budgetTokens": str(args.budget)}
+        for q in questions
+    ]
+    ghz = ghz_path()
+    address = f"127.0.0.1:{args.port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", args.data, "--port",
+         str(args.port), "--log-level", "warning"],
+        cwd=ROOT,
+    )
+    try:
+        _wait(address, proc)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+            json.dump(data, fh)
+            data_file = fh.name
+        out = subprocess.run(
+            [ghz, "--insecure", "--proto", str(ROOT / "protos/planner/v1/plan.proto"),
+             "--import-paths", str(ROOT / "protos"),
+             "--call", "planner.v1.EvidencePlanner.Plan", "--data-file", data_file,
+             "-n", str(args.total), "-c", str(args.concurrency), "--connections", "2",
+             "--timeout", "10s", "--format", "json", address],
+            check=True, capture_output=True, text=True,
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    report = json.loads(out.stdout)
+    lat = {d["percentage"]: d["latency"] / 1e6 for d in report.get("latencyDistribution") or []}
+    print(json.dumps({
+        "bench": "ghz_plan",
+        "git": git_revision(),
+        "total": report["count"],
+        "concurrency": args.concurrency,
+        "rps": round(report["rps"], 1),
+        "p50_ms": round(lat.get(50, 0.0), 2),
+        "p90_ms": round(lat.get(90, 0.0), 2),
+        "p99_ms": round(lat.get(99, 0.0), 2),
+        "status": report.get("statusCodeDistribution"),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

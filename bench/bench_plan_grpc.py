@@ -1,0 +1,143 @@
+"""Plan RPC latency over gRPC against a server on a loopback port.
+
+Starts ``planner-svc serve`` on an existing data directory (run ``make demo`` first for the full
+corpus), sends the questions of a JSONL file (``question`` field) round-robin — first
+sequentially (latency), then from several client threads (throughput) — and prints one JSON
+object: p50/p90/p99 in milliseconds per phase, requests per second, the git revision.
+
+Usage: python -m bench.bench_plan_grpc [--data data/demo] [--requests 300] [--clients 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from planner_svc.api.planner.v1 import plan_pb2_grpc
+from planner_svc.server.client import question_request
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_QUESTIONS = ROOT.parent / "shared" / "eval" / "dev.jsonl"
+
+
+def git_revision() -> str:
+    """Short git revision of the working tree, or "unknown"."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The q-quantile (0..1) by nearest rank."""
+    ordered = sorted(samples)
+    rank = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def _wait(address: str, proc: subprocess.Popen[bytes]) -> None:
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for _ in range(600):
+            if proc.poll() is not None:
+                raise SystemExit("server exited early")
+            try:
+                if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                    return
+            except grpc.RpcError:
+                time.sleep(0.2)
+    raise SystemExit("server not serving")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(ROOT / "data" / "demo"))
+    parser.add_argument("--questions", default=str(DEFAULT_QUESTIONS))
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--budget", type=int, default=1500)
+    parser.add_argument("--port", type=int, default=50161)
+    args = parser.parse_args()
+    if not (Path(args.data) / "store.sqlite").exists():
+        raise SystemExit(f"no store under {args.data}: run `make demo` first")
+    with open(args.questions, encoding="utf-8") as fh:
+        questions = [json.loads(line)["question"] for line in fh if line.strip()]
+    requests = [question_request(q, budget_tokens=args.budget) for q in questions]
+
+    address = f"127.0.0.1:{args.port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", args.data, "--port",
+         str(args.port), "--log-level", "warning"],
+        cwd=ROOT, env={**os.environ},
+    )
+    try:
+        _wait(address, proc)
+        with grpc.insecure_channel(address) as channel:
+            stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+            for r in requests[:20]:  # warm-up
+                stub.Plan(r, timeout=30)
+            seq: list[float] = []
+            for i in range(args.requests):
+                t0 = time.perf_counter()
+                stub.Plan(requests[i % len(requests)], timeout=30)
+                seq.append((time.perf_counter() - t0) * 1000)
+
+            conc: list[float] = []
+            lock = threading.Lock()
+            per_client = args.requests // args.clients
+
+            def worker(offset: int) -> None:
+                local: list[float] = []
+                for i in range(per_client):
+                    t0 = time.perf_counter()
+                    stub.Plan(requests[(offset + i) % len(requests)], timeout=30)
+                    local.append((time.perf_counter() - t0) * 1000)
+                with lock:
+                    conc.extend(local)
+
+            threads = [threading.Thread(target=worker, args=(c * 7,))
+                       for c in range(args.clients)]
+            t_start = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall = time.perf_counter() - t_start
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+    def summary(samples: list[float]) -> dict[str, float]:
+        return {
+            "n": len(samples),
+            "p50_ms": round(statistics.median(samples), 2),
+            "p90_ms": round(percentile(samples, 0.90), 2),
+            "p99_ms": round(percentile(samples, 0.99), 2),
+        }
+
+    print(json.dumps({
+        "bench": "plan_grpc",
+        "git": git_revision(),
+        "budget": args.budget,
+        "sequential": summary(seq),
+        "concurrent": {**summary(conc), "clients": args.clients,
+                       "rps": round(len(conc) / wall, 1)},
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

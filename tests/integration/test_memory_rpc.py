@@ -1,0 +1,95 @@
+"""Memory writes over gRPC, auth and shutdown, each on its own server over a copy of the data."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
+from planner_svc.server.client import question_request
+from planner_svc.server.settings import ServerSettings
+from tests.integration.conftest import Live, start
+
+pytestmark = pytest.mark.integration
+
+TX = 1_900_000_000_000_000
+
+
+@pytest.fixture
+def fresh(fixture_data_dir: Path, tmp_path: Path) -> Iterator[Live]:
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    server = start(ServerSettings(data_dir=data, port=0, max_workers=4))
+    yield server
+    server.channel.close()
+    server.running.stop(0)
+
+
+def _doc(source_id: str, text: str, **kw: object) -> memory_pb2.SourceDocument:
+    return memory_pb2.SourceDocument(source_id=source_id, title=kw.pop("title", source_id),  # type: ignore[arg-type]
+                                     media_type="text/markdown", text=text, **kw)  # type: ignore[arg-type]
+
+
+def test_ingest_stream_reports_bad_documents_and_keeps_the_rest(fresh: Live) -> None:
+    docs = [
+        _doc("notes/zebrafish", "# Zebrafish lab\n\nThe zebrafish colony lives in tank 42.",
+             version_tx=TX),
+        _doc("notes/empty", "", version_tx=TX),
+        _doc("notes/quokka", "# Quokka\n\nQuokkas were counted on Rottnest in 2024.",
+             version_tx=TX),
+    ]
+    summary = fresh.memory.IngestSources(iter(docs), timeout=60)
+    assert (summary.received, summary.ingested, summary.failed) == (3, 2, 1)
+    assert [e.source_id for e in summary.errors] == ["notes/empty"]
+    plan = fresh.planner.Plan(question_request("Which tank holds the zebrafish colony?",
+                                               budget_tokens=300), timeout=30)
+    assert any("tank 42" in s.text for s in plan.spans)
+    again = fresh.memory.IngestSources(iter(docs[:1] + docs[2:]), timeout=60)
+    assert (again.ingested, again.unchanged) == (0, 2)
+    replan = fresh.planner.Plan(question_request("Which tank holds the zebrafish colony?",
+                                                 budget_tokens=300), timeout=30)
+    assert replan.plan_hash == plan.plan_hash
+
+
+def test_node_without_provenance_is_recalled_but_never_evidence(fresh: Live) -> None:
+    fresh.memory.PutNode(memory_pb2.PutNodeRequest(node=memory_pb2.NodeWrite(
+        node_id="api:quasar-note", labels=["note"], text="quasar brightness survey notes")),
+        timeout=10)
+    request = plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="quasar brightness survey"),
+                                   allow_ungrounded=True)
+    plan = fresh.planner.Plan(request, timeout=10)
+    assert plan.stats.nodes_without_spans >= 1
+    assert all(s.span.source_id != "api:quasar-note" for s in plan.spans)
+
+
+def test_put_node_rejects_bad_fields(fresh: Live) -> None:
+    with pytest.raises(grpc.RpcError) as info:
+        fresh.memory.PutNode(memory_pb2.PutNodeRequest(node=memory_pb2.NodeWrite(
+            node_id="api:x", confidence=1.5)), timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "confidence" in info.value.details()  # type: ignore[attr-defined]
+    with pytest.raises(grpc.RpcError) as info:
+        fresh.memory.PutEdge(memory_pb2.PutEdgeRequest(
+            src_node_id="a", dst_node_id="b", relation="rel", weight=-1.0), timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+
+
+def test_bearer_token_is_required_when_configured(fixture_data_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    server = start(ServerSettings(data_dir=data, port=0, auth_token="s3cret"))
+    try:
+        request = question_request("Johnny Cash", budget_tokens=200)
+        with pytest.raises(grpc.RpcError) as info:
+            server.planner.Plan(request, timeout=10)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+        plan = server.planner.Plan(request, timeout=10,
+                                   metadata=(("authorization", "Bearer s3cret"),))
+        assert plan.spans
+    finally:
+        server.channel.close()
+        server.running.stop(0)

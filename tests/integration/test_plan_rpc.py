@@ -1,0 +1,179 @@
+"""The Plan RPC on a real server over the Wikipedia fixture."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
+
+from planner_svc.api.planner.v1 import plan_pb2
+from planner_svc.convert import plan_from_proto
+from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
+from planner_svc.server.client import question_request
+from tests.integration.conftest import Live
+
+pytestmark = pytest.mark.integration
+
+
+def _field_violation(err: grpc.RpcError) -> tuple[str, str]:
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    assert status is not None, "INVALID_ARGUMENT must carry rich details"
+    for detail in status.details:
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            violation = bad.field_violations[0]
+            return violation.field, violation.description
+    raise AssertionError("no BadRequest detail")
+
+
+def _sources(plan: plan_pb2.EvidencePlan) -> set[str]:
+    return {s.span.source_id for s in plan.spans}
+
+
+def test_health_and_reflection_serve(live: Live) -> None:
+    health = health_pb2_grpc.HealthStub(live.channel)
+    reply = health.Check(health_pb2.HealthCheckRequest(service="planner.v1.EvidencePlanner"))
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_single_hop_question_finds_the_answer_span(live: Live) -> None:
+    plan = live.planner.Plan(
+        question_request("What was the backing band of the 'Man in Black' called?",
+                         budget_tokens=500),
+        timeout=30,
+    )
+    assert "wiki/Johnny_Cash" in _sources(plan)
+    assert any("Tennessee Three" in s.text for s in plan.spans)
+    assert 0 < plan.used <= plan.budget
+    # 500 requested, every span estimated -> floor(500 * 0.9)
+    assert plan.budget == 450
+    assert plan.stats.token_estimate
+
+
+def test_multi_hop_question_reaches_the_linked_article(live: Live) -> None:
+    question = (
+        "The women's fast-pitch version of a diamond-field bat-and-ball sport with underhand "
+        "pitching entered a major multi-sport event in 1996. In which city were the very first "
+        "of those Games staged?"
+    )
+    plan = live.planner.Plan(question_request(question, budget_tokens=1500), timeout=30)
+    assert "wiki/Summer_Olympic_Games" in _sources(plan)
+    assert any("Athens" in s.text for s in plan.spans)
+
+
+def test_plan_is_reproducible_and_its_hash_recomputes(live: Live) -> None:
+    request = question_request("Which port is the world's busiest by cargo tonnage?",
+                               budget_tokens=800)
+    first = live.planner.Plan(request, timeout=30)
+    second = live.planner.Plan(request, timeout=30)
+    assert first.plan_hash == second.plan_hash
+    assert first.SerializeToString(deterministic=True) == second.SerializeToString(
+        deterministic=True
+    )
+    core = plan_from_proto(first)
+    assert plan_hash(core.plan_model, core.budget, core.used, core.spans) == first.plan_hash
+    keys = [(s.span.source_id, s.span.source_version_tx, s.span.start, s.span.end)
+            for s in first.spans]
+    assert keys == sorted(keys)
+    per_source: dict[str, int] = {}
+    for s in first.spans:
+        per_source[s.span.source_id] = per_source.get(s.span.source_id, 0) + s.tokens
+    assert max(per_source.values()) <= first.stats.cap_tokens == int(0.4 * first.budget)
+
+
+def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
+    request = question_request("Who invented the telephone?", budget_tokens=300, explain=True)
+    plan = live.planner.Plan(request, timeout=30)
+    assert len(plan.explanations) == plan.stats.pool_spans > 0
+    fates = [e.fate for e in plan.explanations]
+    assert fates.count(plan_pb2.CANDIDATE_FATE_PACKED) == plan.stats.selected_spans
+    assert fates.count(plan_pb2.CANDIDATE_FATE_DEDUPED) == plan.stats.deduped
+    assert fates.count(plan_pb2.CANDIDATE_FATE_BUDGET_FULL) == plan.stats.skipped_budget_full
+    assert fates.count(plan_pb2.CANDIDATE_FATE_CAP_BLOCKED) == plan.stats.cap_skipped
+    assert fates.count(plan_pb2.CANDIDATE_FATE_UNPACKABLE) == plan.stats.skipped_unpackable
+    assert all(e.legs.node_id and e.legs.fused > 0 for e in plan.explanations)
+    # explain does not change the plan
+    plain = live.planner.Plan(question_request("Who invented the telephone?", budget_tokens=300),
+                              timeout=30)
+    assert plain.plan_hash == plan.plan_hash
+
+
+@pytest.mark.parametrize(
+    ("request_msg", "field"),
+    [
+        (plan_pb2.PlanRequest(), "query"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="  ")), "query.text"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), expand_depth=3),
+         "expand_depth"),
+        (plan_pb2.PlanRequest(semantic=plan_pb2.SemanticRecall(text="cash", alpha=1.5)),
+         "semantic.alpha"),
+        (plan_pb2.PlanRequest(semantic=plan_pb2.SemanticRecall(
+            vector=plan_pb2.VectorQuery(values=[0.1, 0.2]))), "semantic.vector"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"),
+                              max_frac_per_source=0.0), "max_frac_per_source"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), dedup_overlap=2.0),
+         "dedup_overlap"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"),
+                              budget_tokens=10**12), "budget_tokens"),
+    ],
+)
+def test_invalid_requests_name_the_field(
+    live: Live, request_msg: plan_pb2.PlanRequest, field: str
+) -> None:
+    with pytest.raises(grpc.RpcError) as info:
+        live.planner.Plan(request_msg, timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    got_field, reason = _field_violation(info.value)
+    assert got_field == field
+    assert reason
+
+
+def test_no_evidence_is_failed_precondition_unless_ungrounded_allowed(live: Live) -> None:
+    request = plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="zqxjkv wvqpzy"))
+    with pytest.raises(grpc.RpcError) as info:
+        live.planner.Plan(request, timeout=10)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
+    status = rpc_status.from_call(info.value)  # type: ignore[arg-type]
+    assert status is not None
+    reasons = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            ei = error_details_pb2.ErrorInfo()
+            detail.Unpack(ei)
+            reasons.append(ei.reason)
+    assert reasons == ["INSUFFICIENT_EVIDENCE"]
+    request.allow_ungrounded = True
+    plan = live.planner.Plan(request, timeout=10)
+    assert plan.plan_hash == EMPTY_PLAN_HASH
+    assert (len(plan.spans), plan.budget, plan.used) == (0, 0, 0)
+
+
+def test_as_of_before_the_corpus_sees_nothing(live: Live) -> None:
+    request = question_request("Johnny Cash backing band", at_tx_us=1, allow_ungrounded=True)
+    plan = live.planner.Plan(request, timeout=10)
+    assert plan.plan_hash == EMPTY_PLAN_HASH
+    request.at_tx = 2_000_000_000_000_000
+    assert live.planner.Plan(request, timeout=10).spans
+
+
+def test_caller_vector_matches_text_query(live: Live) -> None:
+    from planner_svc.embed import default_embedder
+
+    text = "goats first domesticated archaeological evidence"
+    vec = default_embedder().embed([text])[0]
+    by_text = live.planner.Plan(plan_pb2.PlanRequest(
+        semantic=plan_pb2.SemanticRecall(text=text, k=5), budget_tokens=400), timeout=10)
+    by_vec = live.planner.Plan(plan_pb2.PlanRequest(
+        semantic=plan_pb2.SemanticRecall(vector=plan_pb2.VectorQuery(values=vec.tolist()), k=5),
+        budget_tokens=400), timeout=10)
+    assert by_text.plan_hash == by_vec.plan_hash
+    assert by_text.spans
+
+
+def test_deadline_exceeded_is_reported_as_such(live: Live) -> None:
+    with pytest.raises(grpc.RpcError) as info:
+        live.planner.Plan(question_request("history of the Roman Empire"), timeout=0.0001)
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
