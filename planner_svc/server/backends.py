@@ -96,6 +96,8 @@ class Backends:
             at_valid_us=at_valid_us,
             at_tx_us=at_tx_us,
         )
+        if self.index is None:
+            request.ClearField("semantic")  # store-only server: the structured leg alone
         query = plan_query_from_proto(request, now_us=_now_us(), config=self.planner.config)
         return plan_result_to_proto(self.planner.plan(query))
 
