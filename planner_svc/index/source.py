@@ -1,0 +1,37 @@
+"""What the vector index needs from the store: its vectors and a liveness check.
+
+The embedded store satisfies :class:`VectorSource`; tests use an in-memory fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+#: One node version's vector: (version_id, node_id, valid_from_us, vector of shape (dim,)).
+VectorRecord = tuple[int, str, int, npt.NDArray[np.float32]]
+
+
+class VectorSource(Protocol):
+    """Read access to node-version vectors and their bitemporal liveness."""
+
+    def iter_vectors(self, after_version_id: int = 0) -> Iterator[VectorRecord]:
+        """Yield every node version with a vector and ``version_id > after_version_id``.
+
+        Yields:
+            ``(version_id, node_id, valid_from_us, vector)`` in ascending ``version_id``;
+            ``valid_from_us`` in microseconds since the Unix epoch; ``vector`` float32 ``(dim,)``.
+        """
+        ...
+
+    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int) -> set[int]:
+        """Return the subset of ``version_ids`` whose valid interval contains ``valid_us`` and
+        whose transaction interval contains ``tx_us`` (both microseconds since the epoch)."""
+        ...
+
+    def max_version_id(self) -> int:
+        """Largest version id written so far (0 when there is none)."""
+        ...

@@ -1,0 +1,484 @@
+"""Exact, as-of aware nearest-neighbour search over node-version vectors (DESIGN sections 4-5).
+
+Rows are partitioned by valid-from bucket (:mod:`planner_svc.index.partition`). A search at
+``(valid_us, tx_us)`` skips partitions whose bucket starts after ``valid_us``, scans the rows with
+``valid_from_us <= valid_us`` (whole partitions, and a sorted prefix of the boundary one), then
+keeps only versions the store reports live at ``(valid_us, tx_us)``. Because liveness is checked
+after the scan, the scan fetches more than ``k`` and widens until the answer is provably exact.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from planner_svc.core.errors import ConfigError, InvalidRequest
+from planner_svc.embed.base import normalize_rows
+from planner_svc.index import persist
+from planner_svc.index.partition import (
+    Float32s,
+    Int64s,
+    NodeIds,
+    Partition,
+    build_partition,
+    encode_node_ids,
+)
+from planner_svc.index.source import VectorSource
+
+#: Default partition width: 30 days in microseconds.
+DEFAULT_BUCKET_US = 30 * 86_400 * 1_000_000
+#: Subdirectory of the data directory that holds the index files.
+INDEX_DIRNAME = "index"
+#: Candidates fetched per partition on the first round, at least (then doubled while widening).
+_MIN_FETCH = 32
+#: Version ids per liveness query.
+_LIVE_CHUNK = 256
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _State:
+    """An immutable snapshot that searches read without locking."""
+
+    partitions: tuple[Partition, ...]
+    covered_version_id: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Rows:
+    """New rows read from the store, not yet partitioned."""
+
+    version_ids: Int64s
+    valid_from_us: Int64s
+    node_ids: NodeIds
+    vectors: Float32s
+    skipped: int
+
+
+class VectorIndex:
+    """Partitioned FAISS index over the store's node-version vectors.
+
+    Construct with :meth:`open_or_build` (persisted under ``<data_dir>/index/``) or
+    :meth:`build_in_memory`. Thread-safety: :meth:`search` may run from many threads at once; it
+    reads an immutable snapshot. :meth:`sync` (catch-up) is serialised by a lock and swaps the
+    snapshot atomically when done; between processes, a file lock serialises writers.
+
+    Vectors whose norm is 0 (the embedder's "no text" sentinel) or that are not finite are not
+    indexed (their count is logged); the others are L2-normalised, so similarity = cosine.
+    """
+
+    def __init__(
+        self,
+        *,
+        directory: Path | None,
+        embedder_name: str,
+        dim: int,
+        bucket_us: int,
+        mmap: bool,
+    ) -> None:
+        if dim < 1:
+            raise ConfigError("index.dim", f"{dim} is outside the allowed range >= 1")
+        if bucket_us < 1:
+            raise ConfigError("index.bucket_us", f"{bucket_us} is outside the allowed range >= 1")
+        self._directory = directory
+        self.embedder_name = embedder_name
+        self.dim = dim
+        self.bucket_us = bucket_us
+        self._mmap = mmap
+        self._lock = threading.Lock()
+        self._state = _State(partitions=(), covered_version_id=0, generation=0)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def open_or_build(
+        cls,
+        data_dir: str | Path,
+        source: VectorSource,
+        *,
+        embedder_name: str,
+        dim: int,
+        bucket_us: int = DEFAULT_BUCKET_US,
+        mmap: bool = True,
+    ) -> VectorIndex:
+        """Open the index persisted under ``<data_dir>/index/`` and bring it up to date.
+
+        Rebuilds from ``source`` when the index is missing, unreadable, or was built with another
+        embedder name, dimension or bucket width, or covers more versions than the store has (the
+        store was replaced); appends the missing vectors when it lags ``source.max_version_id()``.
+        The result is persisted atomically before this returns.
+
+        Args:
+            data_dir: the service's data directory.
+            source: the store (or any :class:`VectorSource`).
+            embedder_name: name of the embedder that produced the store's vectors.
+            dim: their dimension.
+            bucket_us: partition width in microseconds (default 30 days).
+            mmap: map index files with ``IO_FLAG_MMAP_IFC`` instead of reading them into memory.
+
+        Raises:
+            ConfigError: ``dim`` or ``bucket_us`` < 1, or a store vector has another dimension.
+        """
+        index = cls(
+            directory=Path(data_dir) / INDEX_DIRNAME,
+            embedder_name=embedder_name,
+            dim=dim,
+            bucket_us=bucket_us,
+            mmap=mmap,
+        )
+        index.sync(source)
+        return index
+
+    @classmethod
+    def build_in_memory(
+        cls,
+        source: VectorSource,
+        *,
+        embedder_name: str,
+        dim: int,
+        bucket_us: int = DEFAULT_BUCKET_US,
+    ) -> VectorIndex:
+        """Build an index from ``source`` that is never persisted (tests, one-off tools).
+
+        Raises:
+            ConfigError: as :meth:`open_or_build`.
+        """
+        index = cls(
+            directory=None, embedder_name=embedder_name, dim=dim, bucket_us=bucket_us, mmap=False
+        )
+        index.sync(source)
+        return index
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def covered_version_id(self) -> int:
+        """Every store version with an id <= this is indexed (or skipped as a zero vector)."""
+        return self._state.covered_version_id
+
+    @property
+    def size(self) -> int:
+        """Number of indexed vectors."""
+        return sum(p.size for p in self._state.partitions)
+
+    @property
+    def partition_buckets(self) -> tuple[int, ...]:
+        """Bucket numbers of the partitions, ascending."""
+        return tuple(p.bucket for p in self._state.partitions)
+
+    # ------------------------------------------------------------------ catch-up
+
+    def sync(self, source: VectorSource) -> int:
+        """Bring the index up to ``source.max_version_id()`` and persist it (when persisted).
+
+        Adopts a newer index another process persisted, appends vectors with larger version ids
+        (re-sorting the partitions they land in), or rebuilds everything when the persisted index
+        is incompatible or ahead of the store. Searches keep running on the previous snapshot.
+
+        Returns:
+            Number of vectors added to the index (0 when it was up to date).
+
+        Raises:
+            ConfigError: (``index.dim``) a store vector's dimension differs from ``dim``.
+        """
+        with self._lock:
+            target = int(source.max_version_id())
+            state = self._state
+            if state.covered_version_id == target and state.generation > 0:
+                return 0  # up to date: no disk access
+            if self._directory is None:
+                rebuild = state.covered_version_id > target
+                self._state, added = self._advance(state, source, target, rebuild=rebuild)
+                return added
+            with persist.file_lock(self._directory, exclusive=True):
+                base, loaded = self._best_base(state, target)
+                if base.covered_version_id == target and loaded:
+                    self._state = base
+                    return 0
+                rebuild = base.covered_version_id > target or not loaded
+                new_state, added = self._advance(base, source, target, rebuild=rebuild)
+                self._state = self._persist(base, new_state)
+                return added
+
+    def _best_base(self, state: _State, target: int) -> tuple[_State, bool]:
+        """The snapshot to advance from: the persisted one when it is compatible and at least
+        as fresh as ours. The flag says whether the base is a usable, persisted starting point.
+        """
+        assert self._directory is not None
+        reason = ""
+        try:
+            manifest = persist.read_manifest(self._directory)
+            if manifest is None:
+                reason = "missing"
+            elif (manifest.embedder_name, manifest.dim, manifest.bucket_us) != (
+                self.embedder_name,
+                self.dim,
+                self.bucket_us,
+            ):
+                reason = f"built for {manifest.embedder_name}/{manifest.dim}/{manifest.bucket_us}"
+            elif manifest.covered_version_id > target:
+                reason = "ahead of the store"
+            elif (
+                manifest.generation == state.generation
+                and manifest.covered_version_id == state.covered_version_id
+                and state.generation > 0
+            ):
+                return state, True
+            else:
+                parts = persist.load_partitions(self._directory, manifest, mmap=self._mmap)
+                return (
+                    _State(
+                        partitions=tuple(sorted(parts, key=lambda p: p.bucket)),
+                        covered_version_id=manifest.covered_version_id,
+                        generation=manifest.generation,
+                    ),
+                    True,
+                )
+        except persist.ManifestError as exc:
+            reason = str(exc)
+        _log.info("vector_index.rebuild", directory=str(self._directory), reason=reason)
+        return state, False
+
+    def _advance(
+        self, base: _State, source: VectorSource, target: int, *, rebuild: bool
+    ) -> tuple[_State, int]:
+        """Add the store's vectors in ``(after, target]`` to ``base`` (``after`` = 0 on rebuild)."""
+        after = 0 if rebuild else base.covered_version_id
+        rows = self._read_rows(source, after, target)
+        kept = {} if rebuild else {p.bucket: p for p in base.partitions}
+        if rows.skipped:
+            _log.debug("vector_index.zero_vectors_skipped", count=rows.skipped)
+        if rows.version_ids.shape[0]:
+            buckets = rows.valid_from_us // self.bucket_us
+            for bucket in np.unique(buckets).tolist():
+                mask = buckets == bucket
+                old = kept.get(int(bucket))
+                vids = rows.version_ids[mask]
+                vfrom = rows.valid_from_us[mask]
+                nids = rows.node_ids[mask]
+                vecs = rows.vectors[mask]
+                if old is not None:
+                    vids = np.concatenate([old.version_ids, vids])
+                    vfrom = np.concatenate([old.valid_from_us, vfrom])
+                    nids = np.concatenate([old.node_ids, nids])
+                    vecs = np.concatenate([old.vectors(), vecs])
+                kept[int(bucket)] = build_partition(
+                    bucket=int(bucket),
+                    bucket_us=self.bucket_us,
+                    dim=self.dim,
+                    version_ids=vids,
+                    valid_from_us=vfrom,
+                    node_ids=nids,
+                    vectors=vecs,
+                )
+        partitions = tuple(kept[b] for b in sorted(kept))
+        new_state = _State(
+            partitions=partitions,
+            covered_version_id=target,
+            generation=base.generation + 1,
+        )
+        return new_state, int(rows.version_ids.shape[0])
+
+    def _read_rows(self, source: VectorSource, after: int, target: int) -> _Rows:
+        version_ids: list[int] = []
+        valid_from: list[int] = []
+        node_ids: list[str] = []
+        vectors: list[npt.NDArray[np.float32]] = []
+        for version_id, node_id, valid_from_us, vector in source.iter_vectors(after):
+            if version_id > target:
+                break
+            row = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if row.shape[0] != self.dim:
+                raise ConfigError(
+                    "index.dim",
+                    f"store vector of version {version_id} has {row.shape[0]} dimensions, "
+                    f"the index expects {self.dim}",
+                )
+            version_ids.append(int(version_id))
+            valid_from.append(int(valid_from_us))
+            node_ids.append(node_id)
+            vectors.append(row)
+        matrix = (
+            normalize_rows(np.stack(vectors))
+            if vectors
+            else np.zeros((0, self.dim), dtype=np.float32)
+        )
+        good = np.any(matrix != 0.0, axis=1)
+        return _Rows(
+            version_ids=np.asarray(version_ids, dtype=np.int64)[good],
+            valid_from_us=np.asarray(valid_from, dtype=np.int64)[good],
+            node_ids=encode_node_ids(node_ids)[good] if node_ids else np.zeros(0, np.bytes_),
+            vectors=matrix[good],
+            skipped=int((~good).sum()),
+        )
+
+    def _persist(self, base: _State, new_state: _State) -> _State:
+        """Write the partitions that changed, then the manifest (rename last); return the
+        snapshot with the file stems filled in."""
+        assert self._directory is not None
+        unchanged = {id(p) for p in base.partitions if p.stem}
+        stamped: list[Partition] = []
+        for part in new_state.partitions:
+            if id(part) in unchanged:
+                stamped.append(part)
+                continue
+            stem = f"p{part.bucket}.g{new_state.generation}"
+            persist.write_partition(self._directory, part, stem)
+            stamped.append(
+                Partition(
+                    bucket=part.bucket,
+                    start_us=part.start_us,
+                    index=part.index,
+                    version_ids=part.version_ids,
+                    valid_from_us=part.valid_from_us,
+                    node_ids=part.node_ids,
+                    stem=stem,
+                )
+            )
+        manifest = persist.Manifest(
+            embedder_name=self.embedder_name,
+            dim=self.dim,
+            bucket_us=self.bucket_us,
+            covered_version_id=new_state.covered_version_id,
+            generation=new_state.generation,
+            partitions=tuple((p.bucket, p.size, p.stem) for p in stamped),
+        )
+        persist.write_manifest(self._directory, manifest)
+        return _State(
+            partitions=tuple(stamped),
+            covered_version_id=new_state.covered_version_id,
+            generation=new_state.generation,
+        )
+
+    # ------------------------------------------------------------------ search
+
+    def _check_query(self, query: npt.ArrayLike | Sequence[float]) -> Float32s:
+        try:
+            vector = np.asarray(query, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("semantic.vector", f"not a vector of numbers: {exc}") from exc
+        if vector.shape != (self.dim,):
+            raise InvalidRequest(
+                "semantic.vector",
+                f"has shape {vector.shape}; the index expects ({self.dim},)",
+            )
+        if not np.all(np.isfinite(vector)):
+            raise InvalidRequest("semantic.vector", "contains NaN or infinite values")
+        norm = float(np.linalg.norm(vector))
+        if not norm > 0.0 or not math.isfinite(norm):
+            raise InvalidRequest("semantic.vector", f"has norm {norm}; a direction is needed")
+        return (vector / norm).astype(np.float32).reshape(1, self.dim)
+
+    def search(
+        self,
+        query: npt.ArrayLike,
+        k: int,
+        *,
+        valid_us: int,
+        tx_us: int,
+        source: VectorSource,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nodes most similar to ``query`` among versions live at ``(valid_us, tx_us)``.
+
+        Exact: equal to a brute-force scan of every live version (similarity = inner product of
+        unit vectors, in float32). Algorithm: search each partition whose bucket starts at or
+        before ``valid_us`` for its top ``f`` rows among those with ``valid_from_us <= valid_us``;
+        walk the merged candidates in result order, asking ``source.live_version_ids`` in
+        chunks, while their similarity is strictly above ``T``, the largest ``f``-th similarity
+        of a partition that had more eligible rows than ``f`` (no unfetched row can beat such a
+        candidate, ties included); double ``f`` and repeat when fewer than ``k`` nodes were
+        settled, until every eligible row has been fetched.
+
+        Args:
+            query: ``(dim,)`` finite, non-zero (normalised here; only its direction counts).
+            k: number of nodes wanted, >= 1.
+            valid_us: as-of valid time, microseconds since the Unix epoch.
+            tx_us: as-of transaction time, microseconds since the Unix epoch.
+            source: the store, for liveness.
+
+        Returns:
+            Up to ``k`` ``(node_id, similarity)`` pairs, similarity descending, ties by node id
+            ascending; a node appears once (its best live version). Fewer than ``k`` when fewer
+            nodes are live; ``[]`` when none is.
+
+        Raises:
+            InvalidRequest: (``semantic.vector``) wrong shape, non-finite values or zero norm;
+                (``semantic.k``) ``k < 1``.
+        """
+        q = self._check_query(query)
+        if k < 1:
+            raise InvalidRequest("semantic.k", f"{k} is outside the allowed range >= 1")
+        eligible: list[tuple[Partition, int]] = []
+        for part in self._state.partitions:
+            if part.start_us > valid_us:
+                break
+            prefix = part.eligible(valid_us)
+            if prefix > 0:
+                eligible.append((part, prefix))
+        if not eligible:
+            return []
+        largest = max(prefix for _, prefix in eligible)
+        fetch = min(largest, max(_MIN_FETCH, 2 * k))
+        live: dict[int, bool] = {}
+        while True:
+            found, exhausted = self._round(q, k, eligible, fetch, live, valid_us, tx_us, source)
+            if len(found) >= k or exhausted:
+                return found
+            fetch = min(largest, fetch * 2)
+
+    def _round(
+        self,
+        q: Float32s,
+        k: int,
+        eligible: list[tuple[Partition, int]],
+        fetch: int,
+        live: dict[int, bool],
+        valid_us: int,
+        tx_us: int,
+        source: VectorSource,
+    ) -> tuple[list[tuple[str, float]], bool]:
+        """One widening round; returns (settled results, whether every eligible row was seen)."""
+        sims_parts: list[Float32s] = []
+        vids_parts: list[Int64s] = []
+        nids_parts: list[NodeIds] = []
+        threshold = -math.inf
+        for part, prefix in eligible:
+            n = min(fetch, prefix)
+            sims, rows = part.search(q, n, prefix)
+            sims_parts.append(sims)
+            vids_parts.append(part.version_ids[rows])
+            nids_parts.append(part.node_ids[rows])
+            if n < prefix and sims.shape[0]:
+                threshold = max(threshold, float(sims[-1]))
+        sims = np.concatenate(sims_parts)
+        vids = np.concatenate(vids_parts)
+        nids = np.concatenate(nids_parts)
+        order = np.lexsort((vids, nids, -sims.astype(np.float64)))
+        certain = int(np.count_nonzero(sims > threshold))
+        order = order[:certain]  # sims > threshold form a prefix of the sorted order
+        found: list[tuple[str, float]] = []
+        seen: set[bytes] = set()
+        for start in range(0, certain, _LIVE_CHUNK):
+            chunk = order[start : start + _LIVE_CHUNK]
+            unknown = [int(v) for v in vids[chunk] if int(v) not in live]
+            if unknown:
+                alive = source.live_version_ids(unknown, valid_us, tx_us)
+                for v in unknown:
+                    live[v] = v in alive
+            for pos in chunk.tolist():
+                node = bytes(nids[pos])
+                if live[int(vids[pos])] and node not in seen:
+                    seen.add(node)
+                    found.append((node.decode("utf-8"), float(sims[pos])))
+                    if len(found) == k:
+                        return found, True
+        return found, threshold == -math.inf

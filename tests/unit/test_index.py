@@ -1,0 +1,435 @@
+"""Vector index: exactness against brute force, persistence, catch-up, validation."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner_svc.core.errors import ConfigError, InvalidRequest
+from planner_svc.index import INDEX_DIRNAME, VectorIndex, VectorRecord
+from planner_svc.index.memory_source import MemoryVectorSource
+
+DIM = 16
+BUCKET = 1_000  # microseconds; small so the data spans many partitions
+TOL = 1e-5
+
+
+class CountingSource:
+    """Wraps a source and records every ``iter_vectors`` call's ``after_version_id``."""
+
+    def __init__(self, inner: MemoryVectorSource) -> None:
+        self.inner = inner
+        self.iter_calls: list[int] = []
+
+    def iter_vectors(self, after_version_id: int = 0) -> Iterator[VectorRecord]:
+        self.iter_calls.append(after_version_id)
+        return self.inner.iter_vectors(after_version_id)
+
+    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int) -> set[int]:
+        return self.inner.live_version_ids(version_ids, valid_us, tx_us)
+
+    def max_version_id(self) -> int:
+        return self.inner.max_version_id()
+
+
+def brute_force(
+    source: MemoryVectorSource, query: np.ndarray, valid_us: int, tx_us: int
+) -> dict[str, float]:
+    """Best cosine similarity per node over its versions live at (valid_us, tx_us)."""
+    q = query / np.linalg.norm(query)
+    best: dict[str, float] = {}
+    for version in source.versions():
+        norm = float(np.linalg.norm(version.vector))
+        if norm == 0.0 or not version.live_at(valid_us, tx_us):
+            continue
+        sim = float(np.dot(version.vector.astype(np.float64) / norm, q))
+        best[version.node_id] = max(sim, best.get(version.node_id, -np.inf))
+    return best
+
+
+def assert_exact(result: list[tuple[str, float]], truth: dict[str, float], k: int) -> None:
+    """Tie-aware comparison of a search result with brute force (tolerance ``TOL``)."""
+    assert len(result) == min(k, len(truth))
+    nodes = [n for n, _ in result]
+    assert len(set(nodes)) == len(nodes)
+    for node, sim in result:
+        assert node in truth, f"{node} is not live"
+        assert abs(sim - truth[node]) <= TOL
+    for (n1, s1), (n2, s2) in itertools.pairwise(result):
+        assert s1 > s2 or (s1 == s2 and n1 < n2), (n1, s1, n2, s2)
+    if result and len(result) == k:
+        floor = result[-1][1]
+        for node, sim in truth.items():
+            if node not in nodes:
+                assert sim <= floor + TOL, (node, sim, floor)
+
+
+def synthetic_source(seed: int, *, nodes: int = 150, versions: int = 600) -> MemoryVectorSource:
+    """Seeded bitemporal data: superseded versions, closed valid intervals, valid_from spread
+    over ~20 partitions (some before 0), duplicated vectors (exact ties), a few zero vectors."""
+    rng = np.random.default_rng(seed)
+    src = MemoryVectorSource()
+    tx_clock = {f"n{i:03d}": 0 for i in range(nodes)}
+    current: dict[str, int] = {}
+    pool: list[np.ndarray] = []
+    for _ in range(versions):
+        node = f"n{int(rng.integers(nodes)):03d}"
+        tx_from = tx_clock[node] + int(rng.integers(1, 50))
+        tx_clock[node] = tx_from
+        roll = rng.random()
+        if roll < 0.08 and pool:
+            vector = pool[int(rng.integers(len(pool)))].copy()
+        elif roll < 0.10:
+            vector = np.zeros(DIM, dtype=np.float32)
+        else:
+            vector = rng.standard_normal(DIM).astype(np.float32)
+        pool.append(vector)
+        valid_from = int(rng.integers(-3 * BUCKET, 17 * BUCKET))
+        valid_to = valid_from + int(rng.integers(1, 8 * BUCKET)) if rng.random() < 0.3 else None
+        if node in current:
+            src.close_tx(current[node], tx_from)
+        current[node] = src.add(
+            node, vector, valid_from_us=valid_from, valid_to_us=valid_to, tx_from_us=tx_from
+        )
+    return src
+
+
+# ---------------------------------------------------------------- exactness
+
+
+@pytest.mark.parametrize(("seed", "bucket_us"), [(3, BUCKET), (11, BUCKET), (12, 8 * BUCKET)])
+def test_search_equals_brute_force_at_random_as_of_points(seed: int, bucket_us: int) -> None:
+    # Narrow buckets: 20 small partitions; wide ones: 4, most larger than the first fetch,
+    # so the widening rule and its threshold decide the answer.
+    src = synthetic_source(seed)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=bucket_us)
+    assert len(index.partition_buckets) == (20 if bucket_us == BUCKET else 4)
+    rng = np.random.default_rng(seed + 1000)
+    max_tx = max(v.tx_from_us for v in src.versions())
+    filtered_mattered = 0
+    for _ in range(60):
+        query = rng.standard_normal(DIM)
+        valid_us = int(rng.integers(-4 * BUCKET, 18 * BUCKET))
+        tx_us = int(rng.integers(0, max_tx + 10))
+        k = int(rng.choice([1, 3, 10, 40]))
+        result = index.search(query, k, valid_us=valid_us, tx_us=tx_us, source=src)
+        truth = brute_force(src, query, valid_us, tx_us)
+        assert_exact(result, truth, k)
+        everything = brute_force(src, query, 10**9, max_tx + 10)
+        top_all = sorted(everything, key=lambda n: (-everything[n], n))[:k]
+        if top_all != [n for n, _ in result]:
+            filtered_mattered += 1
+    assert filtered_mattered > 30  # the as-of filter changed most answers
+
+
+def test_exact_ties_are_broken_by_node_id() -> None:
+    src = MemoryVectorSource()
+    direction = np.ones(DIM, dtype=np.float32)
+    for node in ["c", "a", "d", "b"]:  # inserted out of order, same vector
+        src.add(node, direction, valid_from_us=5, tx_from_us=0)
+    src.add("z", -direction, valid_from_us=5, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    result = index.search(direction, 3, valid_us=10, tx_us=10, source=src)
+    assert [n for n, _ in result] == ["a", "b", "c"]
+    assert all(abs(s - 1.0) < TOL for _, s in result)
+
+
+def test_boundary_partition_uses_exact_valid_from_prefix() -> None:
+    src = MemoryVectorSource()
+    q = np.zeros(DIM, dtype=np.float32)
+    q[0] = 1.0
+    # One bucket [0, 1000): the best vectors start later within it than the as-of point.
+    src.add("early", q + 0.5, valid_from_us=100, tx_from_us=0)
+    src.add("late-best", q, valid_from_us=501, tx_from_us=0)
+    src.add("exactly-at", q + 0.2, valid_from_us=500, tx_from_us=0)
+    src.add("next-bucket", q, valid_from_us=1000, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    result = index.search(q, 10, valid_us=500, tx_us=1, source=src)
+    assert [n for n, _ in result] == ["exactly-at", "early"]
+    assert index.search(q, 10, valid_us=99, tx_us=1, source=src) == []
+    later = [n for n, _ in index.search(q, 10, valid_us=1000, tx_us=1, source=src)]
+    assert later == ["late-best", "next-bucket", "exactly-at", "early"]
+
+
+def test_widening_finds_live_vectors_behind_many_superseded_ones() -> None:
+    src = MemoryVectorSource()
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal(DIM).astype(np.float32)
+    previous = None
+    for tx in range(1, 301):  # 300 versions of one node, each close to the query
+        if previous is not None:
+            src.close_tx(previous, tx)
+        previous = src.add(
+            "hot", q + 0.01 * rng.standard_normal(DIM), valid_from_us=0, tx_from_us=tx
+        )
+    for i in range(20):
+        src.add(f"cold{i:02d}", rng.standard_normal(DIM), valid_from_us=0, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    # At tx 150 only version 150 of "hot" is live: the other 299 near-duplicates are not.
+    result = index.search(q, 5, valid_us=1, tx_us=150, source=src)
+    assert_exact(result, brute_force(src, q, 1, 150), 5)
+    assert result[0][0] == "hot"
+    assert len(result) == 5
+
+
+def test_nothing_live_or_nothing_eligible_returns_empty() -> None:
+    src = MemoryVectorSource()
+    v = src.add("a", np.ones(DIM), valid_from_us=50, tx_from_us=10)
+    src.close_tx(v, 20)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    q = np.ones(DIM)
+    assert index.search(q, 3, valid_us=100, tx_us=5, source=src) == []  # before tx_from
+    assert index.search(q, 3, valid_us=100, tx_us=25, source=src) == []  # after tx_to
+    assert index.search(q, 3, valid_us=10, tx_us=15, source=src) == []  # before valid_from
+    assert [n for n, _ in index.search(q, 3, valid_us=100, tx_us=15, source=src)] == ["a"]
+    empty = VectorIndex.build_in_memory(
+        MemoryVectorSource(), embedder_name="t", dim=DIM, bucket_us=BUCKET
+    )
+    assert empty.size == 0
+    assert empty.search(q, 3, valid_us=0, tx_us=0, source=src) == []
+
+
+def test_zero_vectors_are_not_indexed_and_others_are_normalised() -> None:
+    src = MemoryVectorSource()
+    src.add("zero", np.zeros(DIM), valid_from_us=0, tx_from_us=0)
+    src.add("long", 7.0 * np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert index.size == 1
+    assert index.covered_version_id == 2
+    [(node, sim)] = index.search(np.ones(DIM), 5, valid_us=0, tx_us=0, source=src)
+    assert node == "long"
+    assert abs(sim - 1.0) < TOL
+
+
+# ---------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("query", "fragment"),
+    [
+        (np.ones(DIM + 1), "shape (17,)"),
+        (np.ones((1, DIM)), "shape (1, 16)"),
+        (np.full(DIM, np.nan), "NaN or infinite"),
+        (np.r_[np.inf, np.ones(DIM - 1)], "NaN or infinite"),
+        (np.zeros(DIM), "norm 0.0"),
+        (["a"] * DIM, "not a vector of numbers"),
+    ],
+)
+def test_invalid_query_vector_is_rejected(query: object, fragment: str) -> None:
+    src = MemoryVectorSource()
+    src.add("a", np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    with pytest.raises(InvalidRequest) as info:
+        index.search(query, 3, valid_us=0, tx_us=0, source=src)  # type: ignore[arg-type]
+    assert info.value.field == "semantic.vector"
+    assert fragment in info.value.reason
+
+
+def test_invalid_k_and_settings_are_rejected() -> None:
+    src = MemoryVectorSource()
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    with pytest.raises(InvalidRequest) as info:
+        index.search(np.ones(DIM), 0, valid_us=0, tx_us=0, source=src)
+    assert info.value.field == "semantic.k"
+    with pytest.raises(ConfigError, match=r"index\.bucket_us: 0"):
+        VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=0)
+    src.add("a", np.ones(DIM + 2), valid_from_us=0, tx_from_us=0)
+    with pytest.raises(ConfigError, match="version 1 has 18 dimensions"):
+        VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+
+
+# ---------------------------------------------------------------- persistence and catch-up
+
+
+def _queries(n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(99)
+    return [rng.standard_normal(DIM) for _ in range(n)]
+
+
+def _answers(index: VectorIndex, src: MemoryVectorSource) -> list[list[tuple[str, float]]]:
+    return [index.search(q, 7, valid_us=8 * BUCKET, tx_us=10**6, source=src) for q in _queries(10)]
+
+
+def _manifest(data_dir: Path) -> dict[str, object]:
+    body: dict[str, object] = json.loads((data_dir / INDEX_DIRNAME / "manifest.json").read_text())
+    return body
+
+
+def test_persistence_round_trip_without_rebuild(tmp_path: Path) -> None:
+    src = CountingSource(synthetic_source(1))
+    built = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert src.iter_calls == [0]
+    manifest = _manifest(tmp_path)
+    assert manifest["embedder_name"] == "t"
+    assert manifest["dim"] == DIM
+    assert manifest["covered_version_id"] == src.max_version_id()
+    files = sorted(os.listdir(tmp_path / INDEX_DIRNAME))
+    assert not [f for f in files if f.startswith(".tmp-")]
+
+    reopened = VectorIndex.open_or_build(
+        tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET
+    )
+    assert src.iter_calls == [0]  # loaded from disk, nothing read from the store
+    assert reopened.size == built.size
+    assert reopened.partition_buckets == built.partition_buckets
+    assert _answers(reopened, src.inner) == _answers(built, src.inner)
+    plain = VectorIndex.open_or_build(
+        tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET, mmap=False
+    )
+    assert _answers(plain, src.inner) == _answers(built, src.inner)
+
+
+def test_lagging_index_catches_up_by_appending(tmp_path: Path) -> None:
+    inner = synthetic_source(2)
+    src = CountingSource(inner)
+    first = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    covered = first.covered_version_id
+    stems_before = {p["bucket"]: p["stem"] for p in _manifest(tmp_path)["partitions"]}  # type: ignore[attr-defined]
+    rng = np.random.default_rng(8)
+    special = rng.standard_normal(DIM).astype(np.float32)
+    inner.add("fresh", special, valid_from_us=2 * BUCKET + 5, tx_from_us=0)
+    inner.add("fresh2", rng.standard_normal(DIM), valid_from_us=2 * BUCKET + 1, tx_from_us=0)
+
+    reopened = VectorIndex.open_or_build(
+        tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET
+    )
+    assert src.iter_calls == [0, covered]  # appended, not rebuilt
+    assert reopened.covered_version_id == covered + 2
+    assert reopened.size == first.size + 2
+    [(node, sim)] = reopened.search(special, 1, valid_us=3 * BUCKET, tx_us=1, source=inner)
+    assert node == "fresh"
+    assert abs(sim - 1.0) < TOL
+    stems_after = {p["bucket"]: p["stem"] for p in _manifest(tmp_path)["partitions"]}  # type: ignore[attr-defined]
+    changed = {b for b in stems_after if stems_after[b] != stems_before.get(b)}
+    assert changed == {2}  # only the bucket that received vectors was rewritten
+    on_disk = {f for f in os.listdir(tmp_path / INDEX_DIRNAME) if f.endswith(".faiss")}
+    assert on_disk == {f"{stem}.faiss" for stem in stems_after.values()}  # old file removed
+    # The appended partition is still sorted, so results equal a fresh build.
+    fresh = VectorIndex.build_in_memory(inner, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert _answers(reopened, inner) == _answers(fresh, inner)
+
+
+def test_sync_in_place_and_adopting_another_writer(tmp_path: Path) -> None:
+    inner = synthetic_source(4, versions=200)
+    a = VectorIndex.open_or_build(tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    b = VectorIndex.open_or_build(tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert a.sync(inner) == 0
+    inner.add("late", np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    assert a.sync(inner) == 1
+    counting = CountingSource(inner)
+    assert b.sync(counting) == 0  # another index object already persisted the catch-up
+    assert counting.iter_calls == []
+    assert b.covered_version_id == a.covered_version_id
+    assert _answers(b, inner) == _answers(a, inner)
+
+
+@pytest.mark.parametrize(
+    ("name", "dim", "bucket"), [("other-embedder", DIM, BUCKET), ("t", DIM, 2 * BUCKET)]
+)
+def test_incompatible_index_is_rebuilt(tmp_path: Path, name: str, dim: int, bucket: int) -> None:
+    src = CountingSource(synthetic_source(5, versions=100))
+    VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    rebuilt = VectorIndex.open_or_build(
+        tmp_path, src, embedder_name=name, dim=dim, bucket_us=bucket
+    )
+    assert src.iter_calls == [0, 0]
+    assert _manifest(tmp_path)["embedder_name"] == name
+    assert _manifest(tmp_path)["bucket_us"] == bucket
+    fresh = VectorIndex.build_in_memory(src.inner, embedder_name=name, dim=dim, bucket_us=bucket)
+    assert _answers(rebuilt, src.inner) == _answers(fresh, src.inner)
+
+
+def test_other_dimension_rebuilds(tmp_path: Path) -> None:
+    src = synthetic_source(6, versions=50)
+    VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    other = MemoryVectorSource()
+    other.add("x", np.ones(8), valid_from_us=0, tx_from_us=0)
+    index = VectorIndex.open_or_build(tmp_path, other, embedder_name="t", dim=8, bucket_us=BUCKET)
+    assert index.size == 1
+    assert _manifest(tmp_path)["dim"] == 8
+
+
+@pytest.mark.parametrize("damage", ["manifest", "partition", "store-behind"])
+def test_damaged_or_stale_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    src = synthetic_source(7, versions=120)
+    VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    directory = tmp_path / INDEX_DIRNAME
+    if damage == "manifest":
+        (directory / "manifest.json").write_text("{not json")
+    elif damage == "partition":
+        victim = sorted(directory.glob("*.faiss"))[0]
+        victim.write_bytes(b"garbage")
+    else:
+        src = synthetic_source(8, versions=60)  # a replaced, smaller store
+    counting = CountingSource(src)
+    index = VectorIndex.open_or_build(
+        tmp_path, counting, embedder_name="t", dim=DIM, bucket_us=BUCKET
+    )
+    assert counting.iter_calls == [0]
+    fresh = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert index.size == fresh.size
+    assert _answers(index, src) == _answers(fresh, src)
+
+
+def test_concurrent_searches_during_catch_up() -> None:
+    inner = synthetic_source(9, versions=300)
+    index = VectorIndex.build_in_memory(inner, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def searcher() -> None:
+        rng = np.random.default_rng(threading.get_ident() % 1000)
+        try:
+            while not stop.is_set():
+                result = index.search(
+                    rng.standard_normal(DIM), 5, valid_us=20 * BUCKET, tx_us=10**6, source=inner
+                )
+                assert len(result) == 5
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    for t in threads:
+        t.start()
+    rng = np.random.default_rng(10)
+    for round_ in range(10):
+        for i in range(20):
+            inner.add(
+                f"new{round_}-{i}", rng.standard_normal(DIM), valid_from_us=i * 100, tx_from_us=0
+            )
+        assert index.sync(inner) == 20
+    stop.set()
+    for t in threads:
+        t.join()
+    assert failures == []
+    fresh = VectorIndex.build_in_memory(inner, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert _answers(index, inner) == _answers(fresh, inner)
+
+
+# ---------------------------------------------------------------- OpenMP pinning
+
+
+def test_import_pins_openmp_to_one_thread_in_every_thread() -> None:
+    code = (
+        "import threading, os\n"
+        "import planner_svc.index\n"
+        "import faiss\n"
+        "seen = []\n"
+        "t = threading.Thread(target=lambda: seen.append(faiss.omp_get_max_threads()))\n"
+        "t.start(); t.join()\n"
+        "print(os.environ['OMP_NUM_THREADS'], faiss.omp_get_max_threads(), seen[0])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["1", "1", "1"]
