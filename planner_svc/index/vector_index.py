@@ -38,8 +38,8 @@ DEFAULT_BUCKET_US = 30 * 86_400 * 1_000_000
 INDEX_DIRNAME = "index"
 #: Candidates fetched per partition on the first round, at least (then doubled while widening).
 _MIN_FETCH = 32
-#: Version ids per liveness query.
-_LIVE_CHUNK = 256
+#: Version ids in the first liveness query of a round, at least (2k; doubled per query).
+_MIN_LIVE_CHUNK = 16
 
 _log = structlog.get_logger(__name__)
 
@@ -460,25 +460,30 @@ class VectorIndex:
             if n < prefix and sims.shape[0]:
                 threshold = max(threshold, float(sims[-1]))
         sims = np.concatenate(sims_parts)
-        vids = np.concatenate(vids_parts)
-        nids = np.concatenate(nids_parts)
+        keep = sims > threshold  # only these are settled: no unfetched row can outrank them
+        sims = sims[keep]
+        vids = np.concatenate(vids_parts)[keep]
+        nids = np.concatenate(nids_parts)[keep]
         order = np.lexsort((vids, nids, -sims.astype(np.float64)))
-        certain = int(np.count_nonzero(sims > threshold))
-        order = order[:certain]  # sims > threshold form a prefix of the sorted order
+        sims_sorted: list[float] = sims[order].tolist()
+        vids_sorted: list[int] = vids[order].tolist()
+        nids_sorted: list[bytes] = nids[order].tolist()
         found: list[tuple[str, float]] = []
         seen: set[bytes] = set()
-        for start in range(0, certain, _LIVE_CHUNK):
-            chunk = order[start : start + _LIVE_CHUNK]
-            unknown = [int(v) for v in vids[chunk] if int(v) not in live]
+        start, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
+        while start < len(vids_sorted):
+            stop = min(start + chunk, len(vids_sorted))
+            unknown = [v for v in vids_sorted[start:stop] if v not in live]
             if unknown:
                 alive = source.live_version_ids(unknown, valid_us, tx_us)
                 for v in unknown:
                     live[v] = v in alive
-            for pos in chunk.tolist():
-                node = bytes(nids[pos])
-                if live[int(vids[pos])] and node not in seen:
+            for i in range(start, stop):
+                node = nids_sorted[i]
+                if live[vids_sorted[i]] and node not in seen:
                     seen.add(node)
-                    found.append((node.decode("utf-8"), float(sims[pos])))
+                    found.append((node.decode("utf-8"), sims_sorted[i]))
                     if len(found) == k:
                         return found, True
+            start, chunk = stop, chunk * 2
         return found, threshold == -math.inf
