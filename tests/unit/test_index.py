@@ -282,6 +282,11 @@ def test_persistence_round_trip_without_rebuild(tmp_path: Path) -> None:
     assert reopened.size == built.size
     assert reopened.partition_buckets == built.partition_buckets
     assert _answers(reopened, src.inner) == _answers(built, src.inner)
+    # Loaded with IO_FLAG_MMAP_IFC: the partition files are mapped, not copied.
+    maps = Path("/proc/self/maps").read_text()
+    assert sum(1 for f in files if f.endswith(".faiss") and f in maps) == len(
+        built.partition_buckets
+    )
     plain = VectorIndex.open_or_build(
         tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET, mmap=False
     )
