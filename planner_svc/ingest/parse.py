@@ -14,10 +14,17 @@ plain text. Offsets are UTF-8 byte offsets into the canonical text
 
 Plain text: every run of non-blank lines is a ``paragraph``.
 
-A **passage** is the unit that becomes a node: one per heading, paragraph or code span, and one
-per table row (its cells). Paragraphs and code longer than ``max_passage_bytes`` are split,
-at the last sentence end before the limit (else the last whitespace, else a character
-boundary), so every passage can be packed into a modest token budget.
+A **passage** is the unit that becomes a node: one per paragraph or code span, and one per
+table row (its cells). Paragraphs and code longer than ``max_passage_bytes`` are split, at the
+last sentence end before the limit (else the last whitespace, else a character boundary), so
+every passage can be packed into a modest token budget.
+
+Passage granularity: selection packs by density (weight per token), so a very short passage (a
+bare heading, a one-line caption) always out-packs the paragraph that holds the answer while
+saying little on its own. A heading therefore opens a passage that takes in the following
+paragraphs while the passage is shorter than ``min_passage_bytes``; the merged passage gets one
+span from the heading to its last paragraph (kind of its largest block, so ``paragraph``), added
+to the ledger beside the structural spans it covers. Code and table rows are never merged.
 """
 
 from __future__ import annotations
@@ -34,6 +41,11 @@ PLAIN_TYPES = frozenset({"text/plain", ""})
 
 DEFAULT_MAX_PASSAGE_BYTES = 1500
 """Default split threshold for paragraphs and code blocks, UTF-8 bytes (about 400 tokens)."""
+
+DEFAULT_MIN_PASSAGE_BYTES = 320
+"""A passage opened by a heading takes in following paragraphs while shorter than this, bytes."""
+
+_RawPassage = tuple[str, tuple["Span", ...], int]
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -62,7 +74,7 @@ class Passage:
         kind: ``heading``, ``paragraph``, ``code`` or ``cell`` (a table row).
         spans: its spans (one, or a table row's cells), in offset order.
         text: the passage text: the span's text, or a row's cells joined with `` | ``.
-        level: heading level 1..6 for headings, else 0.
+        level: level 1..6 of the heading the passage opens with (a section start), else 0.
     """
 
     ordinal: int
@@ -313,8 +325,54 @@ def is_markdown(media_type: str) -> bool:
     )
 
 
+def _merge_short(raw: list[_RawPassage], min_bytes: int) -> list[_RawPassage]:
+    """Merge each heading with the paragraphs after it while the passage is under
+    ``min_bytes`` (see the module docstring); other passages pass through unchanged."""
+    out: list[_RawPassage] = []
+    group: list[_RawPassage] = []
+
+    def flush() -> None:
+        if not group:
+            return
+        if len(group) == 1:
+            out.append(group[0])
+        else:
+            first, last = group[0][1][0], group[-1][1][-1]
+            sizes: dict[str, int] = {}
+            for kind, spans, _ in group:
+                sizes[kind] = sizes.get(kind, 0) + sum(sp.end - sp.start for sp in spans)
+            kind = max(sorted(sizes), key=lambda k: sizes[k])
+            merged = Span(start=first.start, end=last.end, kind=kind)
+            out.append((kind, (merged,), group[0][2]))
+        group.clear()
+
+    for item in raw:
+        kind = item[0]
+        if kind == "heading":
+            flush()
+            group.append(item)
+        elif (
+            kind == "paragraph"
+            and group
+            and group[-1][1][-1].end - group[0][1][0].start < min_bytes
+        ):
+            group.append(item)
+        else:
+            flush()
+            if kind == "paragraph":
+                group.append(item)
+            else:
+                out.append(item)
+    flush()
+    return out
+
+
 def parse_document(
-    text: str, media_type: str, *, max_passage_bytes: int = DEFAULT_MAX_PASSAGE_BYTES
+    text: str,
+    media_type: str,
+    *,
+    max_passage_bytes: int = DEFAULT_MAX_PASSAGE_BYTES,
+    min_passage_bytes: int = 0,
 ) -> ParsedDocument:
     """Canonicalise ``text`` and find its structural spans and passages (module docstring).
 
@@ -323,6 +381,9 @@ def parse_document(
         media_type: ``text/markdown`` (or ``text/x-markdown``) for Markdown; ``text/plain``,
             another ``text/*`` type or ``""`` for plain text.
         max_passage_bytes: split threshold for paragraphs and code, UTF-8 bytes (>= 64).
+        min_passage_bytes: a heading's passage takes in paragraphs while shorter than this,
+            UTF-8 bytes (0, the default here, = never merge; ingestion passes
+            :data:`DEFAULT_MIN_PASSAGE_BYTES`).
 
     Returns:
         The canonical text, its spans in offset order and its passages in document order.
@@ -345,16 +406,22 @@ def parse_document(
         _parse_markdown(lines, builder)
     else:
         _parse_plain(lines, builder)
+    structural = [sp for _, spans, _ in builder.passages for sp in spans]
     passages: list[Passage] = []
-    for ordinal, (kind, spans, level) in enumerate(builder.passages):
+    for ordinal, (kind, spans, level) in enumerate(
+        _merge_short(builder.passages, min_passage_bytes)
+    ):
         texts = [builder.text_of(s.start, s.end) for s in spans]
         passages.append(
             Passage(ordinal=ordinal, kind=kind, spans=spans, text=" | ".join(texts), level=level)
         )
     all_spans = sorted(
-        (s for p in passages for s in p.spans), key=lambda s: (s.start, s.end, s.kind)
+        {*structural, *(s for p in passages for s in p.spans)},
+        key=lambda s: (s.start, s.end, s.kind),
     )
-    title = next((p.text for p in passages if p.kind == "heading"), None)
+    title = next(
+        (builder.text_of(sp.start, sp.end) for sp in structural if sp.kind == "heading"), None
+    )
     return ParsedDocument(
         text=canonical, spans=tuple(all_spans), passages=tuple(passages), title=title
     )

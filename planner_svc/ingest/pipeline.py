@@ -46,7 +46,12 @@ from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
 from planner_svc.embed.base import Embedder
 from planner_svc.ingest.mentions import TitleMatcher, title_forms
-from planner_svc.ingest.parse import DEFAULT_MAX_PASSAGE_BYTES, ParsedDocument, parse_document
+from planner_svc.ingest.parse import (
+    DEFAULT_MAX_PASSAGE_BYTES,
+    DEFAULT_MIN_PASSAGE_BYTES,
+    ParsedDocument,
+    parse_document,
+)
 from planner_svc.store import Edge, EdgeWrite, NodeVersion, NodeWrite, Store
 from planner_svc.store.text import canonicalize, check_id, check_time
 
@@ -194,7 +199,12 @@ def _embed_text(title: str, text: str) -> str:
 
 
 def _prepare(
-    store: Store, doc: DocumentIn, now_us: int, max_passage_bytes: int, reuse_vectors: bool
+    store: Store,
+    doc: DocumentIn,
+    now_us: int,
+    max_passage_bytes: int,
+    min_passage_bytes: int,
+    reuse_vectors: bool,
 ) -> _Prepared | None:
     """Validate and parse one document; None when its text is unchanged."""
     source_id = check_id(doc.source_id, field="source_id")
@@ -205,7 +215,12 @@ def _prepare(
     if not media_type.strip():
         markdown = source_id.lower().endswith(_MARKDOWN_SUFFIXES)
         media_type = "text/markdown" if markdown else "text/plain"
-    parsed = parse_document(text, media_type, max_passage_bytes=max_passage_bytes)
+    parsed = parse_document(
+        text,
+        media_type,
+        max_passage_bytes=max_passage_bytes,
+        min_passage_bytes=min_passage_bytes,
+    )
     if not parsed.text.strip():
         raise InvalidRequest("text", "is empty (no non-whitespace character)")
     tx_us = check_time(
@@ -428,9 +443,9 @@ class _Run:
             edge(node_id, doc_id, "part_of")
             if i + 1 < len(psg_ids):
                 edge(node_id, psg_ids[i + 1], "next")
-            if psg.kind == "heading":
+            if psg.level > 0:  # the passage opens a section: it heads the section's rest
                 for later, later_id in zip(passages[i + 1 :], psg_ids[i + 1 :], strict=True):
-                    if later.kind == "heading" and later.level <= psg.level:
+                    if 0 < later.level <= psg.level:
                         break
                     edge(node_id, later_id, "heads")
             for target in sorted(self.matcher.find(psg.text)):
@@ -533,6 +548,7 @@ def ingest_documents(
     total: int | None = None,
     batch_size: int = 256,
     max_passage_bytes: int = DEFAULT_MAX_PASSAGE_BYTES,
+    min_passage_bytes: int = DEFAULT_MIN_PASSAGE_BYTES,
 ) -> IngestReport:
     """Ingest ``docs`` into ``store`` (see the module docstring for what is written).
 
@@ -549,6 +565,8 @@ def ingest_documents(
         total: number of documents, for the progress bar (optional).
         batch_size: documents parsed and embedded together (>= 1).
         max_passage_bytes: passage split threshold (see :mod:`planner_svc.ingest.parse`).
+        min_passage_bytes: a heading's passage takes in following paragraphs while shorter
+            than this, bytes; 0 keeps one passage per structural block.
 
     Returns:
         The counts.
@@ -585,7 +603,10 @@ def ingest_documents(
                 run.flush(chunk)
                 chunk, pending = [], set()
             try:
-                prepared = _prepare(store, doc, now_us, max_passage_bytes, embedder is not None)
+                prepared = _prepare(
+                    store, doc, now_us, max_passage_bytes, min_passage_bytes,
+                    embedder is not None,
+                )
             except InvalidRequest as exc:
                 report.errors.append((source_id, f"{exc.field}: {exc.reason}"))
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,9 +11,14 @@ import pytest
 
 from planner_svc.core.errors import ConfigError
 from planner_svc.embed import HashingEmbedder
-from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn, ingest_documents
+from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn
+from planner_svc.ingest import ingest_documents as _ingest_documents
 from planner_svc.ingest import pipeline as pipeline_module
 from planner_svc.store import Store
+
+# These tests check the pipeline's mechanics block by block: one passage per structural block
+# (no merging of short passages, which test_passage_granularity covers).
+ingest_documents = functools.partial(_ingest_documents, min_passage_bytes=0)
 
 NOW = 1_800_000_000_000_000
 T1 = 1_785_542_400_000_000
@@ -278,3 +284,25 @@ def test_embedder_mismatch_is_a_config_error(store: Store) -> None:
     assert err.value.field == "embedder"
     with pytest.raises(ConfigError):
         ingest_documents(store, None, [], now_us=NOW, batch_size=0)
+
+
+def test_passage_granularity_merges_a_heading_with_its_short_lead(store: Store) -> None:
+    report = _ingest_documents(
+        store, HashingEmbedder(dim=8), [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW
+    )
+    # "# Johnny Cash" + "American singer." merge into one passage (under 320 bytes, so the
+    # section's next heading starts a new one); "## Band" + its two paragraphs merge too.
+    assert report.vectors == 2
+    first = store.get_as_of("psg:wiki/Cash:0", T1, NOW)
+    second = store.get_as_of("psg:wiki/Cash:1", T1, NOW)
+    assert first is not None and second is not None
+    assert first.text == "Johnny Cash\n\nAmerican singer."
+    assert second.text.startswith("Band\n\nHe toured") and second.text.endswith("films.")
+    (ref,) = first.provenance
+    assert store.span_kind(ref.source_id, ref.source_version_tx, ref.start, ref.end) == "paragraph"
+    # the structural spans stay in the ledger beside the merged passage spans
+    kinds = [k for _, _, k in store.spans_of_version("wiki/Cash", T1)]
+    assert kinds.count("heading") == 2
+    # the level-1 passage heads the level-2 section inside it
+    heads = [(e.dst, e.relation) for e in store.edges_as_of(["psg:wiki/Cash:0"], T1, NOW)]
+    assert ("psg:wiki/Cash:1", "heads") in heads

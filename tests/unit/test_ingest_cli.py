@@ -65,7 +65,8 @@ def test_ingest_single_file_with_vectors(
     monkeypatch.chdir(tmp_path)
     Path("a.md").write_text("# Alpha\n\nOne.\n\nTwo.\n")
     assert main(["ingest", "a.md", "--data", "d", "--quiet"]) == 0
-    assert "3 vectors" in _summary(capsys)
+    # heading and both short paragraphs make one passage (see ingest.parse, granularity)
+    assert "1 vectors" in _summary(capsys)
     with Store.open(tmp_path / "d") as store:
         assert store.source_title("a.md") == "Alpha"
         assert store.vector_dim() == 16

@@ -56,7 +56,9 @@ def test_fixture_ingests_completely(tmp_path: Path) -> None:
         report = ingest_documents(store, HashingEmbedder(dim=32), docs, now_us=CORPUS_TIME_US)
         assert report.failed == 0 and report.ingested == len(docs)
         assert store.count_sources() == len(docs)
-        assert report.vectors == report.spans  # one passage per span: no tables in the corpus
+        # one vector per passage; a heading merges with the short description after it, so
+        # there are fewer passages than ledger spans but at least one per article
+        assert len(docs) <= report.vectors < report.spans
         hits = store.search_text(
             "Tennessee Three backing band",
             labels=["passage"],
