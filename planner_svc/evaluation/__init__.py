@@ -1,0 +1,1 @@
+"""Plan quality on questions with gold evidence: the planner against a naive baseline."""

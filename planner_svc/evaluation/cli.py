@@ -1,0 +1,128 @@
+"""``planner-svc eval``: plan quality of a running server against a naive baseline.
+
+For every question it asks the server for the plan ``planner-svc plan`` would request (both
+legs from the question text, one hop) and builds, in this process over the same data directory,
+the baseline plan (top-k passages by cosine, in rank order, until the budget is full) under the
+same effective budget. Prints per-type ``n``, ``goldCoverage``, ``allGold`` and ``answerInPlan``
+for both, as a table or (``--json``) as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _table(report: dict[str, Any]) -> str:
+    lines = [
+        f"budget {report['budget']} tokens (effective {report['effectiveBudget']})",
+        f"{'type':<8} {'n':>3}  {'':<9} {'goldCoverage':>12} {'allGold':>8} {'answerInPlan':>12}",
+    ]
+    for qtype in ("single", "multi", "compare"):
+        for who in ("planner", "baseline"):
+            row = report[who][qtype]
+            lines.append(
+                f"{qtype:<8} {row['n']:>3}  {who:<9} {row['goldCoverage']:>12.3f} "
+                f"{row['allGold']:>8.3f} {row['answerInPlan']:>12.3f}"
+            )
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import grpc
+
+    from planner_svc.api.planner.v1 import plan_pb2_grpc
+    from planner_svc.core.errors import InvalidRequest
+    from planner_svc.core.tokens import effective_budget
+    from planner_svc.embed import default_embedder
+    from planner_svc.evaluation.baseline import baseline_plan
+    from planner_svc.evaluation.metrics import aggregate, load_questions, score
+    from planner_svc.index import VectorIndex
+    from planner_svc.server.client import question_request
+    from planner_svc.store import Store
+
+    try:
+        questions = load_questions(Path(args.questions))
+    except (OSError, InvalidRequest) as exc:
+        print(f"planner-svc eval: cannot read questions: {exc}", file=sys.stderr)
+        return 2
+    data = Path(args.data)
+    if not (data / "store.sqlite").exists():
+        print(f"planner-svc eval: no store under {data} (use --data)", file=sys.stderr)
+        return 2
+    now_us = time.time_ns() // 1000
+    effective = effective_budget(args.budget, None, True)
+    planner_outcomes = []
+    baseline_outcomes = []
+    per_question = []
+    with Store.open(data) as store, grpc.insecure_channel(args.address) as channel:
+        embedder = default_embedder()
+        index = VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
+                                          dim=embedder.dim)
+        titles: dict[str, str | None] = {}
+
+        def title(source_id: str) -> str:
+            if source_id not in titles:
+                titles[source_id] = store.source_title(source_id)
+            return titles[source_id] or source_id
+
+        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        for q in questions:
+            try:
+                plan = stub.Plan(question_request(q.question, budget_tokens=args.budget),
+                                 timeout=args.timeout)
+                sids = [s.span.source_id for s in plan.spans]
+                texts = [s.text for s in plan.spans]
+                used = plan.used
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.FAILED_PRECONDITION:  # type: ignore[attr-defined]
+                    print(f"planner-svc eval: {q.id}: {err.code().name}: "  # type: ignore[attr-defined]
+                          f"{err.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+                    return 1
+                sids, texts, used = [], [], 0
+            p_out = score(q, [title(s) for s in sids], texts, used)
+            base = baseline_plan(store, index, embedder, q.question, budget=effective,
+                                 k=args.k, valid_us=now_us, tx_us=now_us)
+            b_out = score(q, [title(s) for s in base.source_ids], base.texts, base.used)
+            planner_outcomes.append(p_out)
+            baseline_outcomes.append(b_out)
+            per_question.append({
+                "id": q.id, "type": q.type,
+                "planner": {"covered": list(p_out.covered), "answer": p_out.answer_in_plan},
+                "baseline": {"covered": list(b_out.covered), "answer": b_out.answer_in_plan},
+            })
+    report: dict[str, Any] = {
+        "budget": args.budget,
+        "effectiveBudget": effective,
+        "planner": aggregate(planner_outcomes),
+        "baseline": aggregate(baseline_outcomes),
+    }
+    if args.per_question:
+        report["questions"] = per_question
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(_table(report))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``eval`` subcommand."""
+    parser = subparsers.add_parser(
+        "eval", help="score plans of a running server on questions with gold evidence"
+    )
+    parser.add_argument("questions", help="JSON Lines questions (id, type, question, gold, answer)")
+    parser.add_argument("--address", default="127.0.0.1:50151", help="server HOST:PORT")
+    parser.add_argument("--budget", type=int, required=True, help="requested budget, tokens")
+    parser.add_argument("--data", default="data/demo",
+                        help="the server's data directory (for the baseline and titles)")
+    parser.add_argument("--k", type=int, default=50, help="baseline passages considered")
+    parser.add_argument("--timeout", type=float, default=30.0, help="per-plan deadline, seconds")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--per-question", action="store_true",
+                        help="include each question's coverage in the JSON")
+    parser.set_defaults(func=_run)
