@@ -42,3 +42,23 @@ def max_fuse(legs: Iterable[Mapping[str, float]]) -> dict[str, float]:
             if current is None or score > current:
                 merged[node_id] = score
     return {node_id: merged[node_id] for node_id in sorted(merged)}
+
+
+def relative_scores(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
+    """Calibrate one leg: ``(score / best) ** sharpness`` for every node, in [0, 1].
+
+    Dividing by the leg's best score puts legs with different raw scales (BM25, cosine) on one
+    footing before max-fusion; a sharpness above 1 widens the gap between strong and weak
+    matches, so a long passage that answers outweighs a short one that merely resembles the
+    question when packing by weight per token. A leg whose best score is not positive scores
+    every node 1.0 (filter-only recall). Order of the returned dict: node id.
+    """
+    if not scores:
+        return {}
+    best = max(scores.values())
+    if best <= 0.0:
+        return {node_id: 1.0 for node_id in sorted(scores)}
+    return {
+        node_id: clamp_unit(math.pow(max(0.0, scores[node_id]) / best, sharpness))
+        for node_id in sorted(scores)
+    }

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from planner_svc.core.config import PlannerConfig
 from planner_svc.core.errors import InsufficientEvidence
-from planner_svc.core.fusion import max_fuse
+from planner_svc.core.fusion import max_fuse, relative_scores
 from planner_svc.core.model import EvidencePlan, PlanStats
 from planner_svc.core.plan import build_plan, empty_plan
-from planner_svc.recall.expand import DEFAULT_HOP_DECAY, DEFAULT_MAX_FRONTIER, expand
+from planner_svc.recall.expand import expand
 from planner_svc.recall.explode import explode
 from planner_svc.recall.ports import (
     QueryEmbedder,
@@ -26,6 +26,7 @@ from planner_svc.recall.ports import (
 )
 from planner_svc.recall.request import PlanQuery
 from planner_svc.recall.semantic import semantic_leg
+from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.structured import structured_leg
 
 
@@ -67,8 +68,7 @@ class EvidencePlanner:
         embedder: embeds semantic query text; None means only query vectors are accepted.
         config: weighting and selection defaults.
         counter: exact token accounting per model; None = estimator only.
-        hop_decay: score multiplier per hop, in (0, 1].
-        max_frontier: nodes kept per hop.
+        recall: leg calibration and expansion settings.
     """
 
     def __init__(
@@ -79,16 +79,14 @@ class EvidencePlanner:
         embedder: QueryEmbedder | None,
         config: PlannerConfig,
         counter: TokenCounter | None = None,
-        hop_decay: float = DEFAULT_HOP_DECAY,
-        max_frontier: int = DEFAULT_MAX_FRONTIER,
+        recall: RecallSettings | None = None,
     ) -> None:
         self._store = store
         self._index = index
         self._embedder = embedder
         self.config = config
         self._counter = counter
-        self._hop_decay = hop_decay
-        self._max_frontier = max_frontier
+        self.recall = recall or RecallSettings()
 
     def plan(
         self, query: PlanQuery, *, cancelled: Callable[[], bool] = lambda: False
@@ -105,20 +103,31 @@ class EvidencePlanner:
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
         structured: dict[str, float] = {}
         semantic: dict[str, float] = {}
+        settings = self.recall
         if query.structured is not None:
-            structured = structured_leg(self._store, query.structured, valid_us=valid_us,
-                                        tx_us=tx_us)
+            structured = relative_scores(
+                structured_leg(self._store, query.structured, valid_us=valid_us, tx_us=tx_us),
+                settings.structured_sharpness,
+            )
         self._check(cancelled)
         if query.semantic is not None:
-            semantic = semantic_leg(self._store, self._index, self._embedder, query.semantic,
-                                    valid_us=valid_us, tx_us=tx_us)
+            semantic = relative_scores(
+                semantic_leg(self._store, self._index, self._embedder, query.semantic,
+                             valid_us=valid_us, tx_us=tx_us),
+                settings.semantic_sharpness,
+            )
         self._check(cancelled)
         seeds = max_fuse([structured, semantic])
         expanded: dict[str, float] = {}
         if query.expand_depth > 0 and seeds:
-            expanded = expand(self._store, seeds, query.expand_depth, valid_us=valid_us,
-                              tx_us=tx_us, hop_decay=self._hop_decay,
-                              max_frontier=self._max_frontier)
+            best_seeds = dict(
+                sorted(seeds.items(), key=lambda item: (-item[1], item[0]))[
+                    : settings.expand_seeds
+                ]
+            )
+            expanded = expand(self._store, best_seeds, query.expand_depth, valid_us=valid_us,
+                              tx_us=tx_us, hop_decay=settings.hop_decay,
+                              max_frontier=settings.max_frontier)
         self._check(cancelled)
         fused = max_fuse([seeds, expanded])
         stats.structured_hits = len(structured)
