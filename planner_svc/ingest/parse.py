@@ -39,10 +39,12 @@ from planner_svc.store.text import canonicalize
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "text/md"})
 PLAIN_TYPES = frozenset({"text/plain", ""})
 
-DEFAULT_MAX_PASSAGE_BYTES = 1500
-"""Default split threshold for paragraphs and code blocks, UTF-8 bytes (about 400 tokens)."""
+DEFAULT_MAX_PASSAGE_BYTES = 300
+"""Default split threshold for paragraphs and code blocks, UTF-8 bytes (about 80 tokens of
+English): two or three sentences, so a plan under a small budget spends it on the sentences that
+match rather than on whole paragraphs around them."""
 
-DEFAULT_MIN_PASSAGE_BYTES = 320
+DEFAULT_MIN_PASSAGE_BYTES = 200
 """A passage opened by a heading takes in following paragraphs while shorter than this, bytes."""
 
 _RawPassage = tuple[str, tuple["Span", ...], int]

@@ -6,10 +6,13 @@ For each document with new text (DESIGN section 2, ``ingest/``):
    text equals the latest version is counted ``unchanged`` and nothing else is written;
 2. one ledger row per structural span (:func:`planner_svc.ingest.parse.parse_document`);
 3. a document node ``doc:<source_id>`` (labels ``document``; properties = the document's plus
-   ``title`` and ``source_id``; text = title and first non-heading passage; provenance = every
-   passage span) and one node per passage ``psg:<source_id>:<ordinal>`` (labels ``passage`` and
-   its kind; the same properties; text = the passage; provenance = its spans). Passages of the
-   previous version beyond the new count are retired;
+   ``title`` and ``source_id``; text = title and first non-heading passage; provenance = the
+   spans of the first passage, the document's lead: reaching a document by its title or by a
+   title mention yields its lead, not every passage at once, which would spend a small budget on
+   one source's least relevant paragraphs; other passages are reached by their own recall or over
+   ``contains`` edges) and one node per passage ``psg:<source_id>:<ordinal>`` (labels
+   ``passage`` and its kind; the same properties; text = the passage; provenance = its spans).
+   Passages of the previous version beyond the new count are retired;
 4. edges, with the weights of :data:`RELATION_WEIGHTS`: document -> passage ``contains``,
    passage -> document ``part_of``, heading -> each passage of its section ``heads``, passage ->
    next passage ``next``, passage -> ``doc:<other source>`` ``mentions`` when the passage names
@@ -399,7 +402,7 @@ class _Run:
                 labels=(DOCUMENT_LABEL,),
                 properties=p.properties,
                 text=doc_text,
-                provenance=tuple(ref for group in refs for ref in group),
+                provenance=refs[0] if refs else (),
                 valid_from_us=p.valid_from_us,
             )
         ]

@@ -76,7 +76,8 @@ def test_nodes_spans_edges_and_vectors(store: Store) -> None:
         "source_id": "wiki/Capra",
     }
     assert doc.text == "Capra (genus)\nGoat genus."
-    assert len(doc.provenance) == 3 and doc.tx_from_us == T1 and doc.valid_from_us == T1
+    # the document's evidence is its lead passage (here the heading, blocks are not merged)
+    assert len(doc.provenance) == 1 and doc.tx_from_us == T1 and doc.valid_from_us == T1
 
     psg = store.get_as_of("psg:wiki/Capra:2", T1, T1)
     assert psg is not None and psg.labels == ("paragraph", "passage")
