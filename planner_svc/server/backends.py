@@ -168,10 +168,19 @@ class Backends:
             )
         except InvalidRequest as exc:
             raise InvalidRequest(f"node.{exc.field}", exc.reason) from None
+        vector = (
+            self.embedder.embed([write.text])[0]
+            if self.embedder is not None and write.text
+            else None
+        )
         with self.write_lock:
-            result = self.store.write_nodes([write], tx_us=now)[0]
-            if result.created and self.embedder is not None and write.text:
-                self.store.put_vector(result.version_id, self.embedder.embed([write.text])[0])
+            # Node and vector commit together: the index treats every version id up to the
+            # store's maximum as covered, so a vector committed later would be missed.
+            with self.store.transaction():
+                result = self.store.write_nodes([write], tx_us=now)[0]
+                if result.created and vector is not None:
+                    self.store.put_vector(result.version_id, vector)
+            if result.created and vector is not None and self.index is not None:
                 self.index.sync(self.store)
         return memory_pb2.PutNodeResponse(node_id=result.node_id, tx=result.tx_us)
 
