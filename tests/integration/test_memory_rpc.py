@@ -16,7 +16,7 @@ from tests.integration.conftest import Live, start
 
 pytestmark = pytest.mark.integration
 
-TX = 1_900_000_000_000_000
+TX = 1_790_000_000_000_000  # after the fixture's version time, before now
 
 
 @pytest.fixture
