@@ -152,22 +152,30 @@ class _Builder:
             self.passages.append(("cell", tuple(spans), 0))
 
     def split(self, start: int, end: int, *, code: bool) -> list[tuple[int, int]]:
-        """Cut [start, end) into trimmed pieces of at most ``max_bytes`` bytes each."""
+        """Cut [start, end) into trimmed pieces of at most ``max_bytes`` bytes each.
+
+        Balanced: with ``n = ceil(remaining / max_bytes)`` pieces still to cut, each cut goes to
+        the sentence end (a line end for code) nearest the even share ``remaining / n``, so no
+        piece is a stray few-word tail; without one, the whitespace nearest that share, else a
+        character boundary at the limit.
+        """
         pieces: list[tuple[int, int]] = []
         pos = start
         while end - pos > self.max_bytes:
+            remaining = end - pos
+            share = remaining / -(-remaining // self.max_bytes)
             window = self.data[pos : pos + self.max_bytes].decode("utf-8", errors="ignore")
-            cut = -1
             if code:
-                cut = window.rfind("\n")
+                cuts = [m.end() for m in re.finditer(r"\n", window)]
             else:
-                for m in _SENTENCE_END.finditer(window):
-                    cut = m.end()
-                if cut <= 0:
-                    cut = max(window.rfind(" "), window.rfind("\n"))
-            if cut <= 0:
-                cut = len(window)
-            cut_bytes = len(window[:cut].encode("utf-8"))
+                cuts = [m.end() for m in _SENTENCE_END.finditer(window)]
+                if not cuts:
+                    cuts = [m.end() for m in re.finditer(r"\s+", window)]
+            byte_cuts = [len(window[:c].encode("utf-8")) for c in cuts if c > 0]
+            if byte_cuts:
+                cut_bytes = min(byte_cuts, key=lambda b: (abs(b - share), b))
+            else:
+                cut_bytes = len(window.encode("utf-8"))
             bounds = self.trimmed(pos, pos + cut_bytes)
             if bounds is not None:
                 pieces.append(bounds)
