@@ -171,15 +171,19 @@ def select(
     stats = PlanStats(pool_spans=len(pool))
     fates: dict[int, tuple[CandidateFate, SpanRef | None]] = {}
 
+    # Each candidate's total-order key, built once and shared by every sort below.
+    keys = [_full_key(c) for c in pool]
+
     # 1. Overlap dedup within a source version, heaviest first.
-    by_weight = sorted(range(len(pool)), key=lambda i: (_desc(pool[i].weight), _full_key(pool[i])))
+    by_weight = sorted(range(len(pool)), key=lambda i: (_desc(pool[i].weight), keys[i]))
     kept_by_version: dict[tuple[str, int], _VersionIntervals] = {}
     survivors: list[int] = []
     for rank, i in enumerate(by_weight):
         ref = pool[i].span
-        intervals = kept_by_version.setdefault(
-            (ref.source_id, ref.source_version_tx), _VersionIntervals()
-        )
+        version = (ref.source_id, ref.source_version_tx)
+        intervals = kept_by_version.get(version)
+        if intervals is None:
+            intervals = kept_by_version[version] = _VersionIntervals()
         dup_of = intervals.find_duplicate(ref, dedup_overlap)
         if dup_of is not None:
             stats.deduped += 1
@@ -189,7 +193,7 @@ def select(
         survivors.append(i)
 
     # 2. Greedy packing by density; the scan never stops early.
-    survivors.sort(key=lambda i: (_desc(density(pool[i])), _full_key(pool[i])))
+    survivors.sort(key=lambda i: (_desc(density(pool[i])), keys[i]))
     # The f64 product floored, saturating like a cast to u64: a budget near 2**64 rounds up to
     # 2.0**64 as a double, one past the largest u64.
     cap = min(math.floor(max_frac_per_source * budget), _U64_MAX)
@@ -197,7 +201,7 @@ def select(
     used = 0
     spent: dict[str, int] = {}
     cap_refused_fitting = False
-    packed: list[PlannedSpan] = []
+    packed_count = 0
     for i in survivors:
         c = pool[i]
         if c.tokens > budget:
@@ -214,16 +218,17 @@ def select(
         else:
             used += c.tokens
             spent[c.span.source_id] = spent.get(c.span.source_id, 0) + c.tokens
-            packed.append(c)
+            packed_count += 1
             fates[i] = (CandidateFate.PACKED, None)
 
-    stats.selected_spans = len(packed)
+    stats.selected_spans = packed_count
     stats.budget_stranded_by_cap = budget - used if cap_refused_fitting else 0
-    packed.sort(key=_full_key)
+    packed_ids = [i for i in survivors if fates[i][0] is CandidateFate.PACKED]
+    packed = [pool[i] for i in sorted(packed_ids, key=keys.__getitem__)]
 
     explanations: tuple[Explanation, ...] = ()
     if explain:
-        order = sorted(range(len(pool)), key=lambda i: _full_key(pool[i]))
+        order = sorted(range(len(pool)), key=keys.__getitem__)
         explanations = tuple(
             Explanation(
                 candidate=pool[i],
