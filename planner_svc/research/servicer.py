@@ -17,7 +17,9 @@ callback thread, so pending work stops at its next check and nothing more is sen
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
@@ -108,6 +110,14 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
             if first is None:
                 raise InvalidRequest("start", "the stream closed before a start event")
             start = wire.start_from_proto(first)
+            # One snapshot per session: absent as-of times are pinned to the start, so every
+            # sub-question's evidence plan reads the same store state (echoed in the settings).
+            now_us = time.time_ns() // 1000
+            start = dataclasses.replace(
+                start,
+                at_valid_us=now_us if start.at_valid_us is None else start.at_valid_us,
+                at_tx_us=now_us if start.at_tx_us is None else start.at_tx_us,
+            )
             session = ResearchSession(
                 start,
                 provider=self._provider_factory(start.provider),

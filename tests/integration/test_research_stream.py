@@ -191,7 +191,8 @@ def test_full_session_stream_shape(served: Served) -> None:
     assert init.sub_questions[0].evidence.plan_hash == "fake:2"
     assert init.sub_questions[1].evidence.plan_hash == "fake:0"
     assert init.settings.budget_tokens == 400 and init.settings.at_valid == 1_600_000_000_000_000
-    assert not init.settings.HasField("at_tx")
+    # an absent transaction time is pinned to the session's start (one snapshot per session)
+    assert init.settings.HasField("at_tx") and init.settings.at_tx > 1_700_000_000_000_000
     assert (init.settings.caps.max_initial_leads, init.settings.caps.max_depth) == (4, 2)
     assert init.settings.digest_max_chars == 4000
     assert replan.round == 1 and list(replan.answered) == ["q1", "q3"]
@@ -333,6 +334,7 @@ def test_same_events_and_same_cassette_give_the_same_stream(tmp_path: Path) -> N
 
     def session(provider: str) -> list[research_pb2.ResearchUpdate]:
         event = start_event(max_depth=1, replan_every=2)
+        event.start.at_tx = 1_700_000_000_000_000  # a replay names its snapshot
         event.start.provider = provider
         return interactive(info.address, event)
 
