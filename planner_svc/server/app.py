@@ -16,6 +16,10 @@ from typing import Any
 
 import grpc
 import structlog
+
+# Pins FAISS to one OpenMP thread; must run before anything imports faiss (DESIGN section 8).
+import planner_svc.index  # noqa: F401  isort: skip
+
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 

@@ -41,7 +41,15 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"planner-svc serve: invalid setting {exc.field}: {exc.reason}", file=sys.stderr)
         return 2
-    return serve(settings)
+    try:
+        return serve(settings)
+    except ConfigError as exc:
+        print(f"planner-svc serve: invalid configuration {exc.field}: {exc.reason}",
+              file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # the address could not be bound
+        print(f"planner-svc serve: {exc}", file=sys.stderr)
+        return 1
 
 
 def _plan(args: argparse.Namespace) -> int:
