@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
 import signal
 import subprocess
 import sys
@@ -21,16 +21,18 @@ from pathlib import Path
 
 from bench.bench_plan_grpc import DEFAULT_QUESTIONS, ROOT, _wait, git_revision
 
-GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@v0.93.0"
+GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@v0.120.0"
+"""Pinned: older releases cannot parse proto3 ``optional`` fields."""
+GHZ_BIN = ROOT / ".cache" / "bin"
 
 
 def ghz_path() -> str:
-    """Path of a ghz binary, installing it with ``go install`` when missing."""
-    found = shutil.which("ghz") or str(Path.home() / "go" / "bin" / "ghz")
-    if Path(found).exists():
-        return found
-    subprocess.run(["go", "install", GHZ_MODULE], check=True)
-    return str(Path.home() / "go" / "bin" / "ghz")
+    """Path of the pinned ghz, installed into .cache/bin with ``go install`` when missing."""
+    binary = GHZ_BIN / "ghz"
+    if not binary.exists():
+        env = {**os.environ, "GOBIN": str(GHZ_BIN)}
+        subprocess.run(["go", "install", GHZ_MODULE], check=True, env=env)
+    return str(binary)
 
 
 def main() -> int:
@@ -41,6 +43,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--port", type=int, default=50162)
+    parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     args = parser.parse_args()
     if not (Path(args.data) / "store.sqlite").exists():
         raise SystemExit(f"no store under {args.data}: run `make demo` first")
@@ -55,7 +58,7 @@ def main() -> int:
     address = f"127.0.0.1:{args.port}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "planner_svc.cli", "serve", "--data", args.data, "--port",
-         str(args.port), "--log-level", "warning"],
+         str(args.port), "--workers", str(args.workers), "--log-level", "warning"],
         cwd=ROOT,
     )
     try:
@@ -81,6 +84,7 @@ def main() -> int:
         "git": git_revision(),
         "total": report["count"],
         "concurrency": args.concurrency,
+        "workers": args.workers,
         "rps": round(report["rps"], 1),
         "p50_ms": round(lat.get(50, 0.0), 2),
         "p90_ms": round(lat.get(90, 0.0), 2),

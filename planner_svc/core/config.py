@@ -70,6 +70,16 @@ class PlannerConfig:
             )
         object.__setattr__(self, "kind_priors", MappingProxyType(dict(self.kind_priors)))
 
+    def __reduce__(self) -> tuple[object, tuple[dict[str, object]]]:
+        """Pickle support (worker processes): the read-only priors travel as a plain dict."""
+        return (_config_from_fields, ({
+            "max_frac_per_source": self.max_frac_per_source,
+            "dedup_overlap": self.dedup_overlap,
+            "cache_discount": self.cache_discount,
+            "kind_priors": dict(self.kind_priors),
+            "default_budget_tokens": self.default_budget_tokens,
+        },))
+
     def with_overrides(
         self, *, max_frac_per_source: float | None = None, dedup_overlap: float | None = None
     ) -> PlannerConfig:
@@ -83,3 +93,7 @@ class PlannerConfig:
             kind_priors=self.kind_priors,
             default_budget_tokens=self.default_budget_tokens,
         )
+
+
+def _config_from_fields(fields: dict[str, object]) -> PlannerConfig:
+    return PlannerConfig(**fields)  # type: ignore[arg-type]

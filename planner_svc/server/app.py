@@ -7,6 +7,7 @@ then the backends close.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from concurrent import futures
@@ -149,3 +150,65 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
     running.stop(settings.grace_s)
     return 0
 
+
+
+def _worker_main(settings: ServerSettings, log_json: bool, log_level: str) -> None:
+    """Entry point of one worker process (started with ``spawn``)."""
+    from planner_svc.server.observe import configure_logging
+
+    configure_logging(json_logs=log_json, level=log_level)
+    raise SystemExit(serve(settings))
+
+
+def serve_workers(
+    settings: ServerSettings, workers: int, *, log_json: bool = True, log_level: str = "info"
+) -> int:
+    """Serve from ``workers`` processes sharing one port (SO_REUSEPORT), until SIGINT/SIGTERM.
+
+    The parent opens the backends once first, so the vector index is built or caught up and
+    persisted before any worker starts; workers then map the same index files. Workers are
+    started with ``spawn`` (never ``fork`` once gRPC or FAISS exist, DESIGN section 8).
+
+    Raises:
+        ConfigError: ``workers`` < 1 or > 64, or port 0 with several workers.
+    """
+    import dataclasses
+    import multiprocessing
+
+    from planner_svc.core.errors import ConfigError
+
+    if not 1 <= workers <= 64:
+        raise ConfigError("workers", f"must be in 1..64, got {workers}")
+    if workers == 1:
+        return serve(settings)
+    if settings.port == 0:
+        raise ConfigError("port", "several workers need a fixed port (0 picks one per process)")
+    Backends.open(settings).close()
+    shared = dataclasses.replace(settings, reuse_port=True)
+    ctx = multiprocessing.get_context("spawn")
+    procs = [
+        ctx.Process(target=_worker_main, args=(shared, log_json, log_level),
+                    name=f"planner-worker-{i}")
+        for i in range(workers)
+    ]
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    for proc in procs:
+        proc.start()
+    log.info("workers_started", workers=workers, pids=[p.pid for p in procs])
+    while not stop.wait(0.5):
+        if any(not p.is_alive() for p in procs):
+            log.error("worker_exited", codes=[p.exitcode for p in procs])
+            break
+    for proc in procs:
+        if proc.is_alive() and proc.pid is not None:
+            os.kill(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        proc.join(settings.grace_s + 10)
+    failed = [p.exitcode for p in procs if p.exitcode not in (0, None)]
+    return 1 if failed and not stop.is_set() else 0

@@ -14,7 +14,7 @@ DEFAULT_ADDRESS = "127.0.0.1:50151"
 def _serve(args: argparse.Namespace) -> int:
     from planner_svc.core.config import PlannerConfig
     from planner_svc.core.errors import ConfigError
-    from planner_svc.server.app import serve
+    from planner_svc.server.app import serve_workers
     from planner_svc.server.observe import configure_logging
     from planner_svc.server.settings import ServerSettings
 
@@ -42,7 +42,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"planner-svc serve: invalid setting {exc.field}: {exc.reason}", file=sys.stderr)
         return 2
     try:
-        return serve(settings)
+        return serve_workers(settings, args.workers, log_json=not args.pretty_logs,
+                             log_level=args.log_level)
     except ConfigError as exc:
         print(f"planner-svc serve: invalid configuration {exc.field}: {exc.reason}",
               file=sys.stderr)
@@ -99,7 +100,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--data", default="data/demo", help="data directory (store + index)")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
     serve.add_argument("--port", type=int, default=50151, help="TCP port; 0 picks a free one")
-    serve.add_argument("--threads", type=int, default=8, help="gRPC handler threads")
+    serve.add_argument("--threads", type=int, default=8, help="gRPC handler threads per worker")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes sharing the port (SO_REUSEPORT); 1 = this process")
     serve.add_argument("--grace", type=float, default=5.0, help="shutdown grace, seconds")
     serve.add_argument("--metrics-port", type=int, default=None,
                        help="serve Prometheus /metrics on this port")
