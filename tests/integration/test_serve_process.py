@@ -1,0 +1,79 @@
+"""`planner-svc serve` as a real process: worker processes, graceful SIGTERM, loud port clash."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from planner_svc.api.planner.v1 import plan_pb2_grpc
+from planner_svc.server.client import question_request
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(data: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", str(data), "--port",
+         str(port), "--log-level", "warning", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _wait_serving(address: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                    return
+            except grpc.RpcError:
+                time.sleep(0.2)
+    raise AssertionError("server never became SERVING")
+
+
+def test_two_workers_share_a_port_and_stop_on_sigterm(
+    fixture_data_dir: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    proc = _serve(data, port, "--workers", "2")
+    try:
+        _wait_serving(address, proc)
+        hashes = set()
+        for _ in range(4):  # separate connections may land on either worker
+            with grpc.insecure_channel(
+                address, options=[("grpc.use_local_subchannel_pool", 1)]
+            ) as channel:
+                plan = plan_pb2_grpc.EvidencePlannerStub(channel).Plan(
+                    question_request("Which port is the world's busiest by cargo tonnage?",
+                                     budget_tokens=400),
+                    timeout=30,
+                )
+                hashes.add(plan.plan_hash)
+        assert len(hashes) == 1  # every worker plans identically
+        # a second server on the same port is refused while the workers hold it
+        clash = _serve(data, port)
+        assert clash.wait(timeout=60) != 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    assert code == 0
