@@ -32,8 +32,12 @@ _QUESTION_WORDS = (
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[?;!])\s+|;\s*")
 _CONJUNCTION_SPLIT = re.compile(
-    rf",?\s+(?:and|but|or|also)\s+(?=(?:{_QUESTION_WORDS})\b)", re.IGNORECASE
+    rf",?\s+(?:and|but|or|also)\s+"
+    rf"(?=(?:(?:in|at|on|for|from|to|by|with|of|since|until)\s+)?(?:{_QUESTION_WORDS})\b)",
+    re.IGNORECASE,
 )
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|these|those|he|she|his|her)\b",
+                      re.IGNORECASE)
 _QUESTION_START = re.compile(rf"^(?:{_QUESTION_WORDS})\b", re.IGNORECASE)
 _KEYWORD_RE = re.compile(r"[\w][\w'’-]*")
 _REPHRASE_WORDS = frozenset({"sources", "source", "cover", "covering", "known", "record"})
@@ -56,6 +60,34 @@ def split_clauses(question: str) -> list[str]:
                 text = text.rstrip(".!") + "?"
             clauses.append(text)
     return clauses
+
+
+def with_antecedents(clauses: list[str], entities: EntityLookup) -> list[str]:
+    """Give a later clause that refers back by pronoun ("how did it end?") the first entity of
+    the clauses before it, in parentheses, so its evidence plan searches for the right thing.
+
+    >>> with_antecedents(["What caused the Cold War?", "How did it end?"], _Fixed("Cold War"))
+    ['What caused the Cold War?', 'How did it end? (Cold War)']
+    """
+    out: list[str] = []
+    seen: list[str] = []
+    for clause in clauses:
+        found = entities.find_entities(clause)
+        if seen and not found and _PRONOUN.search(clause):
+            clause = f"{clause} ({seen[0]})"
+        seen.extend(found)
+        out.append(clause)
+    return out
+
+
+class _Fixed:
+    """An entity lookup that knows one title (for the doctest above)."""
+
+    def __init__(self, title: str) -> None:
+        self._title = title
+
+    def find_entities(self, text: str) -> list[str]:
+        return [self._title] if self._title in text else []
 
 
 def keywords(text: str, *, limit: int = 8) -> list[str]:
@@ -123,8 +155,8 @@ class OfflineProvider:
         return self._replan(request, request.digest)
 
     def _decompose(self, request: PlanningRequest) -> ProviderAnswer:
-        clauses = split_clauses(request.question)
         titles = self._entities.find_entities(request.question)
+        clauses = with_antecedents(split_clauses(request.question), self._entities)
         proposals = _distinct([*clauses, *(entity_question(t) for t in titles)], set())
         if not proposals:
             proposals = [request.question]

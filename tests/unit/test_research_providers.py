@@ -340,8 +340,13 @@ def test_offline_decomposition_uses_clauses_and_known_entities() -> None:
     answer = provider.propose(decompose("What caused the Hollow Creek outage and who fixed it?"))
     assert answer.questions == (
         "What caused the Hollow Creek outage?",
-        "Who fixed it?",
+        "Who fixed it? (Hollow Creek)",  # the pronoun's antecedent travels with the clause
         "What is known about Hollow Creek?",
+    )
+    split = provider.propose(decompose("Who painted Hollow Creek and in which museum is it?"))
+    assert split.questions[:2] == (
+        "Who painted Hollow Creek?",
+        "In which museum is it? (Hollow Creek)",
     )
     assert answer.usage.model == "offline"
     assert provider.propose(decompose("Summarise grid failures")).questions == (
