@@ -1,0 +1,34 @@
+"""Run every benchmark in turn, one JSON line each.
+
+The Plan-latency and ghz benchmarks need the demo data directory (``make demo`` first); they are
+skipped with a note on stderr when it is missing. ghz needs Go (``go install``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    modules = ["bench.bench_select", "bench.bench_index", "bench.bench_ingest"]
+    if (ROOT / "data" / "demo" / "store.sqlite").exists():
+        modules.append("bench.bench_plan_grpc")
+        if shutil.which("go") or (ROOT / ".cache" / "bin" / "ghz").exists():
+            modules.append("bench.bench_ghz")
+    else:
+        print("bench: no data/demo store; run `make demo` for the gRPC benchmarks",
+              file=sys.stderr)
+    failed = 0
+    for module in modules:
+        result = subprocess.run([sys.executable, "-m", module], cwd=ROOT, check=False)
+        failed += result.returncode != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
