@@ -32,6 +32,17 @@ PLAN_USED_TOKENS = Histogram(
 )
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of the write (it may be replaced after
+    logging is configured, e.g. by a test harness capturing output)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(*, json_logs: bool = True, level: str = "info") -> None:
     """Configure structlog to write one JSON object per line to stderr."""
     renderer: structlog.types.Processor = (
@@ -48,7 +59,7 @@ def configure_logging(*, json_logs: bool = True, level: str = "info") -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
 
