@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA ?= data/demo
 PORT ?= 50151
 
-.PHONY: setup protos check-protos lint typecheck test test-fast demo fetch-corpus ingest-demo bench clean
+.PHONY: setup protos check-protos lint typecheck test test-go test-fast demo fetch-corpus ingest-demo bench clean
 
 $(BIN)/planner-svc: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,8 +22,12 @@ lint: setup
 	$(BIN)/ruff check planner_svc tests bench scripts
 	$(BIN)/mypy
 
-test: setup
+test: setup test-go
 	$(BIN)/python -m pytest -q
+
+# The Go client (clients/go): plan hash vectors and the CLI; modules come from the Go proxy.
+test-go:
+	cd clients/go && go test ./...
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m 'not integration'

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"net"
+	"strings"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	plannerv1 "github.com/planner-svc/planner-svc/clients/go/gen/planner/v1"
+	"github.com/planner-svc/planner-svc/clients/go/planhash"
+)
+
+// fakePlanner answers Plan with a fixed plan or error and records the request it got.
+type fakePlanner struct {
+	plannerv1.UnimplementedEvidencePlannerServer
+	plan *plannerv1.EvidencePlan
+	err  error
+	got  *plannerv1.PlanRequest
+}
+
+func (f *fakePlanner) Plan(_ context.Context, req *plannerv1.PlanRequest) (*plannerv1.EvidencePlan, error) {
+	f.got = req
+	return f.plan, f.err
+}
+
+// serve starts f on a loopback ephemeral port and returns its address.
+func serve(t *testing.T, f *fakePlanner) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	plannerv1.RegisterEvidencePlannerServer(srv, f)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+func samplePlan() *plannerv1.EvidencePlan {
+	plan := &plannerv1.EvidencePlan{
+		PlanModel: "v1",
+		Budget:    450,
+		Used:      57,
+		Spans: []*plannerv1.PlannedSpan{{
+			Span:   &plannerv1.SpanRef{SourceId: "wiki/Capra_(genus)", SourceVersionTx: 1_800_000_000_000_000, Start: 120, End: 400},
+			Kind:   "paragraph",
+			Class:  plannerv1.SpanClass_SPAN_CLASS_TRUTH,
+			Weight: math.Nextafter(0.3, 1), // 0.1 + 0.2 in float64 arithmetic
+			Tokens: 57,
+			Text:   "Goat domestication occurred in Iran.",
+		}},
+	}
+	plan.PlanHash = planhash.Hash(plan)
+	return plan
+}
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestPlanIsRequestedPrintedAndVerified(t *testing.T) {
+	fake := &fakePlanner{plan: samplePlan()}
+	addr := serve(t, fake)
+	code, out, errOut := runCLI("-addr", addr, "-budget", "500", "Where were goats domesticated?")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := &plannerv1.PlanRequest{
+		Query:        &plannerv1.StructuredQuery{Text: "Where were goats domesticated?"},
+		Semantic:     &plannerv1.SemanticRecall{Query: &plannerv1.SemanticRecall_Text{Text: "Where were goats domesticated?"}},
+		ExpandDepth:  1,
+		BudgetTokens: proto.Uint64(500),
+	}
+	if !proto.Equal(fake.got, want) {
+		t.Fatalf("request = %v, want %v", fake.got, want)
+	}
+	for _, line := range []string{
+		"wiki/Capra_(genus)  paragraph  57      0.30000000000000004",
+		"1 spans, used 57/450 tokens",
+		"hash verified: " + fake.plan.PlanHash,
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("output lacks %q:\n%s", line, out)
+		}
+	}
+}
+
+func TestServerDefaultBudgetLeavesTheFieldUnset(t *testing.T) {
+	fake := &fakePlanner{plan: samplePlan()}
+	if code, _, errOut := runCLI("-addr", serve(t, fake), "-depth", "0", "q"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if fake.got.BudgetTokens != nil || fake.got.GetExpandDepth() != 0 {
+		t.Fatalf("request = %v", fake.got)
+	}
+}
+
+func TestTamperedPlanFailsVerification(t *testing.T) {
+	plan := samplePlan()
+	sent := plan.PlanHash
+	plan.Spans[0].Tokens++ // the server's hash no longer matches the spans
+	code, out, errOut := runCLI("-addr", serve(t, &fakePlanner{plan: plan}), "q")
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	if !strings.Contains(errOut, sent) || !strings.Contains(errOut, planhash.Hash(plan)) {
+		t.Fatalf("stderr does not name both hashes: %q", errOut)
+	}
+}
+
+func TestInvalidArgumentPrintsCodeAndFieldViolation(t *testing.T) {
+	st, err := status.New(codes.InvalidArgument, "invalid expand_depth: must be in 0..2, got 5").WithDetails(
+		&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{
+			Field: "expand_depth", Description: "must be in 0..2, got 5",
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("-addr", serve(t, &fakePlanner{err: st.Err()}), "-depth", "5", "q")
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	want := "planner-plan: Plan failed: InvalidArgument: invalid expand_depth: must be in 0..2, got 5\n" +
+		"field violation: expand_depth: must be in 0..2, got 5\n"
+	if errOut != want {
+		t.Fatalf("stderr = %q, want %q", errOut, want)
+	}
+}
+
+func TestFailedPreconditionPrintsReason(t *testing.T) {
+	st, err := status.New(codes.FailedPrecondition, "nothing recalled").WithDetails(
+		&errdetails.ErrorInfo{Reason: "INSUFFICIENT_EVIDENCE", Domain: "planner.v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI("-addr", serve(t, &fakePlanner{err: st.Err()}), "q")
+	if code != 1 || !strings.Contains(errOut, "FailedPrecondition: nothing recalled\nreason: INSUFFICIENT_EVIDENCE") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{}, {"a", "b"}, {"-budget", "x", "q"}, {"  "}} {
+		if code, _, _ := runCLI(args...); code != 2 {
+			t.Errorf("args %q: exit %d, want 2", args, code)
+		}
+	}
+}
