@@ -197,6 +197,8 @@ def plan_query_from_proto(
             "expand_depth", f"must be in 0..{MAX_EXPAND_DEPTH}, got {msg.expand_depth}"
         )
     budget = msg.budget_tokens if msg.HasField("budget_tokens") else config.default_budget_tokens
+    if budget < 1:
+        raise InvalidRequest("budget_tokens", "must be >= 1 (omit it for the server default)")
     if budget > MAX_BUDGET_TOKENS:
         raise InvalidRequest("budget_tokens", f"must be <= {MAX_BUDGET_TOKENS}, got {budget}")
     try:

@@ -134,6 +134,8 @@ def _sources(args: argparse.Namespace) -> tuple[Iterable[object], int | None, li
         return stream, total, [handle]
     if path.is_file() and path.suffix.lower() in TEXT_SUFFIXES:
         return [_file_document(path, _relative_id(path, Path.cwd()), args)], 1, []
+    if not path.exists():
+        raise FileNotFoundError(f"{args.path}: no such file or directory")
     raise FileNotFoundError(
         f"{args.path}: not a directory, .jsonl, .md, .markdown or .txt file, or -"
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
-DEFAULT_ADDRESS = "127.0.0.1:50151"
+from planner_svc.cliargs import DEFAULT_ADDRESS, address, unavailable_hint
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default="web",
         help="comma-separated actor types that run leads, round-robin (default: web)",
     )
-    p.add_argument("--address", default=DEFAULT_ADDRESS, help=f"HOST:PORT ({DEFAULT_ADDRESS})")
+    p.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
+                   help=f"HOST:PORT ({DEFAULT_ADDRESS})")
     p.add_argument("--budget", type=int, default=None, help="evidence budget per plan (tokens)")
     p.add_argument(
         "--max-depth",
@@ -181,7 +182,9 @@ def _run(args: argparse.Namespace) -> int:
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
             details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-            print(f"research failed: {code}: {details}", file=sys.stderr)
+            name = code.name if code is not None else "UNKNOWN"
+            print(f"planner-svc research: {name}: {details}"
+                  f"{unavailable_hint(name, args.address)}", file=sys.stderr)
             return 1
     if final is None:
         print("research stream ended without a final message", file=sys.stderr)

@@ -8,7 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-DEFAULT_ADDRESS = "127.0.0.1:50151"
+from planner_svc.cliargs import DEFAULT_ADDRESS, address, int_range, non_empty, unavailable_hint
+
+_FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -81,8 +83,8 @@ def _plan(args: argparse.Namespace) -> int:
             plan = stub.Plan(request, timeout=args.timeout, metadata=metadata)
         except grpc.RpcError as err:
             code = err.code()  # type: ignore[attr-defined]
-            print(f"planner-svc plan: {code.name}: {err.details()}",  # type: ignore[attr-defined]
-                  file=sys.stderr)
+            print(f"planner-svc plan: {code.name}: {err.details()}"  # type: ignore[attr-defined]
+                  f"{unavailable_hint(code.name, args.address)}", file=sys.stderr)
             return 1
     if args.json:
         print(json.dumps(json_format.MessageToDict(plan), ensure_ascii=False, indent=2))
@@ -96,12 +98,15 @@ def _plan(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``serve`` and ``plan`` subcommands."""
-    serve = subparsers.add_parser("serve", help="run the gRPC server over a data directory")
+    serve = subparsers.add_parser("serve", help="run the gRPC server over a data directory",
+                                  formatter_class=_FMT)
     serve.add_argument("--data", default="data/demo", help="data directory (store + index)")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
-    serve.add_argument("--port", type=int, default=50151, help="TCP port; 0 picks a free one")
-    serve.add_argument("--threads", type=int, default=8, help="gRPC handler threads per worker")
-    serve.add_argument("--workers", type=int, default=1,
+    serve.add_argument("--port", type=int_range(0, 65535), default=50151,
+                       help="TCP port; 0 picks a free one")
+    serve.add_argument("--threads", type=int_range(1, 256), default=8,
+                       help="gRPC handler threads per worker")
+    serve.add_argument("--workers", type=int_range(1, 64), default=1,
                        help="worker processes sharing the port (SO_REUSEPORT); 1 = this process")
     serve.add_argument("--grace", type=float, default=5.0, help="shutdown grace, seconds")
     serve.add_argument("--metrics-port", type=int, default=None,
@@ -115,7 +120,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="per-source cap as a fraction of the budget, (0, 1]")
     serve.add_argument("--dedup-overlap", type=float, default=0.5,
                        help="overlap ratio above which spans are duplicates, [0, 1]")
-    serve.add_argument("--default-budget", type=int, default=6000,
+    serve.add_argument("--default-budget", type=int_range(1, 10_000_000), default=6000,
                        help="budget in tokens when a request names none")
     serve.add_argument("--cassettes", default=None,
                        help="directory for research-provider cassettes (record/replay)")
@@ -123,12 +128,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--pretty-logs", action="store_true", help="console logs instead of JSON")
     serve.set_defaults(func=_serve)
 
-    plan = subparsers.add_parser("plan", help="ask a running server for an evidence plan")
-    plan.add_argument("question", help="the question; both recall legs use its text")
-    plan.add_argument("--address", default=DEFAULT_ADDRESS, help="server HOST:PORT")
-    plan.add_argument("--budget", type=int, default=None, help="budget in tokens")
-    plan.add_argument("--expand-depth", type=int, default=1, help="hop expansion depth 0..2")
-    plan.add_argument("--k", type=int, default=0, help="semantic neighbours (0 = default)")
+    plan = subparsers.add_parser("plan", help="ask a running server for an evidence plan",
+                                 formatter_class=_FMT)
+    plan.add_argument("question", type=non_empty,
+                      help="the question; both recall legs use its text")
+    plan.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
+                      help="server HOST:PORT")
+    plan.add_argument("--budget", type=int_range(1, 10_000_000), default=None,
+                      help="budget in tokens (default: the server's, 6000 unless configured)")
+    plan.add_argument("--expand-depth", type=int_range(0, 2), default=1,
+                      help="hop expansion depth")
+    plan.add_argument("--k", type=int_range(0, 1000), default=0,
+                      help="semantic neighbours (0 = server default)")
     plan.add_argument("--model", default="", help="model for exact token accounting")
     plan.add_argument("--at-valid", type=int, default=None, help="as-of valid time, µs")
     plan.add_argument("--at-tx", type=int, default=None, help="as-of transaction time, µs")

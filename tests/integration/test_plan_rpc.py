@@ -121,6 +121,8 @@ def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
          "dedup_overlap"),
         (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"),
                               budget_tokens=10**12), "budget_tokens"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), budget_tokens=0),
+         "budget_tokens"),
     ],
 )
 def test_invalid_requests_name_the_field(
