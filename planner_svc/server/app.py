@@ -134,8 +134,13 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
         from prometheus_client import start_http_server
 
         start_http_server(settings.metrics_port, addr=settings.host)
+    facts = backends.describe()
     log.info("serving", address=f"{settings.host}:{running.port}", data_dir=str(settings.data_dir),
-             **backends.describe())
+             **facts)
+    if not facts["sources"]:
+        log.warning("store_empty", data_dir=str(settings.data_dir),
+                    hint="every plan will be empty: ingest documents with "
+                         "`planner-svc ingest PATH --data DIR` or the Memory service")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

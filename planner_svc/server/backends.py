@@ -9,8 +9,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.core.errors import InvalidRequest
@@ -33,6 +35,7 @@ class Backends:
     planner: EvidencePlanner
     settings: ServerSettings
     write_lock: threading.Lock
+    stop_refresh: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def open(cls, settings: ServerSettings) -> Backends:
@@ -58,8 +61,25 @@ class Backends:
             store, index=index, embedder=embedder, config=settings.planner,
             counter=default_counter(settings.models_path),
         )
-        return cls(store=store, embedder=embedder, index=index, planner=planner,
-                   settings=settings, write_lock=threading.Lock())
+        backends = cls(store=store, embedder=embedder, index=index, planner=planner,
+                       settings=settings, write_lock=threading.Lock())
+        if index is not None and settings.index_refresh_s > 0:
+            threading.Thread(target=backends._refresh_index, name="planner-index-refresh",
+                             daemon=True).start()
+        return backends
+
+    def _refresh_index(self) -> None:
+        """Catch the vector index up with writes made by other processes (``planner-svc
+        ingest`` into the same data directory), every ``index_refresh_s`` seconds."""
+        log = structlog.get_logger("planner_svc.server")
+        while not self.stop_refresh.wait(self.settings.index_refresh_s):
+            try:
+                if self.store.max_version_id() > self.index.covered_version_id:
+                    with self.write_lock:
+                        added = self.index.sync(self.store)
+                    log.info("vector_index.caught_up", added=added)
+            except Exception:
+                log.exception("vector_index.refresh_failed")
 
     def describe(self) -> dict[str, object]:
         """Facts for the start-up log line."""
@@ -70,7 +90,8 @@ class Backends:
         }
 
     def close(self) -> None:
-        """Close the store (the index is read-only memory)."""
+        """Stop the index refresher and close the store (the index is read-only memory)."""
+        self.stop_refresh.set()
         self.store.close()
 
     def plan_question(
