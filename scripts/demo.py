@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +30,12 @@ QUESTIONS = (
     ("single-hop", "What is the chemical formula of water?"),
     ("multi-hop", "In what years did the artist who painted the Mona Lisa live?"),
 )
+
+
+def _port_free(port: int) -> bool:
+    """True when nothing listens on 127.0.0.1:port (so the health check reaches our server)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
 def _cli(*args: str) -> list[str]:
@@ -68,6 +75,11 @@ def main() -> int:
                    env=env)
 
     address = f"127.0.0.1:{args.port}"
+    if not _port_free(args.port):
+        raise SystemExit(
+            f"port {args.port} is already in use on 127.0.0.1: stop what listens there or "
+            f"pick another port (make demo PORT=NNNNN)"
+        )
     print(f"== starting the server on {address}", flush=True)
     server = subprocess.Popen(
         _cli("serve", "--data", args.data, "--port", str(args.port), "--log-level", "warning"),
@@ -75,6 +87,8 @@ def main() -> int:
     )
     try:
         _wait_serving(address, server, timeout_s=120)
+        if server.poll() is not None:
+            raise SystemExit(f"the demo server exited with code {server.returncode}")
         with grpc.insecure_channel(address) as channel:
             stub = plan_pb2_grpc.EvidencePlannerStub(channel)
             for label, question in QUESTIONS:

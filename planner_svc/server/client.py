@@ -6,7 +6,6 @@ Shared by ``planner-svc plan``, ``eval`` and ``research`` so every client asks t
 from __future__ import annotations
 
 import shutil
-import textwrap
 
 from planner_svc.api.planner.v1 import plan_pb2
 
@@ -91,9 +90,11 @@ def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str
 
 
 def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str:
-    """Every candidate with its fate, legs and scores, densest first."""
+    """Every candidate with its fate, legs and scores, densest first, in aligned columns."""
     width = width or shutil.get_terminal_size((120, 24)).columns
-    out = ["fate         density   weight  tokens  legs (structured/semantic/expanded)  span"]
+    header = (f"{'fate':<12} {'density':>8} {'weight':>7} {'tokens':>6}  "
+              f"{'structured/semantic/expanded':<28}  span")
+    out = [header]
     ordered = sorted(plan.explanations, key=lambda e: -e.density)
     for e in ordered:
         c = e.candidate
@@ -104,11 +105,11 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
         )
         ref = f"{c.span.source_id}[{c.span.start}:{c.span.end}]"
         line = (
-            f"{FATE_NAMES.get(e.fate, '?'):<12} {e.density:>8.5f}  {c.weight:>6.4f}  "
-            f"{c.tokens:>6}  {leg_txt:<35}  {ref}"
+            f"{FATE_NAMES.get(e.fate, '?'):<12} {e.density:>8.5f} {c.weight:>7.4f} "
+            f"{c.tokens:>6}  {leg_txt:<28}  {ref}"
         )
         if e.HasField("deduped_by"):
             d = e.deduped_by
-            line += f"  (by [{d.start}:{d.end}])"
-        out.append(textwrap.shorten(line, width=max(40, width), placeholder="…"))
+            line += f" (by [{d.start}:{d.end}])"
+        out.append(line if len(line) <= width else line[: max(40, width) - 1] + "…")
     return "\n".join(out)
