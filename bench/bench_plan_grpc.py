@@ -28,7 +28,7 @@ from planner_svc.api.planner.v1 import plan_pb2_grpc
 from planner_svc.server.client import question_request
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_QUESTIONS = ROOT.parent / "shared" / "eval" / "dev.jsonl"
+DEFAULT_QUESTIONS = ROOT / "bench" / "eval" / "dev.jsonl"
 
 
 def git_revision() -> str:

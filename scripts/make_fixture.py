@@ -35,7 +35,7 @@ from planner_svc.ingest.corpus import (  # noqa: E402
 )
 from planner_svc.ingest.mentions import TitleMatcher  # noqa: E402
 
-DEFAULT_QUESTIONS = ROOT.parent / "shared" / "eval" / "dev.jsonl"
+DEFAULT_QUESTIONS = ROOT / "bench" / "eval" / "dev.jsonl"
 DEFAULT_OUT = ROOT / "tests" / "fixtures" / "wiki_fixture.jsonl"
 
 
