@@ -2,17 +2,22 @@
 
 Also the write paths the Memory service exposes (ingest stream, API-written nodes and edges),
 kept here so the servicer stays a thin converter.
+
+Transaction times: every write takes its tx inside the write lock from a clock that never goes
+backwards and never repeats (``max(now, last + 1)``), so versions commit in tx order.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
-import structlog
+import numpy as np
+import numpy.typing as npt
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.core.errors import InvalidRequest
@@ -20,9 +25,52 @@ from planner_svc.core.model import SpanRef
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.settings import ServerSettings
 
+INGEST_BATCH = 256
+"""Documents of an ingest stream committed (and indexed) together."""
+
 
 def _now_us() -> int:
     return time.time_ns() // 1000
+
+
+class FreshIndex:
+    """Vector search that first catches the index up when the store has moved past it.
+
+    Writes can come from elsewhere (``planner-svc ingest`` on the same data directory, another
+    worker process), so every search compares the store's newest node version with the index's
+    coverage (one indexed SQL lookup) and syncs when behind. Every process and worker therefore
+    answers from the same data.
+    """
+
+    def __init__(self, index: Any, store: Any) -> None:
+        self.index = index
+        self._store = store
+
+    @property
+    def size(self) -> int:
+        """Vectors indexed."""
+        return int(self.index.size)
+
+    def sync(self) -> int:
+        """Catch up now; returns the vectors added."""
+        return int(self.index.sync(self._store))
+
+    def search(
+        self,
+        query: npt.ArrayLike,
+        k: int,
+        *,
+        valid_us: int,
+        tx_us: int,
+        source: Any,
+    ) -> list[tuple[str, float]]:
+        """:meth:`planner_svc.index.VectorIndex.search` on an up-to-date index."""
+        if self._store.max_version_id() > self.index.covered_version_id:
+            self.index.sync(self._store)
+        hits: list[tuple[str, float]] = self.index.search(
+            query, k, valid_us=valid_us, tx_us=tx_us, source=source
+        )
+        return hits
 
 
 @dataclass(slots=True)
@@ -31,55 +79,44 @@ class Backends:
 
     store: Any
     embedder: Any
-    index: Any
+    index: FreshIndex | None
     planner: EvidencePlanner
     settings: ServerSettings
     write_lock: threading.Lock
-    stop_refresh: threading.Event = field(default_factory=threading.Event)
+    last_tx_us: int = field(default=0)
 
     @classmethod
     def open(cls, settings: ServerSettings) -> Backends:
         """Open (creating if needed) the store under ``settings.data_dir``, the embedder and
         the vector index (rebuilt or caught up from the store when it lags).
+
+        Raises:
+            ConfigError: a bad model registry or index configuration.
         """
+        from planner_svc.recall.tokens import default_counter
         from planner_svc.store import Store
 
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store.open(settings.data_dir)
-        embedder = index = None
+        embedder = None
+        index: FreshIndex | None = None
         if settings.semantic:
             from planner_svc.embed import default_embedder
             from planner_svc.index import VectorIndex
 
             embedder = default_embedder()
-            index = VectorIndex.open_or_build(
-                settings.data_dir, store, embedder_name=embedder.name, dim=embedder.dim
+            index = FreshIndex(
+                VectorIndex.open_or_build(
+                    settings.data_dir, store, embedder_name=embedder.name, dim=embedder.dim
+                ),
+                store,
             )
-        from planner_svc.recall.tokens import default_counter
-
         planner = EvidencePlanner(
             store, index=index, embedder=embedder, config=settings.planner,
             counter=default_counter(settings.models_path),
         )
-        backends = cls(store=store, embedder=embedder, index=index, planner=planner,
-                       settings=settings, write_lock=threading.Lock())
-        if index is not None and settings.index_refresh_s > 0:
-            threading.Thread(target=backends._refresh_index, name="planner-index-refresh",
-                             daemon=True).start()
-        return backends
-
-    def _refresh_index(self) -> None:
-        """Catch the vector index up with writes made by other processes (``planner-svc
-        ingest`` into the same data directory), every ``index_refresh_s`` seconds."""
-        log = structlog.get_logger("planner_svc.server")
-        while not self.stop_refresh.wait(self.settings.index_refresh_s):
-            try:
-                if self.store.max_version_id() > self.index.covered_version_id:
-                    with self.write_lock:
-                        added = self.index.sync(self.store)
-                    log.info("vector_index.caught_up", added=added)
-            except Exception:
-                log.exception("vector_index.refresh_failed")
+        return cls(store=store, embedder=embedder, index=index, planner=planner,
+                   settings=settings, write_lock=threading.Lock())
 
     def describe(self) -> dict[str, object]:
         """Facts for the start-up log line."""
@@ -90,9 +127,13 @@ class Backends:
         }
 
     def close(self) -> None:
-        """Stop the index refresher and close the store (the index is read-only memory)."""
-        self.stop_refresh.set()
+        """Close the store (the index is read-only memory)."""
         self.store.close()
+
+    def _next_tx(self) -> int:
+        """A transaction time after every earlier one of this process (call under the lock)."""
+        self.last_tx_us = max(_now_us(), self.last_tx_us + 1)
+        return self.last_tx_us
 
     def plan_question(
         self,
@@ -127,15 +168,18 @@ class Backends:
     def ingest_stream(
         self, documents: Iterator[memory_pb2.SourceDocument]
     ) -> memory_pb2.IngestSummary:
-        """Ingest streamed documents, then catch the vector index up.
+        """Ingest streamed documents in batches of :data:`INGEST_BATCH`.
 
-        A malformed document is reported in ``errors`` and skipped; the batch goes on.
+        Each batch is read from the stream first, then written under the write lock with one
+        fresh transaction time and indexed, so a slow client never holds the lock and a stream
+        cut short keeps (and has indexed) every batch it completed. A malformed document is
+        reported in ``errors`` and skipped; the stream goes on.
         """
         from planner_svc.ingest import DocumentIn, ingest_documents
 
-        def convert() -> Iterator[DocumentIn]:
-            for doc in documents:
-                yield DocumentIn(
+        def convert(batch: Iterable[memory_pb2.SourceDocument]) -> list[DocumentIn]:
+            return [
+                DocumentIn(
                     source_id=doc.source_id,
                     title=doc.title,
                     media_type=doc.media_type,
@@ -144,22 +188,26 @@ class Backends:
                     version_tx_us=doc.version_tx if doc.HasField("version_tx") else None,
                     properties=dict(doc.properties),
                 )
+                for doc in batch
+            ]
 
-        with self.write_lock:
-            report = ingest_documents(self.store, self.embedder, convert(), now_us=_now_us())
-            if self.index is not None:
-                self.index.sync(self.store)
-        return memory_pb2.IngestSummary(
-            received=report.received,
-            ingested=report.ingested,
-            unchanged=report.unchanged,
-            failed=len(report.errors),
-            errors=[memory_pb2.IngestError(source_id=sid, reason=reason)
-                    for sid, reason in report.errors],
-            spans=report.spans,
-            nodes=report.nodes,
-            edges=report.edges,
-        )
+        summary = memory_pb2.IngestSummary()
+        while batch := convert(islice(documents, INGEST_BATCH)):
+            with self.write_lock:
+                report = ingest_documents(self.store, self.embedder, batch,
+                                          now_us=self._next_tx())
+                if self.index is not None:
+                    self.index.sync()
+            summary.received += report.received
+            summary.ingested += report.ingested
+            summary.unchanged += report.unchanged
+            summary.failed += len(report.errors)
+            summary.errors.extend(memory_pb2.IngestError(source_id=sid, reason=reason)
+                                  for sid, reason in report.errors)
+            summary.spans += report.spans
+            summary.nodes += report.nodes
+            summary.edges += report.edges
+        return summary
 
     def put_node(self, request: memory_pb2.PutNodeRequest) -> memory_pb2.PutNodeResponse:
         """Write one node version (embedding its text when semantic recall is on).
@@ -189,7 +237,7 @@ class Backends:
             )
         except InvalidRequest as exc:
             raise InvalidRequest(f"node.{exc.field}", exc.reason) from None
-        vector = (
+        vector: npt.NDArray[np.float32] | None = (
             self.embedder.embed([write.text])[0]
             if self.embedder is not None and write.text
             else None
@@ -198,11 +246,11 @@ class Backends:
             # Node and vector commit together: the index treats every version id up to the
             # store's maximum as covered, so a vector committed later would be missed.
             with self.store.transaction():
-                result = self.store.write_nodes([write], tx_us=now)[0]
+                result = self.store.write_nodes([write], tx_us=self._next_tx())[0]
                 if result.created and vector is not None:
                     self.store.put_vector(result.version_id, vector)
-            if result.created and vector is not None and self.index is not None:
-                self.index.sync(self.store)
+            if result.created and self.index is not None:
+                self.index.sync()
         return memory_pb2.PutNodeResponse(node_id=result.node_id, tx=result.tx_us)
 
     def put_edge(self, request: memory_pb2.PutEdgeRequest) -> memory_pb2.PutEdgeResponse:
@@ -220,6 +268,6 @@ class Backends:
                 request.weight,
                 valid_from_us=request.valid_from if request.HasField("valid_from") else now,
                 valid_to_us=request.valid_to if request.HasField("valid_to") else None,
-                tx_us=now,
+                tx_us=self._next_tx(),
             )
         return memory_pb2.PutEdgeResponse(tx=tx)

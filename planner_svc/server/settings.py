@@ -30,8 +30,6 @@ class ServerSettings:
         tls_cert, tls_key: PEM files; both or neither (TLS when both are set).
         planner: weighting and selection defaults.
         semantic: open the vector index and embedder (disable for a store-only server).
-        index_refresh_s: how often, in seconds, the vector index catches up with writes other
-            processes made to the store (e.g. ``planner-svc ingest``); 0 disables.
         cassette_dir: directory of research-provider cassettes (``cassette:NAME`` and
             ``record:NAME`` providers); None refuses them.
         models_path: model registry JSON (context windows, tokenizers); None = the packaged
@@ -52,7 +50,6 @@ class ServerSettings:
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     semantic: bool = True
     cassette_dir: Path | None = None
-    index_refresh_s: float = 5.0
     models_path: Path | None = None
 
     def __post_init__(self) -> None:
@@ -66,10 +63,6 @@ class ServerSettings:
             )
         if not 0.0 <= self.grace_s <= 300.0:
             raise ConfigError("grace_s", f"must be in [0, 300], got {self.grace_s}")
-        if not 0.0 <= self.index_refresh_s <= 3600.0:
-            raise ConfigError(
-                "index_refresh_s", f"must be in [0, 3600], got {self.index_refresh_s}"
-            )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
         if self.auth_token is not None and not self.auth_token:
