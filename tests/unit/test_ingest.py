@@ -307,3 +307,13 @@ def test_passage_granularity_merges_a_heading_with_its_short_lead(store: Store) 
     # the level-1 passage heads the level-2 section inside it
     heads = [(e.dst, e.relation) for e in store.edges_as_of(["psg:wiki/Cash:0"], T1, NOW)]
     assert ("psg:wiki/Cash:1", "heads") in heads
+
+
+def test_a_version_time_in_the_future_is_rejected(store: Store) -> None:
+    future = _doc("wiki/Later", "# Later\n\nNot yet.", version_tx_us=NOW + 3_600_000_000)
+    fine = _doc("wiki/Now", "# Now\n\nAlready.", version_tx_us=NOW)
+    report = _ingest_documents(store, None, [future, fine], now_us=NOW)
+    assert report.ingested == 1
+    assert [sid for sid, _ in report.errors] == ["wiki/Later"]
+    assert "version_tx" in report.errors[0][1] and "future" in report.errors[0][1]
+    assert store.latest_version("wiki/Later") is None
