@@ -9,7 +9,7 @@ generic message and an error id that is also logged with the traceback.
 from __future__ import annotations
 
 import uuid
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import grpc
 import structlog
@@ -69,5 +69,22 @@ def abort_with(context: grpc.ServicerContext, exc: BaseException, **log_fields: 
     else:
         log.info("request_rejected", code=code_pb2.Code.Name(status.code),
                  message=status.message, **log_fields)
-    context.abort_with_status(rpc_status.to_status(status))
+    rich = rpc_status.to_status(status)
+    request_id = log_fields.get("request_id")
+    if isinstance(request_id, str):
+        # abort replaces the trailing metadata set earlier: carry the request id along.
+        rich = _Status(rich.code, rich.details,
+                       (*rich.trailing_metadata, ("x-request-id", request_id)))
+    context.abort_with_status(rich)
     raise AssertionError("abort_with_status returned")  # pragma: no cover
+
+
+class _Status(grpc.Status):  # type: ignore[misc]
+    """A status with its own trailing metadata (grpc.Status is an abstract record)."""
+
+    def __init__(
+        self, code: grpc.StatusCode, details: str, trailing_metadata: tuple[Any, ...]
+    ) -> None:
+        self.code = code
+        self.details = details
+        self.trailing_metadata = trailing_metadata

@@ -182,3 +182,16 @@ def test_deadline_exceeded_is_reported_as_such(live: Live) -> None:
     with pytest.raises(grpc.RpcError) as info:
         live.planner.Plan(question_request("history of the Roman Empire"), timeout=0.0001)
     assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+
+
+def test_request_id_is_echoed_on_success_and_on_error(live: Live) -> None:
+    _, call = live.planner.Plan.with_call(
+        question_request("Johnny Cash", budget_tokens=200), timeout=10,
+        metadata=(("x-request-id", "req-ok-1"),))
+    assert ("x-request-id", "req-ok-1") in tuple(call.trailing_metadata())
+    with pytest.raises(grpc.RpcError) as info:
+        live.planner.Plan(plan_pb2.PlanRequest(), timeout=10,
+                          metadata=(("x-request-id", "req-bad-1"),))
+    trailers = dict(info.value.trailing_metadata())  # type: ignore[attr-defined]
+    assert trailers.get("x-request-id") == "req-bad-1"
+    assert _field_violation(info.value)[0] == "query"  # rich details survive too
