@@ -73,9 +73,12 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
         provider_factory: makes each session's planning provider from its ``provider`` string.
         digest_max_chars: bound of each session's digest in characters, >= 1400.
         on_session_end: optional hook, see :data:`SessionEndHook`.
+        max_sessions: open sessions allowed at once, >= 1. Each holds a server thread for its
+            whole life, so the server keeps threads free for Plan and health checks by
+            refusing further sessions with RESOURCE_EXHAUSTED.
 
     Raises:
-        ValueError: ``digest_max_chars`` below 1400.
+        ValueError: ``digest_max_chars`` below 1400 or ``max_sessions`` below 1.
     """
 
     def __init__(
@@ -85,7 +88,12 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
         provider_factory: ProviderFactory,
         digest_max_chars: int = DEFAULT_DIGEST_CHARS,
         on_session_end: SessionEndHook | None = None,
+        max_sessions: int = 4,
     ) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions: {max_sessions}; must be >= 1")
+        self._slots = threading.BoundedSemaphore(max_sessions)
+        self._max_sessions = max_sessions
         if digest_max_chars < MIN_SERVICER_DIGEST_CHARS:
             raise ValueError(
                 f"digest_max_chars: {digest_max_chars}; must be >= {MIN_SERVICER_DIGEST_CHARS}"
@@ -101,6 +109,22 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
         context: grpc.ServicerContext,
     ) -> Iterator[research_pb2.ResearchUpdate]:
         """Run one session over the stream (protocol: ``protos/planner/v1/research.proto``)."""
+        if not self._slots.acquire(blocking=False):
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{self._max_sessions} research sessions are open, the most this server "
+                "runs at once; retry later",
+            )
+        try:
+            yield from self._research(request_iterator, context)
+        finally:
+            self._slots.release()
+
+    def _research(
+        self,
+        request_iterator: Iterator[research_pb2.ResearchEvent],
+        context: grpc.ServicerContext,
+    ) -> Iterator[research_pb2.ResearchUpdate]:
         cancel = threading.Event()
         context.add_callback(cancel.set)
         session: ResearchSession | None = None
@@ -188,6 +212,7 @@ def add_research_servicer(
     provider_factory: ProviderFactory | None = None,
     digest_max_chars: int = DEFAULT_DIGEST_CHARS,
     on_session_end: SessionEndHook | None = None,
+    max_sessions: int = 4,
 ) -> None:
     """Register ``planner.v1.ResearchPlanner`` on ``server`` (before ``server.start()``).
 
@@ -199,11 +224,13 @@ def add_research_servicer(
             :func:`~planner_svc.research.providers.make_provider_factory`).
         digest_max_chars: digest bound in characters, >= 1400.
         on_session_end: optional hook (metrics, tests).
+        max_sessions: open sessions allowed at once (RESOURCE_EXHAUSTED beyond).
     """
     servicer = ResearchPlannerServicer(
         plan_evidence=plan_evidence,
         provider_factory=provider_factory or make_provider_factory(),
         digest_max_chars=digest_max_chars,
         on_session_end=on_session_end,
+        max_sessions=max_sessions,
     )
     research_pb2_grpc.add_ResearchPlannerServicer_to_server(servicer, server)

@@ -70,6 +70,8 @@ def _add_research(server: grpc.Server, backends: Backends) -> str:
             openai=OpenAISettings.from_env(),
             cassette_dir=backends.settings.cassette_dir,
         ),
+        # Half the handler threads at most, so Plan and health checks always find one.
+        max_sessions=max(1, backends.settings.max_workers // 2),
     )
     return str(research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name)
 
