@@ -73,6 +73,10 @@ class PlanEvidence(Protocol):
         ...
 
 
+MAX_EVIDENCE_BUDGET_TOKENS = 10_000_000
+"""Largest evidence budget a session may ask for (the Plan RPC's own limit), tokens."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStart:
     """A session's parameters (the ``start`` event).
@@ -118,6 +122,11 @@ class SessionStart:
                 )
             if actor in self.actors[:i]:
                 raise InvalidRequest(f"start.actors[{i}]", f"{actor!r} is listed twice")
+        if self.budget_tokens is not None and self.budget_tokens > MAX_EVIDENCE_BUDGET_TOKENS:
+            raise InvalidRequest(
+                "start.budget_tokens",
+                f"{self.budget_tokens}; must be <= {MAX_EVIDENCE_BUDGET_TOKENS}",
+            )
         if self.budget_tokens is not None and self.budget_tokens < 1:
             raise InvalidRequest(
                 "start.budget_tokens", f"{self.budget_tokens}; must be >= 1 when set"
