@@ -7,6 +7,7 @@ reaches the network with a value the server would refuse or the protobuf runtime
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 
 DEFAULT_ADDRESS = "127.0.0.1:50151"
@@ -52,3 +53,9 @@ def unavailable_hint(code_name: str, target: str) -> str:
     if code_name == "UNAUTHENTICATED":
         return " (set PLANNER_SVC_AUTH_TOKEN to the server's token)"
     return ""
+
+
+def auth_metadata() -> tuple[tuple[str, str | bytes], ...]:
+    """``authorization: Bearer <token>`` from ``PLANNER_SVC_AUTH_TOKEN``, or no metadata."""
+    token = os.environ.get("PLANNER_SVC_AUTH_TOKEN")
+    return (("authorization", f"Bearer {token}"),) if token else ()

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from planner_svc.cliargs import DEFAULT_ADDRESS, address, int_range
+
 
 def _table(report: dict[str, Any]) -> str:
     lines = [
@@ -36,6 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     import grpc
 
     from planner_svc.api.planner.v1 import plan_pb2_grpc
+    from planner_svc.cliargs import auth_metadata
     from planner_svc.core.errors import InvalidRequest
     from planner_svc.core.tokens import effective_budget
     from planner_svc.embed import default_embedder
@@ -74,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         for q in questions:
             try:
                 plan = stub.Plan(question_request(q.question, budget_tokens=args.budget),
-                                 timeout=args.timeout)
+                                 timeout=args.timeout, metadata=auth_metadata())
                 sids = [s.span.source_id for s in plan.spans]
                 texts = [s.text for s in plan.spans]
                 used = plan.used
@@ -116,8 +119,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "eval", help="score plans of a running server on questions with gold evidence"
     )
     parser.add_argument("questions", help="JSON Lines questions (id, type, question, gold, answer)")
-    parser.add_argument("--address", default="127.0.0.1:50151", help="server HOST:PORT")
-    parser.add_argument("--budget", type=int, required=True, help="requested budget, tokens")
+    parser.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
+                        help="server HOST:PORT")
+    parser.add_argument("--budget", type=int_range(1, 10_000_000), required=True,
+                        help="requested budget, tokens")
     parser.add_argument("--data", default="data/demo",
                         help="the server's data directory (for the baseline and titles)")
     parser.add_argument("--k", type=int, default=50, help="baseline passages considered")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
-from planner_svc.cliargs import DEFAULT_ADDRESS, address, unavailable_hint
+from planner_svc.cliargs import DEFAULT_ADDRESS, address, auth_metadata, unavailable_hint
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -133,7 +133,7 @@ def play(
     questions: dict[str, research_pb2.SubQuestion] = {}
     final: research_pb2.Final | None = None
     try:
-        for update in stub.Research(events(), timeout=timeout_s):
+        for update in stub.Research(events(), timeout=timeout_s, metadata=auth_metadata()):
             kind = update.WhichOneof("update")
             if kind == "initial":
                 init = update.initial

@@ -191,11 +191,24 @@ def serve_workers(
     if settings.port == 0:
         raise ConfigError("port", "several workers need a fixed port (0 picks one per process)")
     Backends.open(settings).close()
-    shared = dataclasses.replace(settings, reuse_port=True)
     ctx = multiprocessing.get_context("spawn")
     procs = [
-        ctx.Process(target=_worker_main, args=(shared, log_json, log_level),
-                    name=f"planner-worker-{i}")
+        ctx.Process(
+            target=_worker_main,
+            args=(
+                dataclasses.replace(
+                    settings,
+                    reuse_port=True,
+                    # Each worker exports its own metrics: worker i on metrics_port + i.
+                    metrics_port=(
+                        None if settings.metrics_port is None else settings.metrics_port + i
+                    ),
+                ),
+                log_json,
+                log_level,
+            ),
+            name=f"planner-worker-{i}",
+        )
         for i in range(workers)
     ]
     stop = threading.Event()

@@ -8,7 +8,14 @@ import os
 import sys
 from pathlib import Path
 
-from planner_svc.cliargs import DEFAULT_ADDRESS, address, int_range, non_empty, unavailable_hint
+from planner_svc.cliargs import (
+    DEFAULT_ADDRESS,
+    address,
+    auth_metadata,
+    int_range,
+    non_empty,
+    unavailable_hint,
+)
 
 _FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -73,10 +80,7 @@ def _plan(args: argparse.Namespace) -> int:
         allow_ungrounded=args.allow_ungrounded,
         explain=args.explain,
     )
-    token = os.environ.get("PLANNER_SVC_AUTH_TOKEN")
-    metadata: tuple[tuple[str, str | bytes], ...] = (
-        (("authorization", f"Bearer {token}"),) if token else ()
-    )
+    metadata = auth_metadata()
     with grpc.insecure_channel(args.address) as channel:
         stub = plan_pb2_grpc.EvidencePlannerStub(channel)
         try:

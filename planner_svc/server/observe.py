@@ -34,7 +34,9 @@ PLAN_USED_TOKENS = Histogram(
 
 class _CurrentStderr:
     """Writes to whatever ``sys.stderr`` is at the time of the write (it may be replaced after
-    logging is configured, e.g. by a test harness capturing output)."""
+    logging is configured, e.g. by a test harness capturing output). structlog's WriteLogger
+    hands over each line with its newline in one write, so lines of worker processes sharing
+    stderr do not interleave."""
 
     def write(self, text: str) -> int:
         return sys.stderr.write(text)
@@ -59,7 +61,7 @@ def configure_logging(*, json_logs: bool = True, level: str = "info") -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
+        logger_factory=structlog.WriteLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
 

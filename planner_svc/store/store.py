@@ -62,6 +62,23 @@ _NODE_COLUMNS = (
 )
 _EDGE_COLUMNS = "src, dst, relation, weight, valid_from, valid_to, tx_from, tx_to"
 
+# Label/property filters of search_text; 3 parameters: labels JSON array, [[key, value], ...]
+# JSON array, number of filters.
+_FILTER_PER_HIT = (
+    "(SELECT COUNT(*) FROM json_each(?) AS w JOIN node_labels AS l "
+    "ON l.label = w.value AND l.version_id = n.version_id) + "
+    "(SELECT COUNT(*) FROM json_each(?) AS w JOIN node_props AS p "
+    "ON p.key = json_extract(w.value, '$[0]') AND p.value = json_extract(w.value, '$[1]') "
+    "AND p.version_id = n.version_id) = ?"
+)
+_FILTER_GROUPED = (
+    "n.version_id IN (SELECT version_id FROM ("
+    "SELECT version_id FROM node_labels WHERE label IN (SELECT value FROM json_each(?)) "
+    "UNION ALL SELECT p.version_id FROM json_each(?) AS w JOIN node_props AS p "
+    "ON p.key = json_extract(w.value, '$[0]') AND p.value = json_extract(w.value, '$[1]')"
+    ") GROUP BY version_id HAVING COUNT(*) = ?)"
+)
+
 
 def _live(alias: str) -> str:
     """SQL condition: the row's valid and tx intervals contain (?valid, ?tx); 4 parameters:
@@ -1197,16 +1214,20 @@ class Store:
             return []
         conds = [_live("n")]
         params: list[Any] = [valid_us, valid_us, tx_us, tx_us]
-        for label in sorted(set(labels)):
-            conds.append("n.version_id IN (SELECT version_id FROM node_labels WHERE label = ?)")
-            params.append(label)
-        for key, value in sorted((properties or {}).items()):
-            conds.append(
-                "n.version_id IN (SELECT version_id FROM node_props WHERE key = ? AND value = ?)"
-            )
-            params.extend((key, value))
-        has_filter = len(conds) > 1
+        wanted_labels = sorted(set(labels))
+        wanted_props = sorted((properties or {}).items())
+        n_filters = len(wanted_labels) + len(wanted_props)
+        has_filter = n_filters > 0
         fts = fts_or_query(query)
+        if has_filter:
+            # One statement whatever the number of filters (one subquery per filter nests the
+            # SQL deeper than SQLite allows past about a thousand): a version passes when it
+            # has one matching row per filter. Labels are distinct and a property key has one
+            # wanted value, so counting matching rows is exact. With full text, FTS drives and
+            # the count is probed per hit; filter-only, the matching versions come from the
+            # label/property indexes, grouped.
+            conds.append(_FILTER_PER_HIT if fts is not None else _FILTER_GROUPED)
+            params.extend((_json(wanted_labels), _json(wanted_props), n_filters))
         conn = self._conn()
         if fts is None:
             if not has_filter:
