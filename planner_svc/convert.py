@@ -7,6 +7,7 @@ errors (``pool[3].weight``) and the proto3 JSON names stay consistent.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
 from planner_svc.api.planner.v1 import plan_pb2
@@ -133,6 +134,47 @@ MAX_BUDGET_TOKENS = 10_000_000
 MAX_LEG_RESULTS = 1000
 """Largest ``k`` / ``limit`` a recall leg may ask for."""
 MAX_EXPAND_DEPTH = 2
+MAX_FILTER_LABELS = 32
+"""Most labels a structured query may filter on."""
+MAX_FILTER_PROPERTIES = 32
+"""Most ``key = value`` pairs a structured query may filter on."""
+MAX_FILTER_CHARS = 256
+"""Longest label, property key or property value, in characters (code points)."""
+
+
+def _check_filters(labels: Sequence[str], properties: Mapping[str, str]) -> None:
+    """Bound the structured query's filters (count, and each string 1..MAX_FILTER_CHARS).
+
+    Raises:
+        InvalidRequest: ``query.labels`` or ``query.properties``, naming the offending entry.
+    """
+    if len(labels) > MAX_FILTER_LABELS:
+        raise InvalidRequest(
+            "query.labels", f"at most {MAX_FILTER_LABELS} labels are allowed, got {len(labels)}"
+        )
+    for i, label in enumerate(labels):
+        if not 1 <= len(label) <= MAX_FILTER_CHARS:
+            raise InvalidRequest(
+                "query.labels",
+                f"label [{i}] must be 1..{MAX_FILTER_CHARS} characters, got {len(label)}",
+            )
+    if len(properties) > MAX_FILTER_PROPERTIES:
+        raise InvalidRequest(
+            "query.properties",
+            f"at most {MAX_FILTER_PROPERTIES} properties are allowed, got {len(properties)}",
+        )
+    for key, value in sorted(properties.items()):
+        if not 1 <= len(key) <= MAX_FILTER_CHARS:
+            raise InvalidRequest(
+                "query.properties",
+                f"a key must be 1..{MAX_FILTER_CHARS} characters, got {len(key)}",
+            )
+        if not 1 <= len(value) <= MAX_FILTER_CHARS:
+            raise InvalidRequest(
+                "query.properties",
+                f"the value of {key!r} must be 1..{MAX_FILTER_CHARS} characters, "
+                f"got {len(value)}",
+            )
 
 
 def plan_query_from_proto(
@@ -146,6 +188,9 @@ def plan_query_from_proto(
     """Validate a PlanRequest into the internal :class:`PlanQuery`.
 
     Absent as-of times become ``now_us``; absent budget/settings take ``config``'s defaults.
+    Structured filters are bounded: at most :data:`MAX_FILTER_LABELS` labels and
+    :data:`MAX_FILTER_PROPERTIES` properties, each label, key and value 1..
+    :data:`MAX_FILTER_CHARS` characters.
 
     Raises:
         InvalidRequest: naming the first offending field (proto field path) and the reason.
@@ -163,6 +208,7 @@ def plan_query_from_proto(
             )
         if q.limit > MAX_LEG_RESULTS:
             raise InvalidRequest("query.limit", f"must be <= {MAX_LEG_RESULTS}, got {q.limit}")
+        _check_filters(q.labels, q.properties)
         structured = StructuredLeg(
             text=q.text,
             labels=tuple(q.labels),

@@ -123,6 +123,10 @@ def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
                               budget_tokens=10**12), "budget_tokens"),
         (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), budget_tokens=0),
          "budget_tokens"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(
+            text="Paris", labels=[f"l{i}" for i in range(1100)])), "query.labels"),
+        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(
+            text="Paris", properties={f"k{i}": "v" for i in range(1100)})), "query.properties"),
     ],
 )
 def test_invalid_requests_name_the_field(

@@ -364,6 +364,36 @@ def test_search_filter_only(store: Store) -> None:
     assert store.search_text("goats", labels=["document"], valid_us=T0, tx_us=100, limit=10) == []
 
 
+def test_search_with_many_filters_is_one_bounded_query(store: Store) -> None:
+    # One subquery per filter used to build an SQL expression deeper than SQLite allows
+    # ("Expression tree is too large") past about a thousand filters.
+    _fts_fixture(store)
+    many = [f"l{i}" for i in range(1100)]
+    assert store.search_text("Tennessee", labels=many, valid_us=T0, tx_us=100, limit=10) == []
+    assert store.search_text("", labels=many, valid_us=T0, tx_us=100, limit=10) == []
+    props = {f"k{i}": "v" for i in range(1100)}
+    assert store.search_text("cash", properties=props, valid_us=T0, tx_us=100, limit=10) == []
+    # Every filter must hold (AND), whatever their number; duplicates count once.
+    assert [
+        h[0]
+        for h in store.search_text(
+            "cash", labels=["document", "document"], properties={"topic": "People"},
+            valid_us=T0, tx_us=100, limit=10,
+        )
+    ] == ["d:cash"]
+    assert store.search_text(
+        "cash", labels=["document", "passage"], valid_us=T0, tx_us=100, limit=10
+    ) == []
+    assert store.search_text(
+        "", labels=["passage"], properties={"topic": "Biology"}, valid_us=T0, tx_us=100,
+        limit=10,
+    ) == [("p:goat", 1.0)]
+    assert store.search_text(
+        "", labels=["passage"], properties={"topic": "People"}, valid_us=T0, tx_us=100,
+        limit=10,
+    ) == []
+
+
 @pytest.mark.parametrize(
     "query",
     [

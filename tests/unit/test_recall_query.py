@@ -1,0 +1,63 @@
+"""Validation of a PlanRequest into the internal PlanQuery (``plan_query_from_proto``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_svc.api.planner.v1 import plan_pb2
+from planner_svc.convert import (
+    MAX_FILTER_CHARS,
+    MAX_FILTER_LABELS,
+    MAX_FILTER_PROPERTIES,
+    plan_query_from_proto,
+)
+from planner_svc.core.config import PlannerConfig
+from planner_svc.core.errors import InvalidRequest
+
+NOW = 1_800_000_000_000_000
+
+
+def _query(**kw: object) -> plan_pb2.PlanRequest:
+    return plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="Paris", **kw))  # type: ignore[arg-type]
+
+
+def _convert(msg: plan_pb2.PlanRequest) -> object:
+    return plan_query_from_proto(msg, now_us=NOW, config=PlannerConfig())
+
+
+def test_filter_bounds_are_the_documented_ones() -> None:
+    assert (MAX_FILTER_LABELS, MAX_FILTER_PROPERTIES, MAX_FILTER_CHARS) == (32, 32, 256)
+
+
+def test_filters_at_the_bounds_are_accepted() -> None:
+    labels = [f"l{i}" for i in range(MAX_FILTER_LABELS - 1)] + ["x" * MAX_FILTER_CHARS]
+    props = {f"k{i}": "v" for i in range(MAX_FILTER_PROPERTIES - 1)}
+    props["k" * MAX_FILTER_CHARS] = "v" * MAX_FILTER_CHARS
+    query = plan_query_from_proto(
+        _query(labels=labels, properties=props), now_us=NOW, config=PlannerConfig()
+    )
+    assert query.structured is not None
+    assert query.structured.labels == tuple(labels)
+    assert dict(query.structured.properties) == props
+
+
+@pytest.mark.parametrize(
+    ("kw", "field", "words"),
+    [
+        ({"labels": [f"l{i}" for i in range(1100)]}, "query.labels", "at most 32"),
+        ({"labels": [f"l{i}" for i in range(33)]}, "query.labels", "got 33"),
+        ({"labels": ["ok", ""]}, "query.labels", "[1]"),
+        ({"labels": ["x" * 257]}, "query.labels", "257"),
+        ({"properties": {f"k{i}": "v" for i in range(33)}}, "query.properties", "got 33"),
+        ({"properties": {"": "v"}}, "query.properties", "key"),
+        ({"properties": {"k": ""}}, "query.properties", "'k'"),
+        ({"properties": {"k" * 257: "v"}}, "query.properties", "257"),
+        ({"properties": {"k": "v" * 257}}, "query.properties", "257"),
+    ],
+)
+def test_filters_out_of_bounds_name_the_field(kw: dict[str, object], field: str,
+                                               words: str) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        _convert(_query(**kw))
+    assert info.value.field == field
+    assert words in info.value.reason
