@@ -6,8 +6,8 @@
 #
 # protoc comes from the repository's Python environment (grpcio-tools); the two Go plugins are
 # installed at the pinned versions below into clients/go/.bin (not committed). The protos'
-# go_package names a module path this repository does not publish, so M options map each file
-# to this module's gen/planner/v1 package instead.
+# go_package already names this module's gen/planner/v1; the M options state it once more so
+# the mapping holds even for a proto that forgets the option.
 set -euo pipefail
 
 PROTOC_GEN_GO_VERSION=v1.36.12

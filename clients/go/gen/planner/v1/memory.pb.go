@@ -764,8 +764,8 @@ const file_planner_v1_memory_proto_rawDesc = "" +
 	"\x06Memory\x12H\n" +
 	"\rIngestSources\x12\x1a.planner.v1.SourceDocument\x1a\x19.planner.v1.IngestSummary(\x01\x12B\n" +
 	"\aPutNode\x12\x1a.planner.v1.PutNodeRequest\x1a\x1b.planner.v1.PutNodeResponse\x12B\n" +
-	"\aPutEdge\x12\x1a.planner.v1.PutEdgeRequest\x1a\x1b.planner.v1.PutEdgeResponseBj\n" +
-	"\x19dev.plannersvc.planner.v1B\vMemoryProtoP\x01Z>github.com/planner-svc/planner-svc/gen/go/planner/v1;plannerv1b\x06proto3"
+	"\aPutEdge\x12\x1a.planner.v1.PutEdgeRequest\x1a\x1b.planner.v1.PutEdgeResponseBr\n" +
+	"\x19dev.plannersvc.planner.v1B\vMemoryProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3"
 
 var (
 	file_planner_v1_memory_proto_rawDescOnce sync.Once

@@ -1313,8 +1313,8 @@ const file_planner_v1_plan_proto_rawDesc = "" +
 	"\x1aCANDIDATE_FATE_BUDGET_FULL\x10\x04\x12\x1e\n" +
 	"\x1aCANDIDATE_FATE_CAP_BLOCKED\x10\x052L\n" +
 	"\x0fEvidencePlanner\x129\n" +
-	"\x04Plan\x12\x17.planner.v1.PlanRequest\x1a\x18.planner.v1.EvidencePlanBh\n" +
-	"\x19dev.plannersvc.planner.v1B\tPlanProtoP\x01Z>github.com/planner-svc/planner-svc/gen/go/planner/v1;plannerv1b\x06proto3"
+	"\x04Plan\x12\x17.planner.v1.PlanRequest\x1a\x18.planner.v1.EvidencePlanBp\n" +
+	"\x19dev.plannersvc.planner.v1B\tPlanProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3"
 
 var (
 	file_planner_v1_plan_proto_rawDescOnce sync.Once

@@ -1484,8 +1484,8 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\x12STOP_REASON_BUDGET\x10\x03\x12\x19\n" +
 	"\x15STOP_REASON_CANCELLED\x10\x042X\n" +
 	"\x0fResearchPlanner\x12E\n" +
-	"\bResearch\x12\x19.planner.v1.ResearchEvent\x1a\x1a.planner.v1.ResearchUpdate(\x010\x01Bl\n" +
-	"\x19dev.plannersvc.planner.v1B\rResearchProtoP\x01Z>github.com/planner-svc/planner-svc/gen/go/planner/v1;plannerv1b\x06proto3"
+	"\bResearch\x12\x19.planner.v1.ResearchEvent\x1a\x1a.planner.v1.ResearchUpdate(\x010\x01Bt\n" +
+	"\x19dev.plannersvc.planner.v1B\rResearchProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3"
 
 var (
 	file_planner_v1_research_proto_rawDescOnce sync.Once
