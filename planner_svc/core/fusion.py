@@ -44,21 +44,32 @@ def max_fuse(legs: Iterable[Mapping[str, float]]) -> dict[str, float]:
     return {node_id: merged[node_id] for node_id in sorted(merged)}
 
 
+def sharpen(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
+    """Raise scores already in [0, 1] to the power ``sharpness``: ``clamp(score) ** sharpness``.
+
+    A sharpness above 1 widens the gap between strong and weak matches, so a long passage that
+    answers outweighs a short one that merely resembles the question when packing by weight per
+    token; 1.0 keeps each score. Order of the returned dict: node id.
+    """
+    return {
+        node_id: clamp_unit(math.pow(clamp_unit(scores[node_id]), sharpness))
+        for node_id in sorted(scores)
+    }
+
+
 def relative_scores(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
     """Calibrate one leg: ``(score / best) ** sharpness`` for every node, in [0, 1].
 
-    Dividing by the leg's best score puts legs with different raw scales (BM25, cosine) on one
-    footing before max-fusion; a sharpness above 1 widens the gap between strong and weak
-    matches, so a long passage that answers outweighs a short one that merely resembles the
-    question when packing by weight per token. A leg whose best score is not positive scores
-    every node 1.0 (filter-only recall). Order of the returned dict: node id.
+    Dividing by the leg's best score puts legs with different raw scales on one footing before
+    max-fusion; then :func:`sharpen`. A leg whose best score is not positive carries no signal
+    (for instance every fused similarity underflowed to 0) and returns ``{}``: its nodes must
+    not outrank real hits of another leg. Negative scores count as 0. Order: node id.
     """
     if not scores:
         return {}
     best = max(scores.values())
-    if best <= 0.0:
-        return {node_id: 1.0 for node_id in sorted(scores)}
-    return {
-        node_id: clamp_unit(math.pow(max(0.0, scores[node_id]) / best, sharpness))
-        for node_id in sorted(scores)
-    }
+    if not best > 0.0:
+        return {}
+    return sharpen(
+        {node_id: max(0.0, score) / best for node_id, score in scores.items()}, sharpness
+    )

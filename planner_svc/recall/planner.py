@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from planner_svc.core.config import PlannerConfig
 from planner_svc.core.errors import InsufficientEvidence
-from planner_svc.core.fusion import max_fuse, relative_scores
+from planner_svc.core.fusion import max_fuse, relative_scores, sharpen
 from planner_svc.core.model import EvidencePlan, PlanStats
 from planner_svc.core.plan import build_plan, empty_plan
 from planner_svc.recall.expand import expand
@@ -105,7 +105,8 @@ class EvidencePlanner:
         semantic: dict[str, float] = {}
         settings = self.recall
         if query.structured is not None:
-            structured = relative_scores(
+            # Already in [0, 1] relative to the best hit (filter-only: 1.0); only sharpen.
+            structured = sharpen(
                 structured_leg(self._store, query.structured, valid_us=valid_us, tx_us=tx_us),
                 settings.structured_sharpness,
             )

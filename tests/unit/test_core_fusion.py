@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from planner_svc.core.fusion import clamp_unit, fuse, max_fuse
+from planner_svc.core.fusion import clamp_unit, fuse, max_fuse, relative_scores, sharpen
 
 
 def test_fuse_blend() -> None:
@@ -46,3 +46,25 @@ def test_max_fuse_keeps_the_max_and_orders_by_id() -> None:
     assert list(merged) == ["n1", "n2", "n3"]
     assert list(max_fuse([expanded, semantic, structured])) == ["n1", "n2", "n3"]
     assert max_fuse([]) == {}
+
+
+def test_relative_scores_divide_by_the_best_then_sharpen() -> None:
+    got = relative_scores({"b": 0.5, "a": 2.0, "c": -1.0}, 2.0)
+    assert got == {"a": 1.0, "b": 0.0625, "c": 0.0}
+    assert list(got) == ["a", "b", "c"]
+    assert relative_scores({}, 4.0) == {}
+
+
+@pytest.mark.parametrize("scores", [{"a": 0.0, "b": 0.0}, {"a": -0.5}, {"a": math.nan}])
+def test_relative_scores_without_a_positive_best_carry_no_signal(
+    scores: dict[str, float],
+) -> None:
+    # A leg whose every score is 0 (e.g. a decay that underflowed) must not score 1.0.
+    assert relative_scores(scores, 8.0) == {}
+
+
+def test_sharpen_clamps_then_raises() -> None:
+    assert sharpen({"b": 0.5, "a": 1.0, "c": 1.5, "d": -0.2}, 2.0) == {
+        "a": 1.0, "b": 0.25, "c": 1.0, "d": 0.0,
+    }
+    assert sharpen({"x": 0.3}, 1.0) == {"x": 0.3}

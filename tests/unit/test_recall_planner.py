@@ -1,0 +1,125 @@
+"""The evidence planner's recall over a small real store and a scripted vector index."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from planner_svc.core.config import PlannerConfig
+from planner_svc.core.fusion import sharpen
+from planner_svc.core.model import SpanRef
+from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.recall.request import PlanQuery, SemanticLeg, StructuredLeg
+from planner_svc.recall.settings import RecallSettings
+from planner_svc.recall.structured import normalise_scores
+from planner_svc.store import NodeWrite, Store
+
+T0 = 1_700_000_000_000_000  # microseconds
+TEXT = "Paris is the capital of France.\n\nLyon lies on the Rhone.\n\nParis hosts the Louvre."
+DIM = 4
+
+
+def _byte_span(text: str, part: str) -> tuple[int, int]:
+    data, piece = text.encode("utf-8"), part.encode("utf-8")
+    start = data.index(piece)
+    return start, start + len(piece)
+
+
+class ScriptedIndex:
+    """A vector index that returns fixed ``(node_id, similarity)`` hits."""
+
+    def __init__(self, hits: Sequence[tuple[str, float]]) -> None:
+        self.hits = list(hits)
+        self.queries: list[npt.NDArray[np.float32]] = []
+
+    def search(self, query: npt.ArrayLike, k: int, *, valid_us: int, tx_us: int,
+               source: Any) -> list[tuple[str, float]]:
+        self.queries.append(np.asarray(query, dtype=np.float32))
+        return self.hits[:k]
+
+
+class ZeroEmbedder:
+    """Embeds every text to the zero vector (no known token)."""
+
+    dim = DIM
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.zeros((len(texts), DIM), dtype=np.float32)
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "data") as s:
+        s.put_source_version("src", TEXT, title="Cities", media_type="text/plain", tx_us=10)
+        parts = ("Paris is the capital of France.", "Lyon lies on the Rhone.",
+                 "Paris hosts the Louvre.")
+        spans = [_byte_span(TEXT, p) for p in parts]
+        s.add_spans("src", 10, [(a, b, "paragraph") for a, b in spans])
+        s.write_nodes(
+            [
+                NodeWrite(node_id=f"p:{i}", text=part, labels=("passage",),
+                          provenance=(SpanRef("src", 10, *spans[i]),), valid_from_us=T0)
+                for i, part in enumerate(parts)
+            ],
+            tx_us=20,
+        )
+        yield s
+
+
+def _query(*, structured: StructuredLeg | None = None, semantic: SemanticLeg | None = None,
+           at_valid_us: int = T0, at_tx_us: int = 100, expand_depth: int = 0) -> PlanQuery:
+    return PlanQuery(
+        structured=structured, semantic=semantic, expand_depth=expand_depth,
+        at_valid_us=at_valid_us, at_tx_us=at_tx_us, budget_tokens=1000, model="",
+        allow_ungrounded=True, explain=True, max_frac_per_source=1.0, dedup_overlap=0.5,
+    )
+
+
+def _planner(store: Store, index: ScriptedIndex | None = None,
+             embedder: ZeroEmbedder | None = None) -> EvidencePlanner:
+    return EvidencePlanner(store, index=index, embedder=embedder, config=PlannerConfig(),
+                           recall=RecallSettings())
+
+
+def test_structured_scores_are_bm25_over_best_then_sharpened_once(store: Store) -> None:
+    result = _planner(store).plan(_query(structured=StructuredLeg(text="Paris capital")))
+    assert result.trace is not None
+    raw = store.search_text("Paris capital", valid_us=T0, tx_us=100, limit=50)
+    top = raw[0][1]
+    assert set(result.trace.structured) == {"p:0", "p:2"}
+    assert result.trace.structured == {
+        node_id: min(1.0, max(0.0, score / top)) ** 4 for node_id, score in raw
+    }
+    assert result.trace.structured["p:0"] == 1.0
+    assert 0.0 < result.trace.structured["p:2"] < 1.0
+    assert result.trace.structured == sharpen(normalise_scores(raw), 4.0)
+
+
+def test_filter_only_structured_scores_every_hit_one(store: Store) -> None:
+    result = _planner(store).plan(
+        _query(structured=StructuredLeg(text="", labels=("passage",)))
+    )
+    assert result.trace is not None
+    assert result.trace.structured == {"p:0": 1.0, "p:1": 1.0, "p:2": 1.0}
+
+
+def test_semantic_leg_without_signal_does_not_outrank_structured_hits(store: Store) -> None:
+    # alpha 0.5 at a valid time ~146k years after the nodes: the confidence decay underflows
+    # to 0, every fused score is 0, and the leg must add nothing (it used to score all 1.0).
+    far_future = 2**62
+    index = ScriptedIndex([("p:1", 0.9), ("p:0", 0.8)])
+    result = _planner(store, index).plan(_query(
+        structured=StructuredLeg(text="Paris capital"),
+        semantic=SemanticLeg(vector=(1.0, 0.0, 0.0, 0.0), k=5, alpha=0.5),
+        at_valid_us=far_future,
+    ))
+    assert result.trace is not None
+    assert result.trace.semantic == {}
+    assert "p:1" not in result.trace.fused
+    assert result.trace.fused == result.trace.structured
+    assert {s.span.start for s in result.plan.spans} == {0, TEXT.encode().index(b"Paris hosts")}
