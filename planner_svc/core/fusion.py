@@ -44,15 +44,44 @@ def max_fuse(legs: Iterable[Mapping[str, float]]) -> dict[str, float]:
     return {node_id: merged[node_id] for node_id in sorted(merged)}
 
 
+def unit_power(base: float, exponent: float) -> float:
+    """``base ** exponent`` computed the same way on every machine when ``exponent`` is integral.
+
+    Weights enter the plan hash as raw IEEE-754 bits, so a weight must not depend on the
+    platform's ``pow``, which is not correctly rounded everywhere. For an integral exponent
+    ``n >= 1`` (the default sharpnesses 4 and 8) the power is a fixed chain of IEEE-754 double
+    multiplications, each correctly rounded, hence bit-for-bit reproducible in any language:
+    right-to-left binary exponentiation, i.e. ``result = 1.0; square = base``; for each bit of
+    ``n`` from the lowest, ``result *= square`` when the bit is set, then ``square *= square``
+    while higher bits remain (``n = 4``: ``(b*b)*(b*b)``; ``n = 8``: ``((b*b)**2)**2``).
+    A non-integral exponent falls back to :func:`math.pow` and is reproducible only where the
+    C library's ``pow`` agrees. ``exponent == 0`` gives 1.0.
+    """
+    exponent = float(exponent)
+    if exponent.is_integer() and 0.0 <= exponent <= 1024.0:
+        n = int(exponent)
+        result = 1.0
+        square = base
+        while n:
+            if n & 1:
+                result *= square
+            n >>= 1
+            if n:
+                square *= square
+        return result
+    return math.pow(base, exponent)
+
+
 def sharpen(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
     """Raise scores already in [0, 1] to the power ``sharpness``: ``clamp(score) ** sharpness``.
 
     A sharpness above 1 widens the gap between strong and weak matches, so a long passage that
     answers outweighs a short one that merely resembles the question when packing by weight per
-    token; 1.0 keeps each score. Order of the returned dict: node id.
+    token; 1.0 keeps each score. The power is :func:`unit_power` (exactly reproducible for an
+    integral sharpness). Order of the returned dict: node id.
     """
     return {
-        node_id: clamp_unit(math.pow(clamp_unit(scores[node_id]), sharpness))
+        node_id: clamp_unit(unit_power(clamp_unit(scores[node_id]), sharpness))
         for node_id in sorted(scores)
     }
 

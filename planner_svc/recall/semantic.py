@@ -1,8 +1,9 @@
 """Semantic recall leg: nearest live vectors, similarity fused with confidence decay.
 
 Source: DESIGN section 5, leg 2; memory-planner seed, "Phase A" (``fuse(sim, decay, alpha)``).
-Cosine similarity is clamped into [0, 1] before fusion; the decay of a node is its confidence
-times ``0.5 ** (age / half_life)``, age being ``at_valid - valid_from`` (never negative).
+Cosine similarity is rounded to :data:`SIMILARITY_DECIMALS` decimal places and clamped into
+[0, 1] before fusion; the decay of a node is its confidence times ``0.5 ** (age / half_life)``,
+age being ``at_valid - valid_from`` (never negative).
 """
 
 from __future__ import annotations
@@ -18,6 +19,17 @@ from planner_svc.recall.request import SemanticLeg
 
 DEFAULT_HALF_LIFE_US = 365 * 24 * 3600 * 1_000_000
 """Confidence half-life with age: one year, in microseconds."""
+SIMILARITY_DECIMALS = 6
+"""Decimal places kept of a cosine similarity. FAISS computes inner products in float32 and
+sums them in an order that depends on the SIMD code path of the machine, so the same query can
+differ in the last bits (about 1e-7) across machines; weights enter the plan hash bit for bit.
+Rounding (Python's :func:`round`, exact decimal rounding of the double) absorbs those
+differences, except for a similarity within about 1e-7 of a rounding boundary."""
+
+
+def _similarity(raw: float) -> float:
+    """A raw float32 similarity, rounded to :data:`SIMILARITY_DECIMALS` places and clamped."""
+    return clamp_unit(round(float(raw), SIMILARITY_DECIMALS))
 
 
 def confidence_decay(confidence: float, valid_from_us: int, at_valid_us: int,
@@ -75,7 +87,7 @@ def semantic_leg(
     scores: dict[str, float] = {}
     if leg.alpha == 1.0:
         for node_id, sim in hits:
-            scores[node_id] = clamp_unit(sim)
+            scores[node_id] = _similarity(sim)
         return scores
     nodes = store.get_many_as_of([n for n, _ in hits], valid_us, tx_us)
     for node_id, sim in hits:
@@ -83,5 +95,5 @@ def semantic_leg(
         if node is None:
             continue
         decay = confidence_decay(node.confidence, node.valid_from_us, valid_us)
-        scores[node_id] = fuse(clamp_unit(sim), decay, leg.alpha)
+        scores[node_id] = fuse(_similarity(sim), decay, leg.alpha)
     return scores
