@@ -92,8 +92,10 @@ def test_structured_scores_are_bm25_over_best_then_sharpened_once(store: Store) 
     raw = store.search_text("Paris capital", valid_us=T0, tx_us=100, limit=50)
     top = raw[0][1]
     assert set(result.trace.structured) == {"p:0", "p:2"}
+    relative = {node_id: min(1.0, max(0.0, score / top)) for node_id, score in raw}
+    # sharpness 4 is the multiplication chain (x*x)*(x*x), bit for bit
     assert result.trace.structured == {
-        node_id: min(1.0, max(0.0, score / top)) ** 4 for node_id, score in raw
+        node_id: (x * x) * (x * x) for node_id, x in relative.items()
     }
     assert result.trace.structured["p:0"] == 1.0
     assert 0.0 < result.trace.structured["p:2"] < 1.0
