@@ -16,7 +16,7 @@ from planner_svc.core.fusion import max_fuse, relative_scores, sharpen
 from planner_svc.core.model import EvidencePlan, PlanStats
 from planner_svc.core.plan import build_plan, empty_plan
 from planner_svc.recall.expand import expand
-from planner_svc.recall.explode import explode
+from planner_svc.recall.explode import Pool, explode
 from planner_svc.recall.ports import (
     QueryEmbedder,
     RecallStore,
@@ -59,7 +59,8 @@ class PlanResult:
 class EvidencePlanner:
     """Plans evidence over one store, vector index and embedder.
 
-    Thread-safe when its backends are (it keeps no per-request state).
+    Thread-safe when its backends are (it keeps no per-request state). Every store read of one
+    plan runs inside the store's :meth:`~RecallStore.snapshot`, so a plan sees one state.
 
     Args:
         store: node, edge, span-ledger and source reads.
@@ -100,6 +101,39 @@ class EvidencePlanner:
             Cancelled: ``cancelled()`` turned true between stages.
         """
         stats = PlanStats()
+        # One consistent store state for every read of the plan: a write committed while the
+        # legs run is seen by none of them rather than by the later ones only.
+        with self._store.snapshot():
+            legs, pool = self._recall(query, stats, cancelled)
+        self._check(cancelled)
+        if not pool.candidates:
+            if query.allow_ungrounded:
+                return PlanResult(plan=empty_plan(stats))
+            raise InsufficientEvidence(
+                f"recall found no evidence span ({len(legs.fused)} nodes recalled, "
+                f"{stats.nodes_without_spans} without spans, {stats.slices_missing} slices missing)"
+            )
+        context_window = (
+            self._counter.context_window(query.model)
+            if self._counter is not None and query.model
+            else None
+        )
+        plan = build_plan(
+            pool.candidates,
+            requested_budget=query.budget_tokens,
+            context_window=context_window,
+            estimate_mode=pool.estimate_mode,
+            max_frac_per_source=query.max_frac_per_source,
+            dedup_overlap=query.dedup_overlap,
+            recall_stats=stats,
+            explain=query.explain,
+        )
+        return PlanResult(plan=plan, trace=legs if query.explain else None)
+
+    def _recall(
+        self, query: PlanQuery, stats: PlanStats, cancelled: Callable[[], bool]
+    ) -> tuple[LegTrace, Pool]:
+        """Phase A: the legs, their fusion and the candidate pool (every store read)."""
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
         structured: dict[str, float] = {}
         semantic: dict[str, float] = {}
@@ -138,34 +172,9 @@ class EvidencePlanner:
         pool = explode(self._store, fused, valid_us=valid_us, tx_us=tx_us, config=self.config,
                        counter=self._counter, model=query.model, stats=stats,
                        cancelled=cancelled)
-        self._check(cancelled)
-        if not pool.candidates:
-            if query.allow_ungrounded:
-                return PlanResult(plan=empty_plan(stats))
-            raise InsufficientEvidence(
-                f"recall found no evidence span ({len(fused)} nodes recalled, "
-                f"{stats.nodes_without_spans} without spans, {stats.slices_missing} slices missing)"
-            )
-        context_window = (
-            self._counter.context_window(query.model)
-            if self._counter is not None and query.model
-            else None
-        )
-        plan = build_plan(
-            pool.candidates,
-            requested_budget=query.budget_tokens,
-            context_window=context_window,
-            estimate_mode=pool.estimate_mode,
-            max_frac_per_source=query.max_frac_per_source,
-            dedup_overlap=query.dedup_overlap,
-            recall_stats=stats,
-            explain=query.explain,
-        )
-        trace = None
-        if query.explain:
-            trace = LegTrace(structured=structured, semantic=semantic, expanded=expanded,
-                             fused=fused, origin=pool.origin)
-        return PlanResult(plan=plan, trace=trace)
+        legs = LegTrace(structured=structured, semantic=semantic, expanded=expanded,
+                        fused=fused, origin=pool.origin)
+        return legs, pool
 
     @staticmethod
     def _check(cancelled: Callable[[], bool]) -> None:

@@ -7,6 +7,7 @@ satisfy these; a distributed backend would too, with the same shapes.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -44,6 +45,14 @@ class EdgeView(Protocol):
 
 class RecallStore(Protocol):
     """Reads recall performs against the store; every read is as-of (valid_us, tx_us)."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A block whose reads (on the calling thread) all see one committed store state.
+
+        Re-entrant: a nested block joins the running one. Must not block writers (a reader
+        holding a snapshot while another thread or process commits is the normal case).
+        """
+        ...
 
     def search_text(
         self,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,22 +53,26 @@ class ZeroEmbedder:
         return np.zeros((len(texts), DIM), dtype=np.float32)
 
 
+def _fill(s: Store) -> None:
+    s.put_source_version("src", TEXT, title="Cities", media_type="text/plain", tx_us=10)
+    parts = ("Paris is the capital of France.", "Lyon lies on the Rhone.",
+             "Paris hosts the Louvre.")
+    spans = [_byte_span(TEXT, p) for p in parts]
+    s.add_spans("src", 10, [(a, b, "paragraph") for a, b in spans])
+    s.write_nodes(
+        [
+            NodeWrite(node_id=f"p:{i}", text=part, labels=("passage",),
+                      provenance=(SpanRef("src", 10, *spans[i]),), valid_from_us=T0)
+            for i, part in enumerate(parts)
+        ],
+        tx_us=20,
+    )
+
+
 @pytest.fixture()
 def store(tmp_path: Path) -> Iterator[Store]:
     with Store.open(tmp_path / "data") as s:
-        s.put_source_version("src", TEXT, title="Cities", media_type="text/plain", tx_us=10)
-        parts = ("Paris is the capital of France.", "Lyon lies on the Rhone.",
-                 "Paris hosts the Louvre.")
-        spans = [_byte_span(TEXT, p) for p in parts]
-        s.add_spans("src", 10, [(a, b, "paragraph") for a, b in spans])
-        s.write_nodes(
-            [
-                NodeWrite(node_id=f"p:{i}", text=part, labels=("passage",),
-                          provenance=(SpanRef("src", 10, *spans[i]),), valid_from_us=T0)
-                for i, part in enumerate(parts)
-            ],
-            tx_us=20,
-        )
+        _fill(s)
         yield s
 
 
@@ -125,3 +130,37 @@ def test_semantic_leg_without_signal_does_not_outrank_structured_hits(store: Sto
     assert "p:1" not in result.trace.fused
     assert result.trace.fused == result.trace.structured
     assert {s.span.start for s in result.plan.spans} == {0, TEXT.encode().index(b"Paris hosts")}
+
+
+class WriteBetweenLegs(Store):
+    """A store that lets another thread commit a write right after the structured leg."""
+
+    between: Callable[[], None] | None = None
+
+    def search_text(self, query: str, **kw: Any) -> list[tuple[str, float]]:
+        hits = super().search_text(query, **kw)
+        if self.between is not None:
+            writer = threading.Thread(target=self.between)
+            writer.start()
+            writer.join(timeout=10)
+            assert not writer.is_alive(), "a writer was blocked by a plan's read snapshot"
+        return hits
+
+
+def test_plan_reads_one_snapshot_while_a_writer_commits(tmp_path: Path) -> None:
+    with WriteBetweenLegs.open(tmp_path / "data") as store:
+        assert isinstance(store, WriteBetweenLegs)
+        _fill(store)
+        query = _query(structured=StructuredLeg(text="Paris capital"))
+        retired: list[int] = []
+        store.between = lambda: retired.append(store.retire_nodes(["p:0", "p:2"], tx_us=50))
+        result = _planner(store).plan(query)
+        assert retired == [2]  # committed while the plan was running
+        # The plan saw the state before the write: the nodes the structured leg found are
+        # still live when exploded to spans, not half-retired.
+        assert len(result.plan.spans) == 2
+        assert result.plan.stats.nodes_not_live == 0
+        store.between = None
+        after = _planner(store).plan(query)
+        assert after.plan.spans == ()
+        assert after.plan.stats.structured_hits == 0

@@ -563,3 +563,35 @@ def test_threads_read_while_one_writes(store: Store) -> None:
     assert errors == []
     assert len(store.edges_as_of(["n:0"], 0, 100, direction="in")) == 40
     assert store.count_nodes() == 90
+
+
+def test_snapshot_is_per_thread_reentrant_and_does_not_block_writers(store: Store) -> None:
+    store.write_nodes([_node("a", "alpha one"), _node("b", "alpha two")], tx_us=1)
+    seen_by_other_thread: list[int] = []
+
+    def write() -> None:
+        store.retire_nodes(["a"], tx_us=5)
+        store.put_node(_node("c", "alpha three"), tx_us=5)
+        # Another thread's reads are outside this thread's snapshot: the write is visible.
+        seen_by_other_thread.append(len(store.get_many_as_of(["a", "b", "c"], T0, 10)))
+
+    with store.snapshot():
+        assert len(store.search_text("alpha", valid_us=T0, tx_us=10, limit=10)) == 2
+        writer = threading.Thread(target=write)
+        writer.start()
+        writer.join(timeout=10)
+        assert not writer.is_alive(), "the writer waited for a reader's snapshot"
+        assert seen_by_other_thread == [2]  # b and c
+        # This thread still reads the state of its first read, through every method.
+        assert sorted(store.get_many_as_of(["a", "b", "c"], T0, 10)) == ["a", "b"]
+        with store.snapshot():  # nested: joins, and leaving it keeps the outer snapshot
+            assert {h[0] for h in store.search_text("alpha", valid_us=T0, tx_us=10,
+                                                    limit=10)} == {"a", "b"}
+        assert {h[0] for h in store.search_text("alpha", valid_us=T0, tx_us=10,
+                                                limit=10)} == {"a", "b"}
+        assert store.count_nodes() == 2
+        with pytest.raises(RuntimeError):
+            store.put_node(_node("d", "x"), tx_us=6)
+    assert sorted(store.get_many_as_of(["a", "b", "c"], T0, 10)) == ["b", "c"]
+    assert store.count_nodes() == 2  # current versions: b and c
+    store.put_node(_node("d", "x"), tx_us=6)  # writes work again after the block

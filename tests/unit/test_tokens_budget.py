@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import pytest
@@ -70,6 +71,9 @@ class _Store:
 
     def canonical_slices(self, keys: Iterable[SpanKey]) -> Mapping[SpanKey, str]:
         return {k: self.texts[k] for k in keys if k in self.texts}
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        return nullcontext()  # immutable
 
 
 class CharsOver4:
