@@ -47,13 +47,19 @@ def planned_span_from_proto(msg: plan_pb2.PlannedSpan, *, field: str) -> Planned
     """Core PlannedSpan from its message.
 
     Raises:
-        InvalidRequest: ``{field}.span`` missing, ``{field}.class`` unspecified or unknown,
-            ``{field}.weight`` not finite, ``{field}.span.sourceId`` empty.
+        InvalidRequest: ``{field}.span`` missing, ``{field}.span.sourceId`` empty,
+            ``{field}.kind`` empty, ``{field}.class`` unspecified or unknown, ``{field}.weight``
+            not finite or negative.
     """
     if not msg.HasField("span"):
         raise InvalidRequest(f"{field}.span", "is required")
     if not msg.span.source_id:
         raise InvalidRequest(f"{field}.span.sourceId", "must be a non-empty string")
+    if not msg.kind:
+        # Never defaulted: the plan hash encodes the kind the caller sent.
+        raise InvalidRequest(
+            f"{field}.kind", "must be a non-empty string (paragraph, heading, cell, code, body)"
+        )
     try:
         span_class = SpanClass(msg.__getattribute__("class"))
     except ValueError:
@@ -64,7 +70,7 @@ def planned_span_from_proto(msg: plan_pb2.PlannedSpan, *, field: str) -> Planned
         raise InvalidRequest(f"{field}.weight", f"must be finite and >= 0, got {msg.weight!r}")
     return PlannedSpan(
         span=span_ref_from_proto(msg.span),
-        kind=msg.kind or "body",
+        kind=msg.kind,
         span_class=span_class,
         weight=msg.weight,
         tokens=msg.tokens,

@@ -240,8 +240,13 @@ def good_line() -> str:
         (pool_request(span("a", 0, 5, 1, 0.5), span("a", 7, 7, 1, 0.5)), "pool[1].span.end"),
         (
             '{"budget": 10, "pool": [{"span": {"sourceId": "a", "start": 0, "end": 5}, '
-            '"weight": 0.5, "tokens": 1}]}',
+            '"kind": "body", "weight": 0.5, "tokens": 1}]}',
             "pool[0].class",
+        ),
+        (
+            '{"budget": 10, "pool": [{"span": {"sourceId": "a", "start": 0, "end": 5}, '
+            '"class": "SPAN_CLASS_TRUTH", "weight": 0.5, "tokens": 1}]}',
+            "pool[0].kind",
         ),
         ('{"budget": 10, "pool": [{"weight": 0.5}]}', "pool[0].span"),
         (

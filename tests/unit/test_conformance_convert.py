@@ -67,9 +67,19 @@ def test_planned_span_round_trip_keeps_every_field() -> None:
     assert math.copysign(1.0, back.weight) == -1.0
 
 
-def test_missing_kind_defaults_to_body() -> None:
+def test_missing_kind_is_rejected_not_defaulted() -> None:
+    # The hash encodes the kind: turning "" into "body" would hash a span the caller never
+    # described.
     msg = plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id="a", end=1), weight=0.5)
     msg.__setattr__("class", plan_pb2.SPAN_CLASS_TRUTH)
+    with pytest.raises(InvalidRequest) as info:
+        planned_span_from_proto(msg, field="pool[0]")
+    assert info.value.field == "pool[0].kind"
+    assert "non-empty" in info.value.reason
+    with pytest.raises(InvalidRequest) as info:
+        plan_from_proto(plan_pb2.EvidencePlan(plan_model="v1", spans=[msg]))
+    assert info.value.field == "spans[0].kind"
+    msg.kind = "body"
     assert planned_span_from_proto(msg, field="pool[0]").kind == "body"
 
 
@@ -78,7 +88,8 @@ def test_missing_kind_defaults_to_body() -> None:
     [
         (plan_pb2.PlannedSpan(weight=0.5), "pool[4].span"),
         (plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(end=1), weight=0.5), "pool[4].span.sourceId"),
-        (plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id="a", end=1)), "pool[4].class"),
+        (plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id="a", end=1), kind="body"),
+         "pool[4].class"),
     ],
 )
 def test_conversion_errors_name_the_field(msg: plan_pb2.PlannedSpan, field: str) -> None:
@@ -89,7 +100,8 @@ def test_conversion_errors_name_the_field(msg: plan_pb2.PlannedSpan, field: str)
 
 @pytest.mark.parametrize("weight", [math.nan, math.inf, -1.0])
 def test_bad_weights_are_rejected_at_the_boundary(weight: float) -> None:
-    msg = plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id="a", end=1), weight=weight)
+    msg = plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id="a", end=1), kind="body",
+                               weight=weight)
     msg.__setattr__("class", plan_pb2.SPAN_CLASS_TRUTH)
     with pytest.raises(InvalidRequest) as info:
         planned_span_from_proto(msg, field="pool[0]")
