@@ -42,8 +42,10 @@ def confidence_decay(confidence: float, valid_from_us: int, at_valid_us: int,
 def query_vector(leg: SemanticLeg, embedder: QueryEmbedder | None) -> np.ndarray:
     """The leg's query as a float32 vector of the embedder's dimension.
 
+    Text may embed to the zero vector (no known token); the caller then gets no semantic hit.
+
     Raises:
-        InvalidRequest: ``semantic.vector`` of the wrong dimension or not finite.
+        InvalidRequest: ``semantic.vector`` of the wrong dimension, not finite, or all zeros.
         BackendUnavailable: text was given but no embedder is configured.
     """
     if leg.vector is not None:
@@ -55,6 +57,8 @@ def query_vector(leg: SemanticLeg, embedder: QueryEmbedder | None) -> np.ndarray
             )
         if not np.all(np.isfinite(vec)):
             raise InvalidRequest("semantic.vector", "values must be finite")
+        if not np.any(vec):
+            raise InvalidRequest("semantic.vector", "has norm 0; a direction is needed")
         return vec
     if embedder is None:
         raise BackendUnavailable("semantic recall needs an embedder; none is configured")
@@ -79,7 +83,7 @@ def semantic_leg(
     if index is None:
         raise BackendUnavailable("semantic recall needs a vector index; none is configured")
     vec = query_vector(leg, embedder)
-    if not np.any(vec):
+    if not np.any(vec):  # text with no known token: no direction, so no semantic hit
         return {}
     hits = index.search(vec, leg.k, valid_us=valid_us, tx_us=tx_us, source=store)
     if not hits:

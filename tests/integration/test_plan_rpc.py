@@ -115,6 +115,8 @@ def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
          "semantic.alpha"),
         (plan_pb2.PlanRequest(semantic=plan_pb2.SemanticRecall(
             vector=plan_pb2.VectorQuery(values=[0.1, 0.2]))), "semantic.vector"),
+        (plan_pb2.PlanRequest(semantic=plan_pb2.SemanticRecall(
+            vector=plan_pb2.VectorQuery(values=[0.0] * 256))), "semantic.vector"),
         (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"),
                               max_frac_per_source=0.0), "max_frac_per_source"),
         (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), dedup_overlap=2.0),

@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
+from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.fusion import fuse
 from planner_svc.core.model import SpanRef
 from planner_svc.recall.request import SemanticLeg
@@ -84,3 +86,22 @@ def test_last_bit_differences_in_similarity_give_the_same_score() -> None:
     neighbours = [sim, np.nextafter(sim, np.float32(1)), np.nextafter(sim, np.float32(0))]
     scores = {_run(SemanticLeg(text="q", k=1), [("a", float(s))])["a"] for s in neighbours}
     assert scores == {0.707107}
+
+
+def test_caller_vector_of_norm_zero_is_invalid() -> None:
+    index = _Index([("a", 0.9)])
+    leg = SemanticLeg(vector=(0.0, -0.0, 0.0), k=5)
+    with pytest.raises(InvalidRequest) as info:
+        semantic_leg(_Store([]), index, _Embedder([1, 0, 0]), leg,  # type: ignore[arg-type]
+                     valid_us=T0, tx_us=T0)
+    assert info.value.field == "semantic.vector"
+    assert "norm 0" in info.value.reason
+    assert index.calls == 0
+
+
+def test_text_that_embeds_to_zero_finds_nothing_without_error() -> None:
+    index = _Index([("a", 0.9)])
+    got = semantic_leg(_Store([]), index, _Embedder([0, 0, 0]),  # type: ignore[arg-type]
+                       SemanticLeg(text="zqxj", k=5), valid_us=T0, tx_us=T0)
+    assert got == {}
+    assert index.calls == 0
