@@ -23,9 +23,7 @@ from planner_svc.core.model import (
 )
 from planner_svc.recall.planner import LegTrace, PlanResult
 from planner_svc.recall.request import PlanQuery, SemanticLeg, StructuredLeg
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
+from planner_svc.recall.settings import RecallSettings
 
 
 def span_ref_from_proto(msg: plan_pb2.SpanRef) -> SpanRef:
@@ -188,12 +186,14 @@ def plan_query_from_proto(
     *,
     now_us: int,
     config: PlannerConfig,
-    default_k: int = 50,
-    default_limit: int = 50,
+    recall: RecallSettings | None = None,
 ) -> PlanQuery:
     """Validate a PlanRequest into the internal :class:`PlanQuery`.
 
-    Absent as-of times become ``now_us``; absent budget/settings take ``config``'s defaults.
+    Absent as-of times become ``now_us``; absent budget/settings take ``config``'s defaults;
+    an absent (0) ``query.limit`` / ``semantic.k`` takes ``recall.default_limit`` /
+    ``recall.default_k`` (``RecallSettings()`` when ``recall`` is None; pass the planner's
+    settings so its defaults apply).
     Structured filters are bounded: at most :data:`MAX_FILTER_LABELS` labels and
     :data:`MAX_FILTER_PROPERTIES` properties, each label, key and value 1..
     :data:`MAX_FILTER_CHARS` characters.
@@ -201,6 +201,7 @@ def plan_query_from_proto(
     Raises:
         InvalidRequest: naming the first offending field (proto field path) and the reason.
     """
+    settings = recall if recall is not None else RecallSettings()
     has_query = msg.HasField("query")
     has_semantic = msg.HasField("semantic")
     if not has_query and not has_semantic:
@@ -219,7 +220,7 @@ def plan_query_from_proto(
             text=q.text,
             labels=tuple(q.labels),
             properties=dict(sorted(q.properties.items())),
-            limit=q.limit or default_limit,
+            limit=q.limit or settings.default_limit,
         )
     semantic: SemanticLeg | None = None
     if has_semantic:
@@ -241,7 +242,7 @@ def plan_query_from_proto(
         semantic = SemanticLeg(
             text=s.text if which == "text" else None,
             vector=tuple(s.vector.values) if which == "vector" else None,
-            k=s.k or default_k,
+            k=s.k or settings.default_k,
             alpha=alpha,
         )
     if msg.expand_depth > MAX_EXPAND_DEPTH:

@@ -12,9 +12,6 @@ from collections.abc import Mapping
 
 from planner_svc.recall.ports import Direction, RecallStore
 
-DEFAULT_HOP_DECAY = 0.8
-DEFAULT_MAX_FRONTIER = 200
-
 
 def expand(
     store: RecallStore,
@@ -23,11 +20,14 @@ def expand(
     *,
     valid_us: int,
     tx_us: int,
-    hop_decay: float = DEFAULT_HOP_DECAY,
-    max_frontier: int = DEFAULT_MAX_FRONTIER,
+    hop_decay: float,
+    max_frontier: int,
     direction: Direction = "out",
 ) -> dict[str, float]:
     """Node id -> best score reached by 1..depth hops (seed nodes only when improved).
+
+    ``hop_decay`` and ``max_frontier`` have no default here: they come from
+    :class:`planner_svc.recall.settings.RecallSettings`, the one place defaults live.
 
     Returns only nodes whose expanded score beats their seed score, so fusing with the seeds
     by max is exact.

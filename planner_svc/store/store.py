@@ -544,33 +544,15 @@ class Store:
     def canonical_slice(self, source_id: str, tx_us: int, start: int, end: int) -> str | None:
         """Text of UTF-8 bytes ``[start, end)`` of one source version's canonical text.
 
+        One key of :meth:`canonical_slices` (same boundary rules).
+
         Returns:
             The slice (``""`` when ``start == end``), or None when the version does not exist,
             the range is outside ``0 <= start <= end <= len`` or an offset falls inside a
             multi-byte character.
         """
-        if start < 0 or end < start:
-            return None
-        row = (
-            self._conn()
-            .execute(
-                "SELECT length(text), substr(text, ? + 1, ? - ? + 1) FROM source_versions "
-                "WHERE source_id = ? AND tx = ?",
-                (start, end, start, source_id, tx_us),
-            )
-            .fetchone()
-        )
-        if row is None:
-            return None
-        length, piece = int(row[0]), bytes(row[1])
-        if end > length:
-            return None
-        # piece holds bytes [start, end] (one extra byte, when present, to check the end).
-        if piece and start < length and _is_continuation(piece[0]):
-            return None
-        if end < length and _is_continuation(piece[end - start]):
-            return None
-        return piece[: end - start].decode("utf-8")
+        key = (source_id, tx_us, start, end)
+        return self.canonical_slices([key]).get(key)
 
     def canonical_slices(self, keys: Iterable[CoordKey]) -> dict[CoordKey, str]:
         """Batched :meth:`canonical_slice` for ``(source_id, tx, start, end)`` keys.

@@ -13,6 +13,7 @@ from planner_svc.convert import (
 )
 from planner_svc.core.config import PlannerConfig
 from planner_svc.core.errors import InvalidRequest
+from planner_svc.recall.settings import RecallSettings
 
 NOW = 1_800_000_000_000_000
 
@@ -61,3 +62,24 @@ def test_filters_out_of_bounds_name_the_field(kw: dict[str, object], field: str,
         _convert(_query(**kw))
     assert info.value.field == field
     assert words in info.value.reason
+
+
+def test_absent_k_and_limit_take_the_recall_settings_defaults() -> None:
+    both = plan_pb2.PlanRequest(
+        query=plan_pb2.StructuredQuery(text="Paris"),
+        semantic=plan_pb2.SemanticRecall(text="Paris"),
+    )
+    custom = plan_query_from_proto(both, now_us=NOW, config=PlannerConfig(),
+                                   recall=RecallSettings(default_k=7, default_limit=9))
+    assert custom.semantic is not None and custom.structured is not None
+    assert (custom.semantic.k, custom.structured.limit) == (7, 9)
+    plain = plan_query_from_proto(both, now_us=NOW, config=PlannerConfig())
+    assert plain.semantic is not None and plain.structured is not None
+    defaults = RecallSettings()
+    assert (plain.semantic.k, plain.structured.limit) == (
+        defaults.default_k, defaults.default_limit)
+    both.query.limit, both.semantic.k = 3, 4  # an explicit value wins
+    explicit = plan_query_from_proto(both, now_us=NOW, config=PlannerConfig(),
+                                     recall=RecallSettings(default_k=7, default_limit=9))
+    assert explicit.semantic is not None and explicit.structured is not None
+    assert (explicit.semantic.k, explicit.structured.limit) == (4, 3)

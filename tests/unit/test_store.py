@@ -595,3 +595,14 @@ def test_snapshot_is_per_thread_reentrant_and_does_not_block_writers(store: Stor
     assert sorted(store.get_many_as_of(["a", "b", "c"], T0, 10)) == ["b", "c"]
     assert store.count_nodes() == 2  # current versions: b and c
     store.put_node(_node("d", "x"), tx_us=6)  # writes work again after the block
+
+
+def test_one_slice_and_batched_slices_agree_on_every_range(store: Store) -> None:
+    text = "h\u00e9 \u4e16\u754c \U0001f600!"
+    store.put_source_version("m", text, title="M", media_type="text/plain", tx_us=T0)
+    size = len(text.encode("utf-8"))
+    keys = [("m", T0, a, b) for a in range(-1, size + 2) for b in range(-1, size + 2)]
+    batched = store.canonical_slices(keys)
+    for key in keys:
+        assert store.canonical_slice(*key) == batched.get(key), key
+    assert batched[("m", T0, 0, size)] == text
