@@ -160,7 +160,8 @@ class Backends:
         )
         if self.index is None:
             request.ClearField("semantic")  # store-only server: the structured leg alone
-        query = plan_query_from_proto(request, now_us=_now_us(), config=self.planner.config)
+        query = plan_query_from_proto(request, now_us=_now_us(), config=self.planner.config,
+                                      recall=self.planner.recall)
         return plan_result_to_proto(self.planner.plan(query))
 
     # ------------------------------------------------------------------ writes

@@ -48,7 +48,8 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
         with RpcTimer("Plan") as timer:
             try:
                 query = plan_query_from_proto(
-                    request, now_us=self._clock(), config=self._planner.config
+                    request, now_us=self._clock(), config=self._planner.config,
+                    recall=self._planner.recall,
                 )
                 result = self._planner.plan(query, cancelled=lambda: not context.is_active())
                 reply = plan_result_to_proto(result)
