@@ -6,9 +6,10 @@ Hierarchy::
     ├── InvalidRequest        a request field is malformed (field path + reason)
     │   └── ConfigError       a configuration value is out of range (rejected, never clamped)
     ├── InsufficientEvidence  recall produced no span and the caller did not allow ungrounded
-    └── BackendUnavailable    a recall backend the request needs is not configured
+    ├── BackendUnavailable    a recall backend the request needs is not configured
+    └── Cancelled             the caller cancelled, or its deadline passed; work stopped
 
-The server maps each class to one gRPC status in one place (``server/errors.py``).
+Each class maps to one gRPC status in one place (:mod:`planner_svc.status`).
 """
 
 from __future__ import annotations
@@ -43,3 +44,7 @@ class InsufficientEvidence(PlannerError):
 
 class BackendUnavailable(PlannerError):
     """A recall backend the request needs (e.g. the vector index) is not available."""
+
+
+class Cancelled(PlannerError):
+    """The caller cancelled the request or session, or its deadline passed; work stopped."""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from planner_svc.core.config import PlannerConfig
-from planner_svc.core.errors import InsufficientEvidence
+from planner_svc.core.errors import Cancelled, InsufficientEvidence
 from planner_svc.core.fusion import max_fuse, relative_scores, sharpen
 from planner_svc.core.model import EvidencePlan, PlanStats
 from planner_svc.core.plan import build_plan, empty_plan
@@ -28,10 +28,6 @@ from planner_svc.recall.request import PlanQuery
 from planner_svc.recall.semantic import semantic_leg
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.structured import structured_leg
-
-
-class Cancelled(Exception):
-    """The caller cancelled the request or its deadline passed; work stopped."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

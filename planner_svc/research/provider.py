@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from planner_svc.core.errors import Cancelled as Cancelled  # re-exported for providers
 from planner_svc.core.errors import PlannerError
 from planner_svc.research.digest import DigestView
 
@@ -39,10 +40,6 @@ class ProviderError(PlannerError):
 
 class CassetteMiss(PlannerError):
     """A replaying cassette holds no recording for a request (its key is in the message)."""
-
-
-class Cancelled(PlannerError):
-    """The caller cancelled the session while work was pending."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

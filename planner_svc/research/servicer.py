@@ -1,15 +1,10 @@
 """The ``ResearchPlanner`` gRPC servicer: converts events and updates, delegates to
 :class:`~planner_svc.research.session.ResearchSession`, and maps errors to status codes.
 
-Error mapping (the stream ends; the server keeps serving):
-
-=====================  ====================================================================
-InvalidRequest         INVALID_ARGUMENT, with a google.rpc.BadRequest field violation
-CassetteMiss           FAILED_PRECONDITION
-ProviderError          UNAVAILABLE
-other PlannerError     FAILED_PRECONDITION
-anything else          INTERNAL with a generic message and a logged error id
-=====================  ====================================================================
+Error mapping (the stream ends; the server keeps serving): the provider's own errors first —
+CassetteMiss is FAILED_PRECONDITION, ProviderError UNAVAILABLE — then the shared table of
+:mod:`planner_svc.status` (InvalidRequest is INVALID_ARGUMENT with a field violation; anything
+unexpected is INTERNAL with a generic message and a logged error id).
 
 When the caller cancels (or its deadline passes) the session's cancel event is set from gRPC's
 callback thread, so pending work stops at its next check and nothing more is sent.
@@ -25,15 +20,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 import grpc
 import structlog
-from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
-from grpc_status import rpc_status
 
 from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
-from planner_svc.core.errors import InvalidRequest, PlannerError
+from planner_svc.core.errors import Cancelled, InvalidRequest, PlannerError
 from planner_svc.research import wire
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS
-from planner_svc.research.provider import Cancelled, CassetteMiss, ProviderError
+from planner_svc.research.provider import CassetteMiss, ProviderError
 from planner_svc.research.providers import ProviderFactory, make_provider_factory
 from planner_svc.research.session import (
     MAX_QUESTION_CHARS,
@@ -42,6 +34,7 @@ from planner_svc.research.session import (
     StopReason,
     Update,
 )
+from planner_svc.status import GrpcStatus, status_for, to_grpc
 
 _log = structlog.get_logger("planner_svc.research")
 
@@ -57,12 +50,8 @@ SERVICE_NAME: str = research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].
 
 def invalid_argument_status(exc: InvalidRequest) -> grpc.Status:
     """INVALID_ARGUMENT carrying a BadRequest detail with one field violation for ``exc``."""
-    violation = error_details_pb2.BadRequest.FieldViolation(field=exc.field, description=exc.reason)
-    detail = any_pb2.Any()
-    detail.Pack(error_details_pb2.BadRequest(field_violations=[violation]))
-    status = status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(exc), details=[detail])
-    result: grpc.Status = rpc_status.to_status(status)
-    return result
+    status, _ = status_for(exc)
+    return to_grpc(status)
 
 
 class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
@@ -158,20 +147,18 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
             yield from _send(session.close_input())
         except Cancelled:
             return
-        except InvalidRequest as exc:
-            failure = invalid_argument_status(exc)
         except CassetteMiss as exc:
-            failure = _plain_status(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            failure = GrpcStatus(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except ProviderError as exc:
-            failure = _plain_status(grpc.StatusCode.UNAVAILABLE, f"planner model: {exc}")
+            failure = GrpcStatus(grpc.StatusCode.UNAVAILABLE, f"planner model: {exc}")
         except PlannerError as exc:
-            failure = _plain_status(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            failure = to_grpc(status_for(exc)[0])
         except Exception:
             if cancel.is_set():
                 return  # the request iterator raises once the caller has cancelled
             error_id = uuid.uuid4().hex[:12]
             _log.exception("research.internal_error", error_id=error_id)
-            failure = _plain_status(grpc.StatusCode.INTERNAL, f"internal error (id {error_id})")
+            failure = GrpcStatus(grpc.StatusCode.INTERNAL, f"internal error (id {error_id})")
         finally:
             if session is not None:
                 if cancel.is_set():
@@ -192,17 +179,6 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
 def _send(updates: Iterable[Update]) -> Iterator[research_pb2.ResearchUpdate]:
     for update in updates:
         yield wire.update_to_proto(update)
-
-
-class _Status(grpc.Status):
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        self.code = code
-        self.details = details
-        self.trailing_metadata = ()
-
-
-def _plain_status(code: grpc.StatusCode, details: str) -> grpc.Status:
-    return _Status(code, details)
 
 
 def add_research_servicer(

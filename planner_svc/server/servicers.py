@@ -17,7 +17,7 @@ from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2, pl
 from planner_svc.convert import plan_query_from_proto, plan_result_to_proto
 from planner_svc.core.errors import PlannerError
 from planner_svc.recall.planner import EvidencePlanner
-from planner_svc.server.errors import abort_with, status_for
+from planner_svc.server.errors import abort_with, code_name
 from planner_svc.server.observe import PLAN_SPANS, PLAN_USED_TOKENS, RpcTimer, request_id
 
 log = structlog.get_logger("planner_svc.server")
@@ -54,7 +54,7 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
                 result = self._planner.plan(query, cancelled=lambda: not context.is_active())
                 reply = plan_result_to_proto(result)
             except Exception as exc:
-                timer.code = _code_name(exc)
+                timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method="Plan",
                            duration_us=timer.elapsed_us)
             PLAN_SPANS.observe(len(reply.spans))
@@ -62,13 +62,6 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
             log.info("plan", request_id=rid, plan_hash=reply.plan_hash, spans=len(reply.spans),
                      used=reply.used, budget=reply.budget, duration_us=timer.elapsed_us)
             return reply
-
-
-def _code_name(exc: BaseException) -> str:
-    from google.rpc import code_pb2
-
-    status, _ = status_for(exc)
-    return str(code_pb2.Code.Name(status.code))
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServicer):
@@ -115,7 +108,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServicer):
             try:
                 result = fn()
             except (PlannerError, Exception) as exc:
-                timer.code = _code_name(exc)
+                timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method=method,
                            duration_us=timer.elapsed_us)
             log.info(method.lower(), request_id=rid, duration_us=timer.elapsed_us)
