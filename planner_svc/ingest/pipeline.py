@@ -56,6 +56,7 @@ from planner_svc.ingest.parse import (
     parse_document,
 )
 from planner_svc.store import Edge, EdgeWrite, NodeVersion, NodeWrite, Store
+from planner_svc.store.records import check_properties
 from planner_svc.store.text import canonicalize, check_id, check_time
 
 RELATION_WEIGHTS: Mapping[str, float] = {
@@ -189,19 +190,6 @@ def _decode(text: object) -> str:
     return text
 
 
-def _properties(props: object) -> dict[str, str]:
-    if not isinstance(props, Mapping):
-        raise InvalidRequest("properties", f"expected a mapping, got {type(props).__name__}")
-    out: dict[str, str] = {}
-    for key, value in props.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidRequest("properties", f"key {key!r} is not a non-empty string")
-        if not isinstance(value, str):
-            raise InvalidRequest(f"properties.{key}", f"expected a string, got {value!r}")
-        out[key] = value
-    return out
-
-
 def _embed_text(title: str, text: str) -> str:
     return text if text == title else f"{title}\n{text}"
 
@@ -243,7 +231,7 @@ def _prepare(
     valid_from = check_time(
         doc.valid_from_us if doc.valid_from_us is not None else now_us, field="valid_from"
     )
-    properties = _properties(doc.properties)
+    properties = check_properties(doc.properties)
     if not isinstance(doc.title, str):
         raise InvalidRequest("title", f"expected a string, got {doc.title!r}")
     title = canonicalize(" ".join(doc.title.split())) or parsed.title or source_id

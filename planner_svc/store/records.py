@@ -37,7 +37,17 @@ def _check_labels(labels: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def _check_properties(properties: Mapping[str, str]) -> dict[str, str]:
+def check_properties(properties: object) -> dict[str, str]:
+    """A copy of ``properties`` with sorted keys; every key a non-empty string, every value a
+    string.
+
+    Raises:
+        InvalidRequest: ``properties`` (not a mapping, or a bad key) or ``properties.<key>``.
+    """
+    if not isinstance(properties, Mapping):
+        raise InvalidRequest(
+            "properties", f"expected a mapping, got {type(properties).__name__}"
+        )
     out: dict[str, str] = {}
     for key in sorted(properties):
         value = properties[key]
@@ -92,7 +102,7 @@ class NodeWrite:
     def __post_init__(self) -> None:
         check_id(self.node_id, field="node_id")
         object.__setattr__(self, "labels", _check_labels(self.labels))
-        object.__setattr__(self, "properties", _check_properties(self.properties))
+        object.__setattr__(self, "properties", check_properties(self.properties))
         if not isinstance(self.text, str):
             raise InvalidRequest("text", f"expected a string, got {type(self.text).__name__}")
         conf = self.confidence
