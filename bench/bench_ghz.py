@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-from bench.bench_plan_grpc import DEFAULT_QUESTIONS, ROOT, _wait, git_revision
+from bench._server import ROOT, git_revision, running_server
+from bench.bench_plan_grpc import DEFAULT_QUESTIONS
 
 GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@v0.120.0"
 """Pinned: older releases cannot parse proto3 ``optional`` fields."""
@@ -45,8 +44,6 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=50162)
     parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     args = parser.parse_args()
-    if not (Path(args.data) / "store.sqlite").exists():
-        raise SystemExit(f"no store under {args.data}: run `make demo` first")
     with open(args.questions, encoding="utf-8") as fh:
         questions = [json.loads(line)["question"] for line in fh if line.strip()]
     data = [
@@ -55,14 +52,7 @@ def main() -> int:
         for q in questions
     ]
     ghz = ghz_path()
-    address = f"127.0.0.1:{args.port}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", args.data, "--port",
-         str(args.port), "--workers", str(args.workers), "--log-level", "warning"],
-        cwd=ROOT,
-    )
-    try:
-        _wait(address, proc)
+    with running_server(args.data, args.port, workers=args.workers) as address:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(data, fh)
             data_file = fh.name
@@ -74,9 +64,6 @@ def main() -> int:
              "--timeout", "10s", "--format", "json", address],
             check=True, capture_output=True, text=True,
         )
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
     report = json.loads(out.stdout)
     lat = {d["percentage"]: d["latency"] / 1e6 for d in report.get("latencyDistribution") or []}
     print(json.dumps({

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_plan_grpc import ROOT, git_revision
+from bench._server import ROOT, git_revision
 
 
 def main() -> int:

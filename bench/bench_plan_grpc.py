@@ -12,33 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench._server import ROOT, git_revision, running_server
 from planner_svc.api.planner.v1 import plan_pb2_grpc
 from planner_svc.server.client import question_request
 
-ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_QUESTIONS = ROOT / "bench" / "eval" / "dev.jsonl"
-
-
-def git_revision() -> str:
-    """Short git revision of the working tree, or "unknown"."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -46,20 +31,6 @@ def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     rank = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
     return ordered[rank]
-
-
-def _wait(address: str, proc: subprocess.Popen[bytes]) -> None:
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        for _ in range(600):
-            if proc.poll() is not None:
-                raise SystemExit("server exited early")
-            try:
-                if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
-                    return
-            except grpc.RpcError:
-                time.sleep(0.2)
-    raise SystemExit("server not serving")
 
 
 def main() -> int:
@@ -72,61 +43,51 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=50161)
     parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     args = parser.parse_args()
-    if not (Path(args.data) / "store.sqlite").exists():
-        raise SystemExit(f"no store under {args.data}: run `make demo` first")
     with open(args.questions, encoding="utf-8") as fh:
         questions = [json.loads(line)["question"] for line in fh if line.strip()]
     requests = [question_request(q, budget_tokens=args.budget) for q in questions]
 
-    address = f"127.0.0.1:{args.port}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", args.data, "--port",
-         str(args.port), "--workers", str(args.workers), "--log-level", "warning"],
-        cwd=ROOT, env={**os.environ},
-    )
-    try:
-        _wait(address, proc)
-        with grpc.insecure_channel(address) as channel:
-            stub = plan_pb2_grpc.EvidencePlannerStub(channel)
-            for r in requests[:20]:  # warm-up
-                stub.Plan(r, timeout=30)
-            seq: list[float] = []
-            for i in range(args.requests):
-                t0 = time.perf_counter()
-                stub.Plan(requests[i % len(requests)], timeout=30)
-                seq.append((time.perf_counter() - t0) * 1000)
+    with (
+        running_server(args.data, args.port, workers=args.workers) as address,
+        grpc.insecure_channel(address) as channel,
+    ):
+        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        for r in requests[:20]:  # warm-up
+            stub.Plan(r, timeout=30)
+        seq: list[float] = []
+        for i in range(args.requests):
+            t0 = time.perf_counter()
+            stub.Plan(requests[i % len(requests)], timeout=30)
+            seq.append((time.perf_counter() - t0) * 1000)
 
-            conc: list[float] = []
-            lock = threading.Lock()
-            per_client = args.requests // args.clients
+        conc: list[float] = []
+        lock = threading.Lock()
+        per_client = args.requests // args.clients
 
-            def worker(offset: int) -> None:
-                # One connection per client (a local subchannel pool), so SO_REUSEPORT can
-                # spread clients over worker processes.
-                local: list[float] = []
-                with grpc.insecure_channel(
-                    address, options=[("grpc.use_local_subchannel_pool", 1)]
-                ) as own:
-                    own_stub = plan_pb2_grpc.EvidencePlannerStub(own)
-                    own_stub.Plan(requests[offset % len(requests)], timeout=30)
-                    for i in range(per_client):
-                        t0 = time.perf_counter()
-                        own_stub.Plan(requests[(offset + i) % len(requests)], timeout=30)
-                        local.append((time.perf_counter() - t0) * 1000)
-                with lock:
-                    conc.extend(local)
+        def worker(offset: int) -> None:
+            # One connection per client (a local subchannel pool), so SO_REUSEPORT can
+            # spread clients over worker processes.
+            local: list[float] = []
+            with grpc.insecure_channel(
+                address, options=[("grpc.use_local_subchannel_pool", 1)]
+            ) as own:
+                own_stub = plan_pb2_grpc.EvidencePlannerStub(own)
+                own_stub.Plan(requests[offset % len(requests)], timeout=30)
+                for i in range(per_client):
+                    t0 = time.perf_counter()
+                    own_stub.Plan(requests[(offset + i) % len(requests)], timeout=30)
+                    local.append((time.perf_counter() - t0) * 1000)
+            with lock:
+                conc.extend(local)
 
-            threads = [threading.Thread(target=worker, args=(c * 7,))
-                       for c in range(args.clients)]
-            t_start = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            wall = time.perf_counter() - t_start
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        threads = [threading.Thread(target=worker, args=(c * 7,))
+                   for c in range(args.clients)]
+        t_start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t_start
 
     def summary(samples: list[float]) -> dict[str, float]:
         return {

@@ -1,0 +1,63 @@
+"""A ``planner-svc serve`` subprocess for the benchmarks, SERVING before it is handed out."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def git_revision() -> str:
+    """Short git revision of the working tree, or "unknown"."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+@contextmanager
+def running_server(data: str, port: int, *, workers: int = 1,
+                   timeout_s: float = 120.0) -> Iterator[str]:
+    """Start a server on 127.0.0.1:``port`` over ``data``; yields its address; SIGTERM at exit.
+
+    Raises:
+        SystemExit: no store under ``data``, the server exited, or it never became SERVING.
+    """
+    if not (Path(data) / "store.sqlite").exists():
+        raise SystemExit(f"no store under {data}: run `make demo` first")
+    address = f"127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", data, "--port", str(port),
+         "--workers", str(workers), "--log-level", "warning"],
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        with grpc.insecure_channel(address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while True:
+                if proc.poll() is not None:
+                    raise SystemExit(f"server exited with code {proc.returncode}")
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"server at {address} not serving after {timeout_s} s")
+                try:
+                    reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                except grpc.RpcError:
+                    time.sleep(0.2)
+        yield address
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
