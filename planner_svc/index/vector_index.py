@@ -177,12 +177,17 @@ class VectorIndex:
 
     # ------------------------------------------------------------------ catch-up
 
-    def sync(self, source: VectorSource) -> int:
+    def sync(self, source: VectorSource, *, catch_up_only: bool = False) -> int:
         """Bring the index up to ``source.max_version_id()`` and persist it (when persisted).
 
         Adopts a newer index another process persisted, appends vectors with larger version ids
         (re-sorting the partitions they land in), or rebuilds everything when the persisted index
         is incompatible or ahead of the store. Searches keep running on the previous snapshot.
+
+        Args:
+            catch_up_only: never move backwards. A reader inside a store snapshot sees an older
+                ``max_version_id`` than a concurrent writer already indexed; with this flag an
+                index at or past that target is left as it is (no rebuild, no lost vectors).
 
         Returns:
             Number of vectors added to the index (0 when it was up to date).
@@ -195,13 +200,18 @@ class VectorIndex:
             state = self._state
             if state.covered_version_id == target and state.generation > 0:
                 return 0  # up to date: no disk access
+            if catch_up_only and state.covered_version_id >= target and state.generation > 0:
+                return 0
             if self._directory is None:
                 rebuild = state.covered_version_id > target
                 self._state, added = self._advance(state, source, target, rebuild=rebuild)
                 return added
             with persist.file_lock(self._directory, exclusive=True):
                 base, loaded = self._best_base(state, target)
-                if base.covered_version_id == target and loaded:
+                if loaded and (
+                    base.covered_version_id == target
+                    or (catch_up_only and base.covered_version_id > target)
+                ):
                     self._state = base
                     return 0
                 rebuild = base.covered_version_id > target or not loaded

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.core.errors import InvalidRequest
@@ -53,7 +54,7 @@ class FreshIndex:
 
     def sync(self) -> int:
         """Catch up now; returns the vectors added."""
-        return int(self.index.sync(self._store))
+        return int(self.index.sync(self._store, catch_up_only=True))
 
     def search(
         self,
@@ -64,9 +65,16 @@ class FreshIndex:
         tx_us: int,
         source: Any,
     ) -> list[tuple[str, float]]:
-        """:meth:`planner_svc.index.VectorIndex.search` on an up-to-date index."""
+        """:meth:`planner_svc.index.VectorIndex.search` on an up-to-date index.
+
+        Runs inside the plan's store snapshot, so the catch-up only ever moves forward to what
+        that snapshot sees; if it fails, the search uses the index as it is (and logs why).
+        """
         if self._store.max_version_id() > self.index.covered_version_id:
-            self.index.sync(self._store)
+            try:
+                self.index.sync(self._store, catch_up_only=True)
+            except Exception:
+                structlog.get_logger("planner_svc.server").exception("vector_index.catch_up_failed")
         hits: list[tuple[str, float]] = self.index.search(
             query, k, valid_us=valid_us, tx_us=tx_us, source=source
         )
@@ -250,7 +258,7 @@ class Backends:
                 result = self.store.write_nodes([write], tx_us=self._next_tx())[0]
                 if result.created and vector is not None:
                     self.store.put_vector(result.version_id, vector)
-            if result.created and self.index is not None:
+            if result.created and vector is not None and self.index is not None:
                 self.index.sync()
         return memory_pb2.PutNodeResponse(node_id=result.node_id, tx=result.tx_us)
 

@@ -438,3 +438,41 @@ def test_import_pins_openmp_to_one_thread_in_every_thread() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["1", "1", "1"]
+
+
+class _OlderView:
+    """The source as a reader inside an older store snapshot sees it."""
+
+    def __init__(self, source: MemoryVectorSource, max_version_id: int) -> None:
+        self._source = source
+        self._max = max_version_id
+
+    def iter_vectors(self, after_version_id: int = 0):  # type: ignore[no-untyped-def]
+        return (r for r in self._source.iter_vectors(after_version_id) if r[0] <= self._max)
+
+    def live_version_ids(self, version_ids, valid_us, tx_us):  # type: ignore[no-untyped-def]
+        return self._source.live_version_ids(version_ids, valid_us, tx_us)
+
+    def max_version_id(self) -> int:
+        return self._max
+
+
+@pytest.mark.parametrize("persisted", [False, True])
+def test_catch_up_only_never_moves_the_index_backwards(tmp_path: Path, persisted: bool) -> None:
+    rng = np.random.default_rng(3)
+    src = MemoryVectorSource()
+    for i in range(6):
+        src.add(f"n{i}", rng.standard_normal(8).astype(np.float32), valid_from_us=5,
+                tx_from_us=0)
+    index = (
+        VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=8)
+        if persisted
+        else VectorIndex.build_in_memory(src, embedder_name="t", dim=8)
+    )
+    newest = src.max_version_id()
+    assert index.covered_version_id == newest
+    stale = _OlderView(src, newest - 2)
+    assert index.sync(stale, catch_up_only=True) == 0
+    assert index.covered_version_id == newest  # a stale reader leaves the index alone
+    index.sync(stale)  # without the flag the index follows the source it is given
+    assert index.covered_version_id == newest - 2
