@@ -80,10 +80,6 @@ FTS_RESOLVE_MAX_TITLES = 64
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
-MAX_FUTURE_TX_US = 60_000_000
-"""Clock skew allowed for a caller-supplied version time, microseconds."""
-
-
 def doc_node_id(source_id: str) -> str:
     """Node id of a source's document node."""
     return f"doc:{source_id}"
@@ -106,8 +102,7 @@ class DocumentIn:
         text: the document, as a string or as UTF-8 bytes (decoded strictly).
         valid_from_us: start of validity of the document's facts, microseconds; None = now.
         version_tx_us: transaction time for a new version, microseconds; None = now. Must be
-            later than the source's latest version and not after now (plus one minute of
-            clock skew).
+            later than the source's latest version and not after ``now_us``.
         properties: string properties copied to the document and passage nodes.
     """
 
@@ -222,7 +217,7 @@ def _prepare(
     tx_us = check_time(
         doc.version_tx_us if doc.version_tx_us is not None else now_us, field="version_tx"
     )
-    if tx_us > now_us + MAX_FUTURE_TX_US:
+    if tx_us > now_us:
         # A version in the future would be invisible to plans "as of now" and would refuse
         # every later version of the source until then.
         raise InvalidRequest(
