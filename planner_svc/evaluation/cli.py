@@ -125,7 +125,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="requested budget, tokens")
     parser.add_argument("--data", default="data/demo",
                         help="the server's data directory (for the baseline and titles)")
-    parser.add_argument("--k", type=int, default=50, help="baseline passages considered")
+    parser.add_argument("--k", type=int_range(1, 1000), default=50,
+                        help="baseline passages considered")
     parser.add_argument("--timeout", type=float, default=30.0, help="per-plan deadline, seconds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--per-question", action="store_true",

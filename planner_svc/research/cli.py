@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
-from planner_svc.cliargs import DEFAULT_ADDRESS, address, auth_metadata, unavailable_hint
+from planner_svc.cliargs import (
+    DEFAULT_ADDRESS,
+    address,
+    auth_metadata,
+    int_range,
+    unavailable_hint,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,14 +45,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     p.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                    help=f"HOST:PORT ({DEFAULT_ADDRESS})")
-    p.add_argument("--budget", type=int, default=None, help="evidence budget per plan (tokens)")
+    p.add_argument("--budget", type=int_range(1, 10_000_000), default=None,
+                   help="evidence budget per plan (tokens)")
     p.add_argument(
         "--max-depth",
-        type=int,
+        type=int_range(-1, 64),
         default=None,
         help="follow-up rounds: 0 = server default (2), -1 = none",
     )
-    p.add_argument("--replan-every", type=int, default=None, help="completed leads per replan")
+    p.add_argument("--replan-every", type=int_range(1, 1000), default=None,
+                   help="completed leads per replan")
     p.add_argument(
         "--provider",
         default="",

@@ -190,6 +190,14 @@ def serve_workers(
         return serve(settings)
     if settings.port == 0:
         raise ConfigError("port", "several workers need a fixed port (0 picks one per process)")
+    if settings.metrics_port is not None:
+        metrics = range(settings.metrics_port, settings.metrics_port + workers)
+        if metrics.stop - 1 > 65535 or settings.port in metrics:
+            raise ConfigError(
+                "metrics_port",
+                f"workers export metrics on {metrics.start}..{metrics.stop - 1}: that range must "
+                f"stay within 1..65535 and leave out the gRPC port {settings.port}",
+            )
     Backends.open(settings).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [

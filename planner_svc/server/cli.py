@@ -108,12 +108,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
     serve.add_argument("--port", type=int_range(0, 65535), default=50151,
                        help="TCP port; 0 picks a free one")
-    serve.add_argument("--threads", type=int_range(1, 256), default=8,
+    serve.add_argument("--threads", type=int_range(2, 256), default=8,
                        help="gRPC handler threads per worker")
     serve.add_argument("--workers", type=int_range(1, 64), default=1,
                        help="worker processes sharing the port (SO_REUSEPORT); 1 = this process")
     serve.add_argument("--grace", type=float, default=5.0, help="shutdown grace, seconds")
-    serve.add_argument("--metrics-port", type=int, default=None,
+    serve.add_argument("--metrics-port", type=int_range(1, 65535), default=None,
                        help="serve Prometheus /metrics on this port")
     serve.add_argument("--tls-cert", default=None, help="PEM certificate chain (enables TLS)")
     serve.add_argument("--tls-key", default=None, help="PEM private key")
@@ -145,8 +145,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan.add_argument("--k", type=int_range(0, 1000), default=0,
                       help="semantic neighbours (0 = server default)")
     plan.add_argument("--model", default="", help="model for exact token accounting")
-    plan.add_argument("--at-valid", type=int, default=None, help="as-of valid time, µs")
-    plan.add_argument("--at-tx", type=int, default=None, help="as-of transaction time, µs")
+    plan.add_argument("--at-valid", type=int_range(-(2**63), 2**63 - 1), default=None,
+                      help="as-of valid time, µs since the epoch")
+    plan.add_argument("--at-tx", type=int_range(-(2**63), 2**63 - 1), default=None,
+                      help="as-of transaction time, µs since the epoch")
     plan.add_argument("--allow-ungrounded", action="store_true",
                       help="empty plan instead of an error when nothing is found")
     plan.add_argument("--explain", action="store_true", help="show every candidate's fate")

@@ -20,7 +20,7 @@ class ServerSettings:
         data_dir: directory holding ``store.sqlite`` and ``index/``.
         host: bind address (loopback by default).
         port: TCP port; 0 picks a free one (tests).
-        max_workers: gRPC handler threads.
+        max_workers: gRPC handler threads, 2..256 (open research sessions take at most half).
         max_message_bytes: largest request/response message, bytes.
         grace_s: graceful-shutdown grace period, seconds.
         reuse_port: allow several processes to share the port (SO_REUSEPORT); off for a single
@@ -55,8 +55,9 @@ class ServerSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in 0..65535, got {self.port}")
-        if not 1 <= self.max_workers <= 256:
-            raise ConfigError("max_workers", f"must be in 1..256, got {self.max_workers}")
+        if not 2 <= self.max_workers <= 256:
+            # research streams may hold at most half of them; one must stay free for health
+            raise ConfigError("max_workers", f"must be in 2..256, got {self.max_workers}")
         if not 1024 <= self.max_message_bytes <= 1 << 30:
             raise ConfigError(
                 "max_message_bytes", f"must be in 1024..{1 << 30}, got {self.max_message_bytes}"
