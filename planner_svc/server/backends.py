@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+import grpc
 import numpy as np
 import numpy.typing as npt
 import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import Cancelled, InvalidRequest
 from planner_svc.core.model import SpanRef
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.settings import ServerSettings
@@ -175,7 +176,10 @@ class Backends:
     # ------------------------------------------------------------------ writes
 
     def ingest_stream(
-        self, documents: Iterator[memory_pb2.SourceDocument]
+        self,
+        documents: Iterator[memory_pb2.SourceDocument],
+        *,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> memory_pb2.IngestSummary:
         """Ingest streamed documents in batches of :data:`INGEST_BATCH`.
 
@@ -183,6 +187,10 @@ class Backends:
         fresh transaction time and indexed, so a slow client never holds the lock and a stream
         cut short keeps (and has indexed) every batch it completed. A malformed document is
         reported in ``errors`` and skipped; the stream goes on.
+
+        Raises:
+            Cancelled: the caller cancelled (or its deadline passed); the batch being read is
+                not committed, earlier batches stay.
         """
         from planner_svc.ingest import DocumentIn, ingest_documents
 
@@ -200,8 +208,17 @@ class Backends:
                 for doc in batch
             ]
 
+        def read_batch() -> list[DocumentIn]:
+            try:
+                batch = convert(islice(documents, INGEST_BATCH))
+            except grpc.RpcError:  # the request stream breaks when the caller cancels
+                raise Cancelled("the client cancelled the ingest stream") from None
+            if cancelled():  # a cancelled stream may also just end: keep its last batch out
+                raise Cancelled("the client cancelled the ingest stream")
+            return batch
+
         summary = memory_pb2.IngestSummary()
-        while batch := convert(islice(documents, INGEST_BATCH)):
+        while batch := read_batch():
             with self.write_lock:
                 report = ingest_documents(self.store, self.embedder, batch,
                                           now_us=self._next_tx())

@@ -67,14 +67,15 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
 class MemoryServicer(memory_pb2_grpc.MemoryServicer):
     """``planner.v1.Memory``: bulk ingest and API-written nodes and edges.
 
-    ``ingest`` takes an iterator of SourceDocument messages and returns an IngestSummary; it is
-    provided by the server assembly so this class stays free of storage details.
+    ``ingest(documents, *, cancelled)`` takes an iterator of SourceDocument messages and a
+    cancellation check and returns an IngestSummary; it is provided by the server assembly so
+    this class stays free of storage details.
     """
 
     def __init__(
         self,
         *,
-        ingest: Callable[[Iterator[memory_pb2.SourceDocument]], memory_pb2.IngestSummary],
+        ingest: Callable[..., memory_pb2.IngestSummary],
         put_node: Callable[[memory_pb2.PutNodeRequest], memory_pb2.PutNodeResponse],
         put_edge: Callable[[memory_pb2.PutEdgeRequest], memory_pb2.PutEdgeResponse],
     ) -> None:
@@ -86,7 +87,10 @@ class MemoryServicer(memory_pb2_grpc.MemoryServicer):
         self, request_iterator: Iterator[memory_pb2.SourceDocument], context: grpc.ServicerContext
     ) -> memory_pb2.IngestSummary:
         """Ingest every streamed document; bad documents are reported in the summary."""
-        return self._call("IngestSources", context, lambda: self._ingest(request_iterator))
+        return self._call(
+            "IngestSources", context,
+            lambda: self._ingest(request_iterator, cancelled=lambda: not context.is_active()),
+        )
 
     def PutNode(
         self, request: memory_pb2.PutNodeRequest, context: grpc.ServicerContext

@@ -120,3 +120,51 @@ def test_running_server_catches_up_with_another_process_ingest(
     finally:
         server.channel.close()
         server.running.stop(0)
+
+
+def test_cancelled_ingest_keeps_completed_batches_and_drops_the_partial_one(
+    fixture_data_dir: Path, tmp_path: Path
+) -> None:
+    import threading
+    import time
+
+    from planner_svc.server.backends import INGEST_BATCH
+    from planner_svc.store import Store
+
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    server = start(ServerSettings(data_dir=data, port=0))
+    release = threading.Event()
+    sent = threading.Event()
+
+    def documents() -> Iterator[memory_pb2.SourceDocument]:
+        for i in range(INGEST_BATCH + 10):
+            yield _doc(f"bulk/{i:04d}", f"# Bulk {i}\n\nBulk note number {i}.", version_tx=TX)
+        sent.set()
+        release.wait(30)  # the client stalls mid-batch, then gives up
+
+    try:
+        future = server.memory.IngestSources.future(documents(), timeout=60)
+        assert sent.wait(30)
+        time.sleep(1.0)  # the first batch commits while the second is being read
+        future.cancel()
+        release.set()
+        with pytest.raises(grpc.FutureCancelledError):
+            future.result()
+        time.sleep(0.5)
+        with Store.open(data) as store:
+            assert store.latest_version("bulk/0000") is not None
+            assert store.latest_version(f"bulk/{INGEST_BATCH - 1:04d}") is not None
+            assert store.latest_version(f"bulk/{INGEST_BATCH:04d}") is None
+        # the server is still serving
+        assert fresh_plan_ok(server)
+    finally:
+        release.set()
+        server.channel.close()
+        server.running.stop(0)
+
+
+def fresh_plan_ok(server: Live) -> bool:
+    plan = server.planner.Plan(question_request("Bulk note number 7", budget_tokens=200),
+                               timeout=10)
+    return any(s.span.source_id == "bulk/0007" for s in plan.spans)
