@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass
 from types import FrameType
@@ -47,9 +48,13 @@ class RunningServer:
     health: health.HealthServicer
     backends: Backends
 
-    def stop(self, grace_s: float) -> None:
-        """Health NOT_SERVING, drain for ``grace_s`` seconds, close the backends."""
+    def stop(self, grace_s: float, *, drain_s: float = 0.0) -> None:
+        """Health NOT_SERVING; keep accepting calls for ``drain_s`` seconds while load
+        balancers notice; then refuse new calls, give in-flight ones ``grace_s`` seconds, and
+        close the backends."""
         self.health.enter_graceful_shutdown()
+        if drain_s > 0:
+            time.sleep(drain_s)
         self.server.stop(grace_s).wait()
         self.backends.close()
 
@@ -153,8 +158,8 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
     if ready is not None:
         ready.set()
     stop.wait()
-    log.info("shutting_down", grace_s=settings.grace_s)
-    running.stop(settings.grace_s)
+    log.info("shutting_down", drain_s=settings.drain_s, grace_s=settings.grace_s)
+    running.stop(settings.grace_s, drain_s=settings.drain_s)
     return 0
 
 

@@ -35,6 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             max_workers=args.threads,
             grace_s=args.grace,
+            drain_s=args.drain,
             metrics_port=args.metrics_port,
             auth_token=os.environ.get("PLANNER_SVC_AUTH_TOKEN") or None,
             tls_cert=Path(args.tls_cert) if args.tls_cert else None,
@@ -112,7 +113,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="gRPC handler threads per worker")
     serve.add_argument("--workers", type=int_range(1, 64), default=1,
                        help="worker processes sharing the port (SO_REUSEPORT); 1 = this process")
-    serve.add_argument("--grace", type=float, default=5.0, help="shutdown grace, seconds")
+    serve.add_argument("--grace", type=float, default=5.0,
+                       help="shutdown: seconds in-flight calls get to finish")
+    serve.add_argument("--drain", type=float, default=0.0,
+                       help="shutdown: seconds health reports NOT_SERVING before new calls are "
+                            "refused")
     serve.add_argument("--metrics-port", type=int_range(1, 65535), default=None,
                        help="serve Prometheus /metrics on this port")
     serve.add_argument("--tls-cert", default=None, help="PEM certificate chain (enables TLS)")

@@ -22,7 +22,9 @@ class ServerSettings:
         port: TCP port; 0 picks a free one (tests).
         max_workers: gRPC handler threads, 2..256 (open research sessions take at most half).
         max_message_bytes: largest request/response message, bytes.
-        grace_s: graceful-shutdown grace period, seconds.
+        grace_s: graceful-shutdown grace period for in-flight calls, seconds.
+        drain_s: seconds between health turning NOT_SERVING and refusing new calls, so load
+            balancers move traffic away first.
         reuse_port: allow several processes to share the port (SO_REUSEPORT); off for a single
             process so a port clash fails loudly.
         metrics_port: Prometheus /metrics HTTP port on the bind host; None disables it.
@@ -42,6 +44,7 @@ class ServerSettings:
     max_workers: int = 8
     max_message_bytes: int = 16 * 1024 * 1024
     grace_s: float = 5.0
+    drain_s: float = 0.0
     reuse_port: bool = False
     metrics_port: int | None = None
     auth_token: str | None = None
@@ -64,6 +67,8 @@ class ServerSettings:
             )
         if not 0.0 <= self.grace_s <= 300.0:
             raise ConfigError("grace_s", f"must be in [0, 300], got {self.grace_s}")
+        if not 0.0 <= self.drain_s <= 300.0:
+            raise ConfigError("drain_s", f"must be in [0, 300], got {self.drain_s}")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
         if self.auth_token is not None and not self.auth_token:

@@ -1,0 +1,42 @@
+"""Graceful shutdown: NOT_SERVING first, calls still answered while draining, then refused."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from planner_svc.server.client import question_request
+from planner_svc.server.settings import ServerSettings
+from tests.integration.conftest import start
+
+pytestmark = pytest.mark.integration
+
+
+def test_drain_then_stop(fixture_data_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    server = start(ServerSettings(data_dir=data, port=0))
+    health = health_pb2_grpc.HealthStub(server.channel)
+    request = question_request("Johnny Cash", budget_tokens=200)
+    assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == 1
+    stopper = threading.Thread(target=server.running.stop, args=(1.0,),
+                               kwargs={"drain_s": 1.5})
+    stopper.start()
+    try:
+        time.sleep(0.3)
+        status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert server.planner.Plan(request, timeout=5).spans  # still answered while draining
+        stopper.join(10)
+        with pytest.raises(grpc.RpcError) as info:
+            server.planner.Plan(request, timeout=2)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+    finally:
+        stopper.join(10)
+        server.channel.close()
