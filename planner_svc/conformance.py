@@ -129,7 +129,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "select",
         help="select spans from JSON pools on stdin (conformance entry point)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=(
+            "Phase B selection over caller-supplied pools: one JSON request or JSON Lines on "
+            "stdin, one EvidencePlan per line (proto3 JSON) on stdout."
+        ),
     )
     parser.add_argument(
         "--explain", action="store_true", help="attach every candidate's fate to each plan"

@@ -66,6 +66,11 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=400, help="budget per plan, tokens")
     args = parser.parse_args()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if not _port_free(args.port):
+        raise SystemExit(
+            f"port {args.port} is already in use on 127.0.0.1: stop what listens there or "
+            f"pick another port (make demo PORT=NNNNN)"
+        )
 
     print("== fetching the corpus (cached after the first run)", flush=True)
     subprocess.run(_cli("fetch-corpus"), check=True, cwd=ROOT, env=env)
@@ -75,11 +80,6 @@ def main() -> int:
                    env=env)
 
     address = f"127.0.0.1:{args.port}"
-    if not _port_free(args.port):
-        raise SystemExit(
-            f"port {args.port} is already in use on 127.0.0.1: stop what listens there or "
-            f"pick another port (make demo PORT=NNNNN)"
-        )
     print(f"== starting the server on {address}", flush=True)
     server = subprocess.Popen(
         _cli("serve", "--data", args.data, "--port", str(args.port), "--log-level", "warning"),

@@ -38,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     import grpc
 
     from planner_svc.api.planner.v1 import plan_pb2_grpc
-    from planner_svc.cliargs import auth_metadata
+    from planner_svc.cliargs import auth_metadata, unavailable_hint
     from planner_svc.core.errors import InvalidRequest
     from planner_svc.core.tokens import effective_budget
     from planner_svc.embed import default_embedder
@@ -74,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
             return titles[source_id] or source_id
 
         stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        unknown: set[str] = set()
         for q in questions:
             try:
                 plan = stub.Plan(question_request(q.question, budget_tokens=args.budget),
@@ -83,10 +84,12 @@ def _run(args: argparse.Namespace) -> int:
                 used = plan.used
             except grpc.RpcError as err:
                 if err.code() != grpc.StatusCode.FAILED_PRECONDITION:  # type: ignore[attr-defined]
-                    print(f"planner-svc eval: {q.id}: {err.code().name}: "  # type: ignore[attr-defined]
-                          f"{err.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+                    name = err.code().name  # type: ignore[attr-defined]
+                    print(f"planner-svc eval: {name}: {err.details()}"  # type: ignore[attr-defined]
+                          f"{unavailable_hint(name, args.address)}", file=sys.stderr)
                     return 1
                 sids, texts, used = [], [], 0
+            unknown.update(s for s in sids if store.source_title(s) is None)
             p_out = score(q, [title(s) for s in sids], texts, used)
             base = baseline_plan(store, index, embedder, q.question, budget=effective,
                                  k=args.k, valid_us=now_us, tx_us=now_us)
@@ -98,6 +101,10 @@ def _run(args: argparse.Namespace) -> int:
                 "planner": {"covered": list(p_out.covered), "answer": p_out.answer_in_plan},
                 "baseline": {"covered": list(b_out.covered), "answer": b_out.answer_in_plan},
             })
+    if unknown:
+        print(f"planner-svc eval: warning: the server's plans cite {len(unknown)} source(s) "
+              f"missing from {data} (e.g. {sorted(unknown)[0]}): is --data the server's data "
+              "directory?", file=sys.stderr)
     report: dict[str, Any] = {
         "budget": args.budget,
         "effectiveBudget": effective,

@@ -63,6 +63,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest.add_argument(
         "--no-vectors", action="store_true", help="write no vectors (no semantic recall)"
     )
+    ingest.add_argument(
+        "--source-prefix",
+        default="",
+        help="prefix for the source ids of files (default: none, the id is the path relative "
+        "to the ingested directory)",
+    )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.set_defaults(func=_ingest)
 
@@ -110,6 +116,13 @@ def _relative_id(path: Path, base: Path) -> str:
         return path.name
 
 
+def _prefixed(args: argparse.Namespace, source_id: str) -> str:
+    """A file's source id under ``--source-prefix`` (files in different folders that share a
+    relative path would otherwise be versions of one source)."""
+    prefix = (args.source_prefix or "").strip("/")
+    return f"{prefix}/{source_id}" if prefix else source_id
+
+
 def _sources(args: argparse.Namespace) -> tuple[Iterable[object], int | None, list[BinaryIO]]:
     """(documents or (label, reason) errors, total when known, files to close)."""
     from planner_svc.ingest.corpus import read_jsonl
@@ -124,7 +137,10 @@ def _sources(args: argparse.Namespace) -> tuple[Iterable[object], int | None, li
         files = sorted(
             p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
         )
-        docs = (_file_document(p, _relative_id(p, path), args) for p in files)
+        if not files:
+            print(f"planner-svc ingest: warning: no .md, .markdown or .txt file under {path}",
+                  file=sys.stderr)
+        docs = (_file_document(p, _prefixed(args, _relative_id(p, path)), args) for p in files)
         return docs, len(files), []
     if path.is_file() and path.suffix.lower() == ".jsonl":
         with path.open("rb") as counting:
@@ -133,7 +149,7 @@ def _sources(args: argparse.Namespace) -> tuple[Iterable[object], int | None, li
         stream = read_jsonl(handle, valid_from_us=args.valid_from, version_tx_us=args.version_tx)
         return stream, total, [handle]
     if path.is_file() and path.suffix.lower() in TEXT_SUFFIXES:
-        return [_file_document(path, _relative_id(path, Path.cwd()), args)], 1, []
+        return [_file_document(path, _prefixed(args, _relative_id(path, Path.cwd())), args)], 1, []
     if not path.exists():
         raise FileNotFoundError(f"{args.path}: no such file or directory")
     raise FileNotFoundError(
@@ -161,10 +177,14 @@ def _ingest(args: argparse.Namespace) -> int:
             print(f"planner-svc ingest: {exc}", file=sys.stderr)
             return 2
     bad: list[tuple[str, str]] = []
+    new_sources = 0
 
-    def documents() -> Iterator[DocumentIn]:
+    def documents(store: Store) -> Iterator[DocumentIn]:
+        nonlocal new_sources
         for item in items:
             if isinstance(item, DocumentIn):
+                if store.latest_version(item.source_id) is None:
+                    new_sources += 1
                 yield item
             else:
                 assert isinstance(item, tuple)
@@ -176,7 +196,7 @@ def _ingest(args: argparse.Namespace) -> int:
             report = ingest_documents(
                 store,
                 embedder,
-                documents(),
+                documents(store),
                 now_us=time.time_ns() // 1000,
                 progress=not args.quiet,
                 total=total,
@@ -197,6 +217,11 @@ def _ingest(args: argparse.Namespace) -> int:
     if report.failed > _MAX_ERRORS_SHOWN:
         print(f"... and {report.failed - _MAX_ERRORS_SHOWN} more errors", file=sys.stderr)
     rate = report.received / elapsed if elapsed > 0 else 0.0
+    replaced = max(0, report.ingested - new_sources)
+    if replaced:
+        print(f"note: {replaced} document(s) replaced the text of a source already in the store "
+              "(same source id; older versions stay readable as of earlier times)",
+              file=sys.stderr)
     print(
         f"received {report.received}, ingested {report.ingested}, unchanged {report.unchanged}, "
         f"failed {report.failed}; {report.spans} spans, {report.nodes} nodes, "

@@ -140,7 +140,13 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
     if settings.metrics_port is not None:
         from prometheus_client import start_http_server
 
-        start_http_server(settings.metrics_port, addr=settings.host)
+        try:
+            start_http_server(settings.metrics_port, addr=settings.host)
+        except OSError as exc:
+            running.stop(0)
+            raise RuntimeError(
+                f"cannot serve metrics on {settings.host}:{settings.metrics_port}: {exc.strerror}"
+            ) from None
     facts = backends.describe()
     log.info("serving", address=f"{settings.host}:{running.port}", data_dir=str(settings.data_dir),
              **facts)

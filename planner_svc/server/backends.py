@@ -22,7 +22,7 @@ import numpy.typing as npt
 import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
-from planner_svc.core.errors import Cancelled, InvalidRequest
+from planner_svc.core.errors import Cancelled, ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.settings import ServerSettings
@@ -105,7 +105,14 @@ class Backends:
         from planner_svc.recall.tokens import default_counter
         from planner_svc.store import Store
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        data = settings.data_dir
+        if data.is_dir() and any(data.iterdir()) and not (data / "store.sqlite").exists():
+            raise ConfigError(
+                "data_dir",
+                f"{data} holds other files but no store.sqlite: not a planner-svc data "
+                "directory (give an empty or new directory to start a store there)",
+            )
+        data.mkdir(parents=True, exist_ok=True)
         store = Store.open(settings.data_dir)
         embedder = None
         index: FreshIndex | None = None
