@@ -168,3 +168,14 @@ def fresh_plan_ok(server: Live) -> bool:
     plan = server.planner.Plan(question_request("Bulk note number 7", budget_tokens=200),
                                timeout=10)
     return any(s.span.source_id == "bulk/0007" for s in plan.spans)
+
+
+def test_serve_refuses_a_folder_that_is_not_a_data_directory(tmp_path: Path) -> None:
+    from planner_svc.core.errors import ConfigError
+    from planner_svc.server.backends import Backends
+
+    (tmp_path / "notes.md").write_text("# My notes\n")
+    with pytest.raises(ConfigError) as info:
+        Backends.open(ServerSettings(data_dir=tmp_path, port=0, semantic=False))
+    assert info.value.field == "data_dir"
+    assert not (tmp_path / "store.sqlite").exists()

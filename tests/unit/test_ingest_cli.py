@@ -181,3 +181,24 @@ def test_fetch_corpus_converts_and_is_idempotent(
 
 def test_wiki_source_id() -> None:
     assert corpus.wiki_source_id("Capra (genus)") == "wiki/Capra_(genus)"
+
+
+def test_source_prefix_keeps_same_named_files_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for folder, text in (("one", "# A\n\nalpha one"), ("two", "# A\n\nalpha two")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.md").write_text(text)
+    data = tmp_path / "d"
+    assert main(["ingest", str(tmp_path / "one"), "--data", str(data), "--no-vectors",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(tmp_path / "two"), "--data", str(data), "--no-vectors",
+                 "--quiet"]) == 0
+    assert "replaced the text of a source" in capsys.readouterr().err
+    assert main(["ingest", str(tmp_path / "two"), "--data", str(data), "--no-vectors",
+                 "--quiet", "--source-prefix", "two"]) == 0
+    assert "replaced" not in capsys.readouterr().err
+    with Store.open(data) as store:
+        assert store.latest_version("a.md") is not None
+        assert store.latest_version("two/a.md") is not None
