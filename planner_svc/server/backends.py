@@ -192,12 +192,14 @@ class Backends:
 
         Each batch is read from the stream first, then written under the write lock with one
         fresh transaction time and indexed, so a slow client never holds the lock and a stream
-        cut short keeps (and has indexed) every batch it completed. A malformed document is
-        reported in ``errors`` and skipped; the stream goes on.
+        cut short keeps (and has indexed) every batch it completed. The batch being read when
+        the caller cancels is dropped when the cancellation is seen first; gRPC may deliver the
+        end of the request stream before it, and then that batch commits whole (re-sending it
+        is harmless: unchanged documents write nothing). A malformed document is reported in
+        ``errors`` and skipped; the stream goes on.
 
         Raises:
-            Cancelled: the caller cancelled (or its deadline passed); the batch being read is
-                not committed, earlier batches stay.
+            Cancelled: the caller cancelled (or its deadline passed); earlier batches stay.
         """
         from planner_svc.ingest import DocumentIn, ingest_documents
 
