@@ -12,6 +12,7 @@ anything else          INTERNAL with a generic message (the caller logs an error
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import grpc
@@ -83,3 +84,16 @@ def to_grpc(status: status_pb2.Status, *extra_trailers: tuple[str, str]) -> grpc
         return converted
     return GrpcStatus(converted.code, converted.details,
                       (*converted.trailing_metadata, *extra_trailers))
+
+
+def request_id(context: grpc.ServicerContext) -> str:
+    """The caller's ``x-request-id`` metadata (first 64 chars) or a fresh id."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-request-id" and isinstance(value, str) and value:
+            return value[:64]
+    return uuid.uuid4().hex
+
+
+def with_trailers(status: grpc.Status, *trailers: tuple[str, str]) -> grpc.Status:
+    """``status`` with extra trailing metadata (e.g. the request id) after its own."""
+    return GrpcStatus(status.code, status.details, (*status.trailing_metadata, *trailers))

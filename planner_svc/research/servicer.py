@@ -34,7 +34,7 @@ from planner_svc.research.session import (
     StopReason,
     Update,
 )
-from planner_svc.status import GrpcStatus, status_for, to_grpc
+from planner_svc.status import GrpcStatus, request_id, status_for, to_grpc, with_trailers
 
 _log = structlog.get_logger("planner_svc.research")
 
@@ -97,7 +97,13 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
         request_iterator: Iterator[research_pb2.ResearchEvent],
         context: grpc.ServicerContext,
     ) -> Iterator[research_pb2.ResearchUpdate]:
-        """Run one session over the stream (protocol: ``protos/planner/v1/research.proto``)."""
+        """Run one session over the stream (protocol: ``protos/planner/v1/research.proto``).
+
+        The caller's ``x-request-id`` (or a new one) comes back in the trailing metadata, on
+        success and on error alike.
+        """
+        rid = request_id(context)
+        context.set_trailing_metadata((("x-request-id", rid),))
         if not self._slots.acquire(blocking=False):
             context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -105,7 +111,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
                 "runs at once; retry later",
             )
         try:
-            yield from self._research(request_iterator, context)
+            yield from self._research(request_iterator, context, rid)
         finally:
             self._slots.release()
 
@@ -113,6 +119,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
         self,
         request_iterator: Iterator[research_pb2.ResearchEvent],
         context: grpc.ServicerContext,
+        rid: str,
     ) -> Iterator[research_pb2.ResearchUpdate]:
         cancel = threading.Event()
         context.add_callback(cancel.set)
@@ -138,7 +145,8 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
                 digest_max_chars=self._digest_max_chars,
                 cancel=cancel,
             )
-            _log.info("research.start", session_id=start.session_id, actors=list(start.actors))
+            _log.info("research.start", request_id=rid, session_id=start.session_id,
+                      actors=list(start.actors))
             yield from _send(session.begin())
             for raw in request_iterator:
                 yield from _send(session.handle(wire.event_from_proto(raw)))
@@ -157,7 +165,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
             if cancel.is_set():
                 return  # the request iterator raises once the caller has cancelled
             error_id = uuid.uuid4().hex[:12]
-            _log.exception("research.internal_error", error_id=error_id)
+            _log.exception("research.internal_error", request_id=rid, error_id=error_id)
             failure = GrpcStatus(grpc.StatusCode.INTERNAL, f"internal error (id {error_id})")
         finally:
             if session is not None:
@@ -166,6 +174,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
                 reason = None if failure is not None else session.stop_reason
                 _log.info(
                     "research.end",
+                    request_id=rid,
                     session_id=session.start.session_id,
                     reason=reason.name if reason is not None else "error",
                     model_calls=session.model_calls,
@@ -173,7 +182,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
                 if self._on_session_end is not None:
                     self._on_session_end(session.start.session_id, reason)
         if failure is not None:
-            context.abort_with_status(failure)
+            context.abort_with_status(with_trailers(failure, ("x-request-id", rid)))
 
 
 def _send(updates: Iterable[Update]) -> Iterator[research_pb2.ResearchUpdate]:

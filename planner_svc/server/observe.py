@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import sys
 import time
-import uuid
 
-import grpc
 import structlog
 from prometheus_client import Counter, Histogram
+
+from planner_svc.status import request_id as request_id
 
 RPC_LATENCY = Histogram(
     "planner_rpc_duration_seconds",
@@ -64,14 +64,6 @@ def configure_logging(*, json_logs: bool = True, level: str = "info") -> None:
         logger_factory=structlog.WriteLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
-
-
-def request_id(context: grpc.ServicerContext) -> str:
-    """The caller's x-request-id (first 64 chars) or a fresh one."""
-    for key, value in context.invocation_metadata() or ():
-        if key == "x-request-id" and isinstance(value, str) and value:
-            return value[:64]
-    return uuid.uuid4().hex
 
 
 class RpcTimer:

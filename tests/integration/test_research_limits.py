@@ -57,3 +57,23 @@ def test_sessions_beyond_the_limit_are_refused_and_plans_still_run(
             call.cancel()
         server.channel.close()
         server.running.stop(0)
+
+
+def test_research_errors_carry_the_request_id(fixture_data_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    server = start(ServerSettings(data_dir=data, port=0))
+    try:
+        stub = research_pb2_grpc.ResearchPlannerStub(server.channel)
+        bad = research_pb2.ResearchEvent()
+        bad.start.question = "   "  # no question
+        bad.start.actors.append("web")
+        call = stub.Research(iter([bad]), timeout=10, metadata=(("x-request-id", "rs-req-9"),))
+        with pytest.raises(grpc.RpcError) as info:
+            next(call)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        trailers = dict(info.value.trailing_metadata())  # type: ignore[attr-defined]
+        assert trailers.get("x-request-id") == "rs-req-9"
+    finally:
+        server.channel.close()
+        server.running.stop(0)
