@@ -5,13 +5,11 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from planner_svc.server.client import NotServing, wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,20 +41,10 @@ def running_server(data: str, port: int, *, workers: int = 1,
         cwd=ROOT,
     )
     try:
-        deadline = time.monotonic() + timeout_s
-        with grpc.insecure_channel(address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            while True:
-                if proc.poll() is not None:
-                    raise SystemExit(f"server exited with code {proc.returncode}")
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"server at {address} not serving after {timeout_s} s")
-                try:
-                    reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        break
-                except grpc.RpcError:
-                    time.sleep(0.2)
+        try:
+            wait_serving(address, proc, timeout_s)
+        except NotServing as exc:
+            raise SystemExit(str(exc)) from None
         yield address
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.server.client import question_request, render_plan
+from planner_svc.server.client import NotServing, question_request, render_plan, wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = (
@@ -40,23 +39,6 @@ def _port_free(port: int) -> bool:
 
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "planner_svc.cli", *args]
-
-
-def _wait_serving(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited with code {proc.returncode} before serving")
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.2)
-    raise SystemExit(f"server at {address} not serving after {timeout_s:.0f} s")
 
 
 def main() -> int:
@@ -86,7 +68,10 @@ def main() -> int:
         cwd=ROOT, env=env,
     )
     try:
-        _wait_serving(address, server, timeout_s=120)
+        try:
+            wait_serving(address, server, timeout_s=120)
+        except NotServing as exc:
+            raise SystemExit(str(exc)) from None
         if server.poll() is not None:
             raise SystemExit(f"the demo server exited with code {server.returncode}")
         with grpc.insecure_channel(address) as channel:

@@ -6,6 +6,12 @@ Shared by ``planner-svc plan``, ``eval`` and ``research`` so every client asks t
 from __future__ import annotations
 
 import shutil
+import subprocess
+import time
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import plan_pb2
 
@@ -113,3 +119,31 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
             line += f" (by [{d.start}:{d.end}])"
         out.append(line if len(line) <= width else line[: max(40, width) - 1] + "…")
     return "\n".join(out)
+
+
+class NotServing(RuntimeError):
+    """A server process exited, or did not report SERVING in time."""
+
+
+def wait_serving(address: str, proc: subprocess.Popen[Any], timeout_s: float) -> None:
+    """Block until the health service at ``address`` reports SERVING.
+
+    ``proc`` is the server process: its exit ends the wait at once.
+
+    Raises:
+        NotServing: the process exited, or ``timeout_s`` seconds passed.
+    """
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise NotServing(f"server exited with code {proc.returncode} before serving")
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+    raise NotServing(f"server at {address} not serving after {timeout_s:.0f} s")

@@ -7,15 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.server.client import question_request
+from planner_svc.server.client import question_request, wait_serving
 
 pytestmark = pytest.mark.integration
 
@@ -34,20 +32,6 @@ def _serve(data: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_serving(address: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            try:
-                if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
-                    return
-            except grpc.RpcError:
-                time.sleep(0.2)
-    raise AssertionError("server never became SERVING")
-
-
 def test_two_workers_share_a_port_and_stop_on_sigterm(
     fixture_data_dir: Path, tmp_path: Path
 ) -> None:
@@ -57,7 +41,7 @@ def test_two_workers_share_a_port_and_stop_on_sigterm(
     address = f"127.0.0.1:{port}"
     proc = _serve(data, port, "--workers", "2")
     try:
-        _wait_serving(address, proc)
+        wait_serving(address, proc, timeout_s=60)
         hashes = set()
         for _ in range(4):  # separate connections may land on either worker
             with grpc.insecure_channel(
