@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -140,6 +140,16 @@ def play(
 
     questions: dict[str, research_pb2.SubQuestion] = {}
     final: research_pb2.Final | None = None
+
+    def dispatch(
+        sub_questions: Iterable[research_pb2.SubQuestion], leads: Iterable[research_pb2.Lead]
+    ) -> None:
+        """Print new sub-questions and their leads, then queue each lead's result."""
+        sub_questions, leads = list(sub_questions), list(leads)
+        _print_questions(sub_questions, leads, out)
+        questions.update({q.id: q for q in sub_questions})
+        for event in lead_results(leads, questions):
+            pending.put(event)
     try:
         for update in stub.Research(events(), timeout=timeout_s, metadata=auth_metadata()):
             kind = update.WhichOneof("update")
@@ -154,10 +164,7 @@ def play(
                     file=out,
                 )
                 print(f"initial plan ({init.rationale}):", file=out)
-                _print_questions(list(init.sub_questions), list(init.leads), out)
-                questions.update({q.id: q for q in init.sub_questions})
-                for event in lead_results(list(init.leads), questions):
-                    pending.put(event)
+                dispatch(init.sub_questions, init.leads)
             elif kind == "replan":
                 rp = update.replan
                 print(
@@ -165,10 +172,7 @@ def play(
                     f"open={list(rp.open)}",
                     file=out,
                 )
-                _print_questions(list(rp.sub_questions), list(rp.leads), out)
-                questions.update({q.id: q for q in rp.sub_questions})
-                for event in lead_results(list(rp.leads), questions):
-                    pending.put(event)
+                dispatch(rp.sub_questions, rp.leads)
             elif kind == "final":
                 final = update.final
                 break

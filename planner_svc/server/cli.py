@@ -48,15 +48,10 @@ def _serve(args: argparse.Namespace) -> int:
                 default_budget_tokens=args.default_budget,
             ),
         )
-    except ConfigError as exc:
-        print(f"planner-svc serve: invalid setting {exc.field}: {exc.reason}", file=sys.stderr)
-        return 2
-    try:
         return serve_workers(settings, args.workers, log_json=not args.pretty_logs,
                              log_level=args.log_level)
-    except ConfigError as exc:
-        print(f"planner-svc serve: invalid configuration {exc.field}: {exc.reason}",
-              file=sys.stderr)
+    except ConfigError as exc:  # a flag, the model registry or the data directory
+        print(f"planner-svc serve: invalid setting {exc.field}: {exc.reason}", file=sys.stderr)
         return 2
     except RuntimeError as exc:  # the address could not be bound
         print(f"planner-svc serve: {exc}", file=sys.stderr)
