@@ -1,12 +1,14 @@
 """Ingestion: document -> canonical text -> structural spans -> nodes and edges -> vectors.
 
-- :func:`parse_document` reads Markdown or plain text into spans and passages.
+- :func:`parse_document` reads Markdown or plain text into spans and passages; each span has a
+  :class:`Location` (page, heading path, notebook cell).
 - :func:`ingest_documents` writes documents into a :class:`planner_svc.store.Store`.
 - ``planner_svc.ingest.cli`` adds the ``ingest`` and ``fetch-corpus`` subcommands.
 """
 
+from planner_svc.ingest.document import Location, ParsedDocument, Passage, Span
 from planner_svc.ingest.mentions import TitleMatcher, title_forms
-from planner_svc.ingest.parse import ParsedDocument, Passage, Span, parse_document
+from planner_svc.ingest.parse import parse_document
 from planner_svc.ingest.pipeline import (
     RELATION_WEIGHTS,
     DocumentIn,
@@ -20,6 +22,7 @@ __all__ = [
     "RELATION_WEIGHTS",
     "DocumentIn",
     "IngestReport",
+    "Location",
     "ParsedDocument",
     "Passage",
     "Span",

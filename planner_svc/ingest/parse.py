@@ -14,10 +14,14 @@ plain text. Offsets are UTF-8 byte offsets into the canonical text
 
 Plain text: every run of non-blank lines is a ``paragraph``.
 
-A **passage** is the unit that becomes a node: one per paragraph or code span, and one per
-table row (its cells). Paragraphs and code longer than ``max_passage_bytes`` are split, at the
-last sentence end before the limit (else the last whitespace, else a character boundary), so
-every passage can be packed into a modest token budget.
+Every span's location (:class:`Location`) carries its heading path (plain text: empty).
+
+The blocks go into the :class:`planner_svc.ingest.document.DocumentBuilder` the other readers
+(:mod:`planner_svc.ingest.readers`) share. A **passage** is the unit that becomes a node: one
+per paragraph or code span, and one per table row (its cells). Paragraphs and code longer than
+``max_passage_bytes`` are split, at the last sentence end before the limit (else the last
+whitespace, else a character boundary), so every passage can be packed into a modest token
+budget.
 
 Passage granularity: selection packs by density (weight per token), so a very short passage (a
 bare heading, a one-line caption) always out-packs the paragraph that holds the answer while
@@ -34,7 +38,30 @@ import re
 from dataclasses import dataclass
 
 from planner_svc.core.errors import InvalidRequest
-from planner_svc.store.text import canonicalize
+from planner_svc.ingest.document import (
+    NOWHERE,
+    DocumentBuilder,
+    Location,
+    ParsedDocument,
+    Passage,
+    Span,
+)
+
+__all__ = [
+    "DEFAULT_MAX_PASSAGE_BYTES",
+    "DEFAULT_MIN_PASSAGE_BYTES",
+    "MARKDOWN_TYPES",
+    "NOWHERE",
+    "PLAIN_TYPES",
+    "Location",
+    "ParsedDocument",
+    "Passage",
+    "Span",
+    "is_markdown",
+    "parse_document",
+    "read_markdown",
+    "read_plain",
+]
 
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "text/md"})
 PLAIN_TYPES = frozenset({"text/plain", ""})
@@ -47,60 +74,11 @@ match rather than on whole paragraphs around them."""
 DEFAULT_MIN_PASSAGE_BYTES = 200
 """A passage opened by a heading takes in following paragraphs while shorter than this, bytes."""
 
-_RawPassage = tuple[str, tuple["Span", ...], int]
-
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _BREAK = re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _DELIM_CELL = re.compile(r"^\s*:?-+:?\s*$")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Span:
-    """A structural span: UTF-8 byte range ``[start, end)`` of the canonical text and its kind
-    (``heading`` | ``paragraph`` | ``code`` | ``cell``)."""
-
-    start: int
-    end: int
-    kind: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Passage:
-    """One passage (becomes one node).
-
-    Attributes:
-        ordinal: 0-based position in the document.
-        kind: ``heading``, ``paragraph``, ``code`` or ``cell`` (a table row).
-        spans: its spans (one, or a table row's cells), in offset order.
-        text: the passage text: the span's text, or a row's cells joined with `` | ``.
-        level: level 1..6 of the heading the passage opens with (a section start), else 0.
-    """
-
-    ordinal: int
-    kind: str
-    spans: tuple[Span, ...]
-    text: str
-    level: int = 0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ParsedDocument:
-    """Result of :func:`parse_document`.
-
-    Attributes:
-        text: canonical text (what the store keeps and offsets point into).
-        spans: every structural span, in offset order (the ledger rows).
-        passages: passages in document order.
-        title: text of the first heading, or None.
-    """
-
-    text: str
-    spans: tuple[Span, ...]
-    passages: tuple[Passage, ...]
-    title: str | None
 
 
 @dataclass(slots=True)
@@ -113,82 +91,9 @@ class _Line:
         return not self.text.strip()
 
 
-class _Builder:
-    def __init__(self, data: bytes, max_bytes: int) -> None:
-        self.data = data
-        self.max_bytes = max_bytes
-        self.passages: list[tuple[str, tuple[Span, ...], int]] = []
-
-    def text_of(self, start: int, end: int) -> str:
-        return self.data[start:end].decode("utf-8")
-
-    def trimmed(self, start: int, end: int) -> tuple[int, int] | None:
-        """Shrink [start, end) past surrounding whitespace; None when nothing is left."""
-        piece = self.data[start:end]
-        stripped = piece.strip()  # ASCII whitespace only, so byte offsets stay on boundaries
-        if not stripped:
-            return None
-        lead = len(piece) - len(piece.lstrip())
-        return start + lead, start + lead + len(stripped)
-
-    def add(self, kind: str, start: int, end: int, level: int = 0) -> None:
-        bounds = self.trimmed(start, end)
-        if bounds is None:
-            return
-        start, end = bounds
-        if kind in ("paragraph", "code") and end - start > self.max_bytes:
-            for a, b in self.split(start, end, code=kind == "code"):
-                self.passages.append((kind, (Span(start=a, end=b, kind=kind),), 0))
-            return
-        self.passages.append((kind, (Span(start=start, end=end, kind=kind),), level))
-
-    def add_row(self, cells: list[tuple[int, int]]) -> None:
-        spans = []
-        for a, b in cells:
-            bounds = self.trimmed(a, b)
-            if bounds is not None:
-                spans.append(Span(start=bounds[0], end=bounds[1], kind="cell"))
-        if spans:
-            self.passages.append(("cell", tuple(spans), 0))
-
-    def split(self, start: int, end: int, *, code: bool) -> list[tuple[int, int]]:
-        """Cut [start, end) into trimmed pieces of at most ``max_bytes`` bytes each.
-
-        Balanced: with ``n = ceil(remaining / max_bytes)`` pieces still to cut, each cut goes to
-        the sentence end (a line end for code) nearest the even share ``remaining / n``, so no
-        piece is a stray few-word tail; without one, the whitespace nearest that share, else a
-        character boundary at the limit.
-        """
-        pieces: list[tuple[int, int]] = []
-        pos = start
-        while end - pos > self.max_bytes:
-            remaining = end - pos
-            share = remaining / -(-remaining // self.max_bytes)
-            window = self.data[pos : pos + self.max_bytes].decode("utf-8", errors="ignore")
-            if code:
-                cuts = [m.end() for m in re.finditer(r"\n", window)]
-            else:
-                cuts = [m.end() for m in _SENTENCE_END.finditer(window)]
-                if not cuts:
-                    cuts = [m.end() for m in re.finditer(r"\s+", window)]
-            byte_cuts = [len(window[:c].encode("utf-8")) for c in cuts if c > 0]
-            if byte_cuts:
-                cut_bytes = min(byte_cuts, key=lambda b: (abs(b - share), b))
-            else:
-                cut_bytes = len(window.encode("utf-8"))
-            bounds = self.trimmed(pos, pos + cut_bytes)
-            if bounds is not None:
-                pieces.append(bounds)
-            pos += cut_bytes
-        bounds = self.trimmed(pos, end)
-        if bounds is not None:
-            pieces.append(bounds)
-        return pieces
-
-
-def _lines(text: str) -> list[_Line]:
+def _lines(text: str, base: int = 0) -> list[_Line]:
     out: list[_Line] = []
-    pos = 0
+    pos = base
     for raw in text.split("\n"):
         size = len(raw.encode("utf-8"))
         out.append(_Line(raw, pos, pos + size))
@@ -240,7 +145,7 @@ def _table_starts(lines: list[_Line], i: int) -> bool:
     )
 
 
-def _parse_markdown(lines: list[_Line], b: _Builder) -> None:
+def _parse_markdown(lines: list[_Line], b: DocumentBuilder) -> None:
     i = 0
     n = len(lines)
     while i < n:
@@ -304,7 +209,7 @@ def _parse_markdown(lines: list[_Line], b: _Builder) -> None:
             i = j
 
 
-def _parse_plain(lines: list[_Line], b: _Builder) -> None:
+def _parse_plain(lines: list[_Line], b: DocumentBuilder) -> None:
     i = 0
     n = len(lines)
     while i < n:
@@ -335,46 +240,26 @@ def is_markdown(media_type: str) -> bool:
     )
 
 
-def _merge_short(raw: list[_RawPassage], min_bytes: int) -> list[_RawPassage]:
-    """Merge each heading with the paragraphs after it while the passage is under
-    ``min_bytes`` (see the module docstring); other passages pass through unchanged."""
-    out: list[_RawPassage] = []
-    group: list[_RawPassage] = []
+def read_markdown(builder: DocumentBuilder, text: str) -> None:
+    """Append ``text`` (canonicalised, markup kept) to ``builder`` and add its Markdown blocks
+    (module docstring) at the builder's current page and cell.
 
-    def flush() -> None:
-        if not group:
-            return
-        if len(group) == 1:
-            out.append(group[0])
-        else:
-            first, last = group[0][1][0], group[-1][1][-1]
-            sizes: dict[str, int] = {}
-            for kind, spans, _ in group:
-                sizes[kind] = sizes.get(kind, 0) + sum(sp.end - sp.start for sp in spans)
-            kind = max(sorted(sizes), key=lambda k: sizes[k])
-            merged = Span(start=first.start, end=last.end, kind=kind)
-            out.append((kind, (merged,), group[0][2]))
-        group.clear()
+    Raises:
+        InvalidRequest: (``text``) not valid UTF-8 (a lone surrogate).
+    """
+    base = builder.append_text(text)
+    _parse_markdown(_lines(builder.text_of(base, builder.size), base), builder)
 
-    for item in raw:
-        kind = item[0]
-        if kind == "heading":
-            flush()
-            group.append(item)
-        elif (
-            kind == "paragraph"
-            and group
-            and group[-1][1][-1].end - group[0][1][0].start < min_bytes
-        ):
-            group.append(item)
-        else:
-            flush()
-            if kind == "paragraph":
-                group.append(item)
-            else:
-                out.append(item)
-    flush()
-    return out
+
+def read_plain(builder: DocumentBuilder, text: str) -> None:
+    """Append ``text`` (canonicalised) to ``builder`` and add each run of non-blank lines as
+    a paragraph.
+
+    Raises:
+        InvalidRequest: (``text``) not valid UTF-8 (a lone surrogate).
+    """
+    base = builder.append_text(text)
+    _parse_plain(_lines(builder.text_of(base, builder.size), base), builder)
 
 
 def parse_document(
@@ -402,36 +287,11 @@ def parse_document(
         InvalidRequest: (``media_type``) unsupported; (``text``) not valid UTF-8 (a lone
             surrogate); (``max_passage_bytes``) below 64.
     """
-    if max_passage_bytes < 64:
-        raise InvalidRequest("max_passage_bytes", f"{max_passage_bytes} is below the minimum 64")
-    markdown = is_markdown(media_type)
-    canonical = canonicalize(text)
-    try:
-        data = canonical.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidRequest("text", f"not valid UTF-8: lone surrogate at {exc.start}") from exc
-    builder = _Builder(data, max_passage_bytes)
-    lines = _lines(canonical)
-    if markdown:
-        _parse_markdown(lines, builder)
+    builder = DocumentBuilder(
+        max_passage_bytes=max_passage_bytes, min_passage_bytes=min_passage_bytes
+    )
+    if is_markdown(media_type):
+        read_markdown(builder, text)
     else:
-        _parse_plain(lines, builder)
-    structural = [sp for _, spans, _ in builder.passages for sp in spans]
-    passages: list[Passage] = []
-    for ordinal, (kind, spans, level) in enumerate(
-        _merge_short(builder.passages, min_passage_bytes)
-    ):
-        texts = [builder.text_of(s.start, s.end) for s in spans]
-        passages.append(
-            Passage(ordinal=ordinal, kind=kind, spans=spans, text=" | ".join(texts), level=level)
-        )
-    all_spans = sorted(
-        {*structural, *(s for p in passages for s in p.spans)},
-        key=lambda s: (s.start, s.end, s.kind),
-    )
-    title = next(
-        (builder.text_of(sp.start, sp.end) for sp in structural if sp.kind == "heading"), None
-    )
-    return ParsedDocument(
-        text=canonical, spans=tuple(all_spans), passages=tuple(passages), title=title
-    )
+        read_plain(builder, text)
+    return builder.finish()

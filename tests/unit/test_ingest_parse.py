@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner_svc.core.errors import InvalidRequest
-from planner_svc.ingest import TitleMatcher, parse_document, title_forms
+from planner_svc.ingest import Location, TitleMatcher, parse_document, title_forms
 
 MARKDOWN = """# Title here #
 
@@ -192,3 +192,66 @@ def test_matcher_leftmost_longest_and_retitle() -> None:
     assert m.find("The Roman Empire fell") == {"empire"}
     assert m.find("Rome") == {"roman"}
     assert len(m) == 2
+
+
+# ---------------------------------------------------------------- locations
+
+
+def test_markdown_heading_paths() -> None:
+    doc = parse_document(
+        "# Guide\n\nLead.\n\n## Setup\n\nInstall it.\n\n| k | v |\n|---|---|\n| a | b |\n\n"
+        "### Linux  notes\n\n```\nmake\n```\n\n## Use\n\nRun it.\n\n# Appendix\n\nMore.\n",
+        "text/markdown",
+    )
+    got = [(_slice(doc.text, s.start, s.end), s.location.heading_path) for s in doc.spans]
+    assert got == [
+        ("Guide", ("Guide",)),
+        ("Lead.", ("Guide",)),
+        ("Setup", ("Guide", "Setup")),
+        ("Install it.", ("Guide", "Setup")),
+        ("k", ("Guide", "Setup")),
+        ("v", ("Guide", "Setup")),
+        ("a", ("Guide", "Setup")),
+        ("b", ("Guide", "Setup")),
+        ("Linux  notes", ("Guide", "Setup", "Linux notes")),
+        ("make", ("Guide", "Setup", "Linux notes")),
+        ("Use", ("Guide", "Use")),
+        ("Run it.", ("Guide", "Use")),
+        ("Appendix", ("Appendix",)),
+        ("More.", ("Appendix",)),
+    ]
+    assert all(s.location.page is None and s.location.cell_index is None for s in doc.spans)
+    assert [p.location.render() for p in doc.passages][:3] == [
+        "Guide",
+        "Guide",
+        "Guide \u203a Setup",
+    ]
+
+
+def test_merged_passage_keeps_the_heading_location() -> None:
+    doc = parse_document(
+        "# A\n\nshort.\n\n## B\n\nalso short.", "text/markdown", min_passage_bytes=200
+    )
+    assert [(p.text, p.location.heading_path) for p in doc.passages] == [
+        ("A\n\nshort.", ("A",)),
+        ("B\n\nalso short.", ("A", "B")),
+    ]
+
+
+def test_plain_text_has_empty_locations() -> None:
+    doc = parse_document("one\n\ntwo", "text/plain")
+    assert {s.location for s in doc.spans} == {Location()}
+    assert Location().render() == ""
+
+
+def test_location_rendering_and_validation() -> None:
+    assert Location(page=3).render() == "p. 3"
+    assert Location(cell_index=4).render() == "cell 4"
+    assert str(Location(heading_path=("Intro", "Setup"))) == "Intro \u203a Setup"
+    both = Location(page=2, heading_path=("Results",), cell_index=None)
+    assert both.render() == "p. 2 \u00b7 Results"
+    assert Location(cell_index=0, heading_path=("A",)).render() == "cell 0 \u00b7 A"
+    with pytest.raises(ValueError, match="page 0"):
+        Location(page=0)
+    with pytest.raises(ValueError, match="cell_index -1"):
+        Location(cell_index=-1)
