@@ -140,12 +140,15 @@ class ParsedDocument:
         spans: every structural span, in offset order (the ledger rows).
         passages: passages in document order.
         title: text of the first heading, else the reader's metadata title, else None.
+        media_type: the media type it was read as (``text/markdown``, ``application/pdf``,
+            ...).
     """
 
     text: str
     spans: tuple[Span, ...]
     passages: tuple[Passage, ...]
     title: str | None
+    media_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,8 +385,9 @@ class DocumentBuilder:
 
     # ------------------------------------------------------------------ result
 
-    def finish(self, *, fallback_title: str | None = None) -> ParsedDocument:
-        """The canonical text, every span in offset order, the passages and the title."""
+    def finish(self, media_type: str, *, fallback_title: str | None = None) -> ParsedDocument:
+        """The canonical text, every span in offset order, the passages and the title
+        (the first heading, else ``fallback_title``) of a document read as ``media_type``."""
         text = self._data.decode("utf-8")
         structural = [sp for raw in self._raw for sp in raw.spans]
         passages: list[Passage] = []
@@ -411,7 +415,11 @@ class DocumentBuilder:
             fallback_title or None,
         )
         return ParsedDocument(
-            text=text, spans=tuple(all_spans), passages=tuple(passages), title=title
+            text=text,
+            spans=tuple(all_spans),
+            passages=tuple(passages),
+            title=title,
+            media_type=media_type,
         )
 
 

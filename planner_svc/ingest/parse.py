@@ -292,6 +292,6 @@ def parse_document(
     )
     if is_markdown(media_type):
         read_markdown(builder, text)
-    else:
-        read_plain(builder, text)
-    return builder.finish()
+        return builder.finish("text/markdown")
+    read_plain(builder, text)
+    return builder.finish("text/plain")

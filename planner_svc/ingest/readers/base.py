@@ -1,0 +1,64 @@
+"""Media types the readers know, and the error every reader raises.
+
+Error hierarchy (drawn once)::
+
+    InvalidRequest (planner_svc.core.errors)
+    └── ReaderError   a document cannot be read: unsupported media type, encrypted or damaged
+                      file, invalid encoding; ``field`` is ``media_type`` or ``text``
+
+A reader never lets a library's exception escape: it translates it into :class:`ReaderError`
+(``raise ... from exc``) so an ingest run can report the document and go on.
+"""
+
+from __future__ import annotations
+
+from planner_svc.core.errors import InvalidRequest
+
+MARKDOWN = "text/markdown"
+PLAIN = "text/plain"
+HTML = "text/html"
+PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+NOTEBOOK = "application/x-ipynb+json"
+
+SUPPORTED = (MARKDOWN, PLAIN, HTML, PDF, DOCX, NOTEBOOK)
+"""Media types :func:`planner_svc.ingest.readers.read_document` reads, canonical spelling."""
+
+FORMAT_NAMES = {
+    MARKDOWN: "Markdown",
+    PLAIN: "text",
+    HTML: "HTML",
+    PDF: "PDF",
+    DOCX: "DOCX",
+    NOTEBOOK: "notebook",
+}
+"""Short name of each supported media type, for messages and reports."""
+
+
+class ReaderError(InvalidRequest):
+    """A document cannot be read.
+
+    Attributes:
+        field: ``media_type`` (the type is not supported) or ``text`` (the content is
+            encrypted, damaged or not in the encoding the format requires).
+        reason: what is wrong, naming the format: ``unsupported media type application/zip``,
+            ``encrypted PDF: a password is required``, ``damaged PDF: ...``.
+        media_type: the media type the document was read as (or found to have).
+    """
+
+    def __init__(self, field: str, reason: str, *, media_type: str) -> None:
+        super().__init__(field, reason)
+        self.media_type = media_type
+
+
+def unsupported(media_type: str) -> ReaderError:
+    """The error for a media type no reader handles."""
+    return ReaderError(
+        "media_type", f"unsupported media type {media_type}", media_type=media_type
+    )
+
+
+def damaged(media_type: str, detail: str) -> ReaderError:
+    """The error for content that does not parse as ``media_type``."""
+    name = FORMAT_NAMES.get(media_type, media_type)
+    return ReaderError("text", f"damaged {name}: {detail}", media_type=media_type)
