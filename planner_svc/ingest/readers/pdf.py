@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import unicodedata
+from collections.abc import Sequence
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -27,11 +29,16 @@ from planner_svc.ingest.document import DocumentBuilder, ParsedDocument
 from planner_svc.ingest.parse import DEFAULT_MAX_PASSAGE_BYTES
 from planner_svc.ingest.readers.base import PDF, ReaderError, damaged
 from planner_svc.ingest.readers.bidi import has_rtl, visual_to_logical
-from planner_svc.ingest.readers.pdf_layout import Line, layout
+from planner_svc.ingest.readers.pdf_layout import Line, is_cjk, layout
 
 _LOCK = threading.Lock()
 _LINE_BREAKS = (0x0D, 0x0A)
 _HYPHEN_MARKERS = (0x02, 0xFFFE)
+_BLANKS = (0x20, 0x09, 0xA0)
+_WORD_GAP = 0.25
+"""A gap wider than this share of the font size between two glyphs is a word space."""
+_SAME_BASELINE = 0.25
+"""Lines whose baselines differ by at most this share of the font size are one line."""
 
 
 class _Chars:
@@ -47,8 +54,8 @@ class _Chars:
         self._l, self._r = ctypes.c_double(), ctypes.c_double()
         self._b, self._t = ctypes.c_double(), ctypes.c_double()
 
-    def text(self, start: int, end: int) -> str:
-        data = b"".join(u.to_bytes(2, "little") for u in self.units[start:end])
+    def text(self, indexes: Sequence[int]) -> str:
+        data = b"".join(self.units[i].to_bytes(2, "little") for i in indexes)
         return data.decode("utf-16-le", errors="replace")
 
     def box(self, index: int) -> tuple[float, float, float, float]:
@@ -64,86 +71,120 @@ class _Chars:
     def size(self, index: int) -> float:
         return float(pdfium_c.FPDFText_GetFontSize(self.raw, index))
 
-    def clusters(self, start: int, end: int) -> list[str]:
-        """The characters of ``[start, end)`` in visual order: units sharing one box (a
-        ligature's characters, a surrogate pair) move together, sorted by the box's centre.
+    def clusters(self, indexes: Sequence[int]) -> list[str]:
+        """The characters at ``indexes`` in visual order: units sharing one box (a ligature's
+        characters, a surrogate pair) move together, sorted by the box's centre; a gap wider
+        than :data:`_WORD_GAP` times the font size between two clusters gets a space unless
+        both are CJK (PDFium drops a space where it breaks a line of right-to-left glyphs).
 
-        PDFium lists a right-to-left run right to left and then also reverses the characters
-        one glyph maps to (the lam-alef ligature comes out alef-lam); such a cluster, met while
-        the index order runs leftwards, is turned back."""
-        groups: list[tuple[float, int, list[int]]] = []
+        PDFium gives the characters of one right-to-left glyph in reverse (the lam-alef
+        ligature comes out alef-lam): a cluster of right-to-left letters is turned back."""
+        groups: list[tuple[float, float, int, list[int]]] = []
         last: tuple[float, float, float, float] | None = None
-        for i in range(start, end):
+        for i in indexes:
             box = self.box(i)
             if groups and (box == last or 0xDC00 <= self.units[i] <= 0xDFFF):
-                groups[-1][2].append(i)
+                groups[-1][3].append(i)
             else:
-                groups.append(((box[0] + box[1]) / 2, i, [i]))
+                groups.append((box[0], box[1], i, [i]))
             last = box
-        texts: list[tuple[float, int, str]] = []
-        for k, (centre, first, units) in enumerate(groups):
-            text = self.text(units[0], units[-1] + 1)
-            surrogates = any(0xD800 <= self.units[u] <= 0xDFFF for u in units)
-            if len(units) > 1 and not surrogates:
-                neighbour = groups[k + 1][0] if k + 1 < len(groups) else None
-                if neighbour is None and k > 0:
-                    neighbour = 2 * centre - groups[k - 1][0]
-                if neighbour is not None and neighbour < centre:
-                    text = text[::-1]
-            texts.append((centre, first, text))
-        texts.sort(key=lambda g: (g[0], g[1]))
-        return [text for _, _, text in texts]
+        groups.sort(key=lambda g: ((g[0] + g[1]) / 2, g[2]))
+        out: list[str] = []
+        previous_right: float | None = None
+        for left, right, first, units in groups:
+            text = self.text(units)
+            if len(units) > 1 and all(_rtl_letter(ch) for ch in text):
+                text = text[::-1]
+            blank = not text.strip()
+            gap = left - previous_right if previous_right is not None else 0.0
+            spaced = not (is_cjk(out[-1][-1:]) and is_cjk(text[:1])) if out else False
+            if not blank and spaced and out[-1].strip() and gap > _WORD_GAP * self.size(first):
+                out.append(" ")
+            if not blank or (out and out[-1].strip()):
+                out.append(text)
+            if not blank:
+                previous_right = right
+        return out
 
-    def logical(self, start: int, end: int) -> str:
-        """Text of ``[start, end)`` in logical order from the characters' positions; PDFium
-        joins a hyphenated line with the next at a line-end hyphen marker, so each physical
-        line between markers is reordered on its own."""
+    def logical(self, indexes: Sequence[int]) -> str:
+        """Text at ``indexes`` in logical order from the characters' positions; PDFium joins
+        a hyphenated line with the next at a line-end hyphen marker, so each physical line
+        between markers is reordered on its own."""
         pieces: list[str] = []
-        begin = start
-        for i in range(start, end + 1):
-            if i == end or self.units[i] in _HYPHEN_MARKERS:
-                pieces.append(visual_to_logical(self.clusters(begin, i)))
-                if i < end:
-                    pieces.append("\x02")
-                begin = i + 1
+        line: list[int] = []
+        for i in indexes:
+            if self.units[i] in _HYPHEN_MARKERS:
+                pieces.append(visual_to_logical(self.clusters(line)) + "\x02")
+                line = []
+            else:
+                line.append(i)
+        pieces.append(visual_to_logical(self.clusters(line)))
         return "".join(pieces)
+
+    def segments(self) -> list[list[int]]:
+        """Indexes of each line PDFium found (line breaks left out), lines without ink
+        dropped."""
+        out: list[list[int]] = []
+        current: list[int] = []
+        for i, unit in enumerate([*self.units, 0x0A]):
+            if unit in _LINE_BREAKS:
+                if any(self.units[j] not in _BLANKS for j in current):
+                    out.append(current)
+                current = []
+            else:
+                current.append(i)
+        return out
+
+
+def _rtl_letter(ch: str) -> bool:
+    return unicodedata.bidirectional(ch) in ("R", "AL", "NSM")
 
 
 def _page_lines(page: pdfium.PdfPage, number: int) -> list[Line]:
+    """The page's lines: PDFium's lines, with consecutive ones on one baseline joined (PDFium
+    breaks a line where glyphs are placed right to left, or individually); a joined line, or
+    one with right-to-left script, is read from its characters' positions."""
     height = float(page.get_height())
     textpage = page.get_textpage()
     try:
         chars = _Chars(textpage)
-        lines: list[Line] = []
-        start = 0
-        for i in range(chars.count + 1):
-            if i < chars.count and chars.units[i] not in _LINE_BREAKS:
-                continue
-            inked = [j for j in range(start, i) if chars.units[j] not in (0x20, 0x09, 0xA0)]
-            if inked:
-                text = chars.text(start, i)
-                if has_rtl(text):
-                    text = chars.logical(start, i)
-                first, last = inked[0], inked[-1]
-                x, baseline = chars.origin(first)
-                last_baseline = chars.origin(last)[1]
-                sizes = sorted(chars.size(j) for j in (first, inked[len(inked) // 2], last))
-                lines.append(
-                    Line(
-                        page=number,
-                        text=text,
-                        size=sizes[1],
-                        baseline=baseline,
-                        left=min(x, chars.box(first)[0]),
-                        right=chars.box(last)[1],
-                        page_height=height,
-                        last_baseline=last_baseline,
-                    )
-                )
-            start = i + 1
-        return lines
+        groups: list[list[list[int]]] = []
+        last_baseline = 0.0
+        for segment in chars.segments():
+            inked = [j for j in segment if chars.units[j] not in _BLANKS]
+            size = chars.size(inked[len(inked) // 2])
+            baseline = chars.origin(inked[0])[1]
+            if groups and abs(baseline - last_baseline) <= _SAME_BASELINE * size:
+                groups[-1].append(segment)
+            else:
+                groups.append([segment])
+            last_baseline = chars.origin(inked[-1])[1]
+        return [_line(chars, group, number, height) for group in groups]
     finally:
         textpage.close()
+
+
+def _line(chars: _Chars, group: list[list[int]], number: int, height: float) -> Line:
+    indexes = [i for segment in group for i in segment]
+    if len(group) > 1 or has_rtl(chars.text(indexes)):
+        text = chars.logical(indexes)
+    else:
+        text = chars.text(indexes)
+    inked = [j for j in indexes if chars.units[j] not in _BLANKS]
+    ends = [j for segment in group for j in (segment[0], segment[-1])]
+    ends = [j for j in ends if chars.units[j] not in _BLANKS] or inked[:1]
+    sizes = sorted(chars.size(j) for j in (inked[0], inked[len(inked) // 2], inked[-1]))
+    x, baseline = chars.origin(inked[0])
+    return Line(
+        page=number,
+        text=text,
+        size=sizes[1],
+        baseline=baseline,
+        left=min([x, *(chars.box(j)[0] for j in ends)]),
+        right=max(chars.box(j)[1] for j in ends),
+        page_height=height,
+        last_baseline=chars.origin(inked[-1])[1],
+    )
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:

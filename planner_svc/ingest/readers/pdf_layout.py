@@ -14,7 +14,8 @@ blocks (:class:`Block`) whose text is split into per-page parts.
 3. **Blocks** on a page: consecutive lines of one kind and size join while the baseline step
    stays within :data:`PARAGRAPH_STEP` times the font size, and (for paragraphs) the previous
    line does not end a sentence well short of the text width (a paragraph's last line).
-4. **Text**: lines of a block join with a space, or with nothing between two CJK characters or
+4. **Text**: lines of a block join with a space, or with nothing between two CJK characters
+   (:func:`is_cjk`: Han, kana, CJK punctuation) or
    after a line-end hyphen followed by a lower-case letter (the hyphen is dropped:
    ``infor-`` + ``mation`` -> ``information``; a hyphen a PDF marks as line-end, U+0002 or
    U+FFFE, the same way); ligature characters (U+FB00-FB06) are expanded; runs of spaces
@@ -108,8 +109,17 @@ def clean(text: str) -> str:
     return _SPACES.sub(" ", _CONTROLS.sub("", text)).strip()
 
 
-def _is_cjk(ch: str) -> bool:
-    return bool(ch) and unicodedata.east_asian_width(ch) in ("W", "F") and not ch.isascii()
+_CJK_RANGES = (
+    (0x2E80, 0x2FDF), (0x3000, 0x30FF), (0x3190, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF), (0x20000, 0x3FFFF),
+)  # fmt: skip
+"""Han, kana, CJK punctuation and full-width forms: scripts written without spaces between
+words (Hangul uses spaces, so it is not here)."""
+
+
+def is_cjk(ch: str) -> bool:
+    """Whether ``ch`` (one character, or empty) is written without spaces between words."""
+    return bool(ch) and any(a <= ord(ch) <= b for a, b in _CJK_RANGES)
 
 
 def joiner(before: str, after: str) -> tuple[str, str]:
@@ -121,7 +131,7 @@ def joiner(before: str, after: str) -> tuple[str, str]:
         return before[:-1], ""
     if before and before[-1] in _LINE_HYPHEN:
         before = before[:-1] + "-"
-    if _is_cjk(before[-1:]) and _is_cjk(after[:1]):
+    if is_cjk(before[-1:]) and is_cjk(after[:1]):
         return before, ""
     return before, " "
 
