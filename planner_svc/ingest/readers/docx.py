@@ -25,7 +25,6 @@ from collections.abc import Iterator
 
 import docx
 from docx.opc.exceptions import PackageNotFoundError
-from docx.styles.style import BaseStyle
 from docx.table import Table, _Cell
 from docx.text.paragraph import Paragraph
 from lxml import etree
@@ -40,36 +39,66 @@ _TOC_STYLE = re.compile(r"^toc\s*(?:heading|\d)$", re.IGNORECASE)
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-def _style_outline_level(style: BaseStyle | None) -> int | None:
-    seen = 0
-    while style is not None and seen < 16:  # base-style chains are short; stop on a loop
-        values = style.element.xpath("./w:pPr/w:outlineLvl/@w:val")
-        if values:
-            return int(values[0])
-        style = getattr(style, "base_style", None)
-        seen += 1
-    return None
+def _outline_value(element: etree._Element) -> int | None:
+    found = element.find(f"{_W}pPr/{_W}outlineLvl")
+    value = found.get(f"{_W}val") if found is not None else None
+    return int(value) if value is not None and value.isdigit() else None
 
 
-def heading_level(paragraph: Paragraph) -> int:
-    """Heading level 1..6 of a paragraph (module docstring), or 0 for body text."""
-    style = paragraph.style
-    name = (style.name or "") if style is not None else ""
-    found = _HEADING_STYLE.match(name.strip())
-    if found:
-        return min(int(found.group(1)), 6)
-    if name.strip().lower() == "title":
-        return 1
-    own = paragraph._p.xpath("./w:pPr/w:outlineLvl/@w:val")
-    level = int(own[0]) if own else _style_outline_level(style)
-    if level is not None and 0 <= level < 9:  # 9 = body text
-        return min(level + 1, 6)
-    return 0
+class _Styles:
+    """Paragraph styles of one document, read once from ``styles.xml`` (python-docx resolves
+    a paragraph's style by scanning every style, which dominated reading time)."""
 
+    def __init__(self, document: docx.document.Document) -> None:
+        self._name: dict[str, str] = {}
+        self._based_on: dict[str, str] = {}
+        self._outline: dict[str, int] = {}
+        self.default = ""
+        for style in document.styles.element.iterchildren(f"{_W}style"):
+            if style.get(f"{_W}type") != "paragraph":
+                continue
+            style_id = style.get(f"{_W}styleId") or ""
+            name = style.find(f"{_W}name")
+            self._name[style_id] = (name.get(f"{_W}val") or "") if name is not None else ""
+            based = style.find(f"{_W}basedOn")
+            if based is not None:
+                self._based_on[style_id] = based.get(f"{_W}val") or ""
+            outline = _outline_value(style)
+            if outline is not None:
+                self._outline[style_id] = outline
+            if style.get(f"{_W}default") in ("1", "true", "on") and not self.default:
+                self.default = style_id
+        self._levels: dict[str, tuple[int, bool]] = {}
 
-def _is_toc(paragraph: Paragraph) -> bool:
-    style = paragraph.style
-    return style is not None and bool(_TOC_STYLE.match((style.name or "").strip()))
+    def of(self, paragraph: Paragraph) -> tuple[int, bool]:
+        """(heading level of the paragraph, 0 for body text; whether its style is a
+        table-of-contents entry)."""
+        style_id = paragraph._p.style
+        if not style_id or style_id not in self._name:
+            style_id = self.default
+        if style_id not in self._levels:
+            self._levels[style_id] = self._heading(style_id)
+        level, toc = self._levels[style_id]
+        own = _outline_value(paragraph._p)
+        if not level and own is not None and 0 <= own < 9:  # 9 = body text
+            level = min(own + 1, 6)
+        return level, toc
+
+    def _heading(self, style_id: str) -> tuple[int, bool]:
+        name = self._name.get(style_id, "").strip()
+        found = _HEADING_STYLE.match(name)
+        if found:
+            return min(int(found.group(1)), 6), False
+        if name.lower() == "title":
+            return 1, False
+        current, seen = style_id, 0
+        while current and seen < 16:  # base-style chains are short; stop on a loop
+            outline = self._outline.get(current)
+            if outline is not None:
+                return (min(outline + 1, 6) if 0 <= outline < 9 else 0), False
+            current = self._based_on.get(current, "")
+            seen += 1
+        return 0, bool(_TOC_STYLE.match(name))
 
 
 def _blocks(parent: object, container: etree._Element) -> Iterator[Paragraph | Table]:
@@ -80,8 +109,8 @@ def _blocks(parent: object, container: etree._Element) -> Iterator[Paragraph | T
         elif child.tag == f"{_W}tbl":
             yield Table(child, parent)  # type: ignore[arg-type]
         elif child.tag == f"{_W}sdt":
-            gallery = child.xpath("./w:sdtPr/w:docPartObj/w:docPartGallery/@w:val")
-            if gallery and "table of contents" in str(gallery[0]).lower():
+            gallery = child.find(f"{_W}sdtPr/{_W}docPartObj/{_W}docPartGallery")
+            if gallery is not None and "contents" in (gallery.get(f"{_W}val") or "").lower():
                 continue
             for content in child.iterchildren(f"{_W}sdtContent"):
                 yield from _blocks(parent, content)
@@ -149,6 +178,7 @@ def read_docx(
         max_passage_bytes=max_passage_bytes, min_passage_bytes=min_passage_bytes
     )
     try:
+        styles = _Styles(document)
         for block in _blocks(document, document.element.body):
             if isinstance(block, Table):
                 first = True
@@ -157,8 +187,10 @@ def read_docx(
                     if any(texts):
                         builder.add_table_row(texts, first=first)
                         first = False
-            elif not _is_toc(block):
-                level = heading_level(block)
+            else:
+                level, toc = styles.of(block)
+                if toc:
+                    continue
                 if level:
                     builder.add_block("heading", " ".join(block.text.split()), level=level)
                 else:
