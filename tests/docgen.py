@@ -7,7 +7,7 @@ outputs; PDF running footers), into bytes. :data:`FURNITURE` lists the furniture
 of which may appear in what a reader returns.
 
 PDFs are written with fpdf2 and HarfBuzz shaping (right-to-left runs in visual order, Arabic
-joining forms, ligatures) in Noto fonts from Debian packages (:data:`FONTS`; ``make setup``
+joining forms, ligatures) in fonts from Debian packages (:data:`FONTS`; ``make setup``
 installs them): :func:`require_fonts` fails with the package to install when one is missing.
 """
 
@@ -20,15 +20,21 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-NOTO = Path("/usr/share/fonts/truetype/noto")
+from planner_svc.ingest.readers.pdf_layout import is_cjk
+
 FONTS = {
-    "sans": (NOTO / "NotoSans-Regular.ttf", "fonts-noto-core"),
-    "hebrew": (NOTO / "NotoSansHebrew-Regular.ttf", "fonts-noto-core"),
-    "arabic": (NOTO / "NotoSansArabic-Regular.ttf", "fonts-noto-core"),
+    "sans": (Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"), "fonts-dejavu-core"),
     "cjk": (Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"), "fonts-noto-cjk"),
-    "emoji": (NOTO / "NotoColorEmoji.ttf", "fonts-noto-color-emoji"),
+    "emoji": (
+        Path("/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf"),
+        "fonts-noto-color-emoji",
+    ),
 }
-"""Font name -> (file, Debian package that ships it)."""
+"""Font name -> (file, Debian package that ships it). DejaVu Sans covers Latin, Greek,
+Cyrillic, Hebrew and Arabic with their punctuation and the f-ligatures in one font, so a
+right-to-left run is shaped in the font of the text around it (fpdf2 garbles glyphs and drops
+punctuation when shaping switches to fallback fonts inside a run); Noto Sans CJK and Noto
+Color Emoji set the CJK and emoji runs."""
 
 FURNITURE = (
     "Skip to navigation menu",
@@ -227,25 +233,54 @@ class PdfPlan:
     heading_pages: list[int] = field(default_factory=list)
 
 
-def _is_cjk(ch: str) -> bool:
-    return unicodedata.east_asian_width(ch) in ("W", "F") and not ch.isascii()
+def _starts_rtl(word: str) -> bool:
+    return unicodedata.bidirectional(word[0]) in ("R", "AL")
 
 
-def _tokens(sentence: str) -> list[tuple[str, bool]]:
+def _tokens(sentence: str, *, rtl: bool) -> list[tuple[str, bool]]:
     """Pieces a line may break after: (piece, a space follows). A line breaks at spaces and
-    between two CJK characters, nowhere else."""
+    between two CJK characters, nowhere else; in a left-to-right paragraph never before a
+    right-to-left word (a line that began with one would be drawn right to left, which a
+    reader cannot tell from a right-to-left paragraph)."""
     out: list[tuple[str, bool]] = []
     for word in sentence.split(" "):
         if not word:
             continue
         pieces = [word[0]]
         for before, after in itertools.pairwise(word):
-            if _is_cjk(before) and _is_cjk(after):
+            if is_cjk(before) and is_cjk(after):
                 pieces.append(after)
             else:
                 pieces[-1] += after
+        if out and not rtl and _starts_rtl(word) and out[-1][1]:
+            out[-1] = (out[-1][0] + " " + pieces[0], False)
+            pieces = pieces[1:] if len(pieces) > 1 else []
+            if not pieces:
+                out[-1] = (out[-1][0], True)
+                continue
         out.extend((piece, False) for piece in pieces[:-1])
         out.append((pieces[-1], True))
+    return out
+
+
+def _font_of(ch: str) -> str:
+    if is_cjk(ch) or 0x1100 <= ord(ch) <= 0x11FF or 0xAC00 <= ord(ch) <= 0xD7AF:
+        return "cjk"
+    if ord(ch) >= 0x1F000:
+        return "emoji"
+    return "sans"
+
+
+def runs(text: str) -> list[tuple[str, str]]:
+    """(font, text) runs of a line: CJK and Hangul in the CJK font, emoji in the emoji font,
+    everything else (spaces included) in DejaVu Sans."""
+    out: list[tuple[str, str]] = []
+    for ch in text:
+        font = _font_of(ch)
+        if out and out[-1][0] == font:
+            out[-1] = (font, out[-1][1] + ch)
+        else:
+            out.append((font, ch))
     return out
 
 
@@ -254,19 +289,22 @@ class PdfWriter:
     ``break_page()`` forces one; ``blank_page()`` adds a page with nothing on it)."""
 
     def __init__(self, *, width_pt: float = 300.0, lines_per_page: int = 14,
-                 footer: bool = False) -> None:  # fmt: skip
+                 footer: bool = False, fonts: tuple[str, ...] = tuple(FONTS)) -> None:  # fmt: skip
+        """``fonts``: the fonts to embed (DejaVu Sans alone writes faster, for text without
+        CJK or emoji)."""
         from fpdf import FPDF
 
-        fonts = require_fonts()
+        fonts_found = require_fonts()
         self.pdf = FPDF(unit="pt", format=(width_pt + 72, 72 + lines_per_page * 24 + 72))
         self.pdf.set_auto_page_break(False)
         self.pdf.set_margins(36, 36, 36)
-        for name, path in fonts.items():
+        for name, path in fonts_found.items():
+            if name not in fonts and name != "sans":
+                continue
             if path.suffix == ".ttc":
                 self.pdf.add_font(name, "", str(path), collection_font_number=0)
             else:
                 self.pdf.add_font(name, "", str(path))
-        self.pdf.set_fallback_fonts(["hebrew", "arabic", "cjk", "emoji"])
         self.pdf.set_text_shaping(True)
         self.width = width_pt
         self.footer = footer
@@ -289,11 +327,25 @@ class PdfWriter:
         if self.y + pitch > self._bottom():
             self._finish_page()
             self._new_page()
-        self.pdf.set_font("sans", size=size)
-        self.pdf.set_xy(36, self.y)
-        self.pdf.cell(w=self.width, h=pitch, text=text, align=align)
+        pieces = runs(text)
+        width = self.text_width(text, size)
+        x = 36 + (self.width - width if align == "R" else 0.0)
+        for font, piece in pieces:
+            self.pdf.set_font(font, size=size)
+            piece_width = self.pdf.get_string_width(piece)
+            self.pdf.set_xy(x, self.y)
+            self.pdf.cell(w=piece_width, h=pitch, text=piece)
+            x += piece_width
         self.y += pitch
         self.used = True
+
+    def text_width(self, text: str, size: float) -> float:
+        """Width of ``text`` set in its runs' fonts at ``size`` points."""
+        total = 0.0
+        for font, piece in runs(text):
+            self.pdf.set_font(font, size=size)
+            total += self.pdf.get_string_width(piece)
+        return total
 
     def _finish_page(self) -> None:
         if self.footer and self.used:
@@ -314,15 +366,14 @@ class PdfWriter:
         """Wrap the sentences into lines; with ``hyphenate``, the first word of 8 or more
         lower-case letters that reaches a line end is split there with a hyphen."""
         self.y += PARAGRAPH_GAP_PT if self.used else 0.0
-        self.pdf.set_font("sans", size=BODY_PT)
         line = ""
         for sentence in block.sentences:
-            tokens = _tokens(sentence)
+            tokens = _tokens(sentence, rtl=block.rtl)
             start = end = 0
             for k, (piece, space) in enumerate(tokens):
                 candidate = line + piece
                 flushed_head = False
-                if line and self.pdf.get_string_width(candidate) > self.width - 12:
+                if line and self.text_width(candidate, BODY_PT) > self.width - 12:
                     head, tail = "", piece
                     if hyphenate and piece.isalpha() and piece.islower() and len(piece) >= 8:
                         head, tail = piece[: len(piece) // 2] + "-", piece[len(piece) // 2 :]

@@ -80,9 +80,9 @@ def test_pages_headings_hyphens_ligatures_and_a_paragraph_across_a_page_break() 
         (13, 73, "paragraph", 1, notes,
          "The first survey gathered environmental information quickly."),
         (75, 86, "heading", 1, second, "Second part"),
-        (88, 121, "paragraph", 1, second, "Readers keep one paragraph across"),
-        (122, 224, "paragraph", 2, second, "the page break when the sentence goes on past the "
-         "bottom of the page and continues onto the next page."),
+        (88, 114, "paragraph", 1, second, "Readers keep one paragraph"),
+        (115, 224, "paragraph", 2, second, "across the page break when the sentence goes on past "
+         "the bottom of the page and continues onto the next page."),
         (226, 246, "paragraph", 4, second, "After an empty page."),
     ]  # fmt: skip
     across = doc.passages[3]
