@@ -5,7 +5,13 @@ BIN := $(VENV)/bin
 DATA ?= data/demo
 PORT ?= 50151
 
-.PHONY: setup protos check-protos lint typecheck test test-go test-fast demo fetch-corpus ingest-demo bench clean
+# Fonts the PDF tests write with (Debian packages; installed only when a file is missing).
+FONT_PACKAGES := fonts-dejavu-core fonts-noto-cjk fonts-noto-color-emoji
+FONT_FILES := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf \
+	/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc \
+	/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
+
+.PHONY: setup fonts protos check-protos lint typecheck test test-go test-fast demo fetch-corpus ingest-demo bench clean
 
 $(BIN)/planner-svc: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,7 +19,17 @@ $(BIN)/planner-svc: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-setup: $(BIN)/planner-svc
+setup: $(BIN)/planner-svc fonts
+
+fonts:
+	@missing=""; for f in $(FONT_FILES); do [ -f "$$f" ] || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+		command -v apt-get >/dev/null || { echo "make: install $(FONT_PACKAGES) (Debian packages) for the PDF tests" >&2; exit 1; }; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "make: installing $(FONT_PACKAGES)"; \
+		$$sudo apt-get update -qq && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(FONT_PACKAGES) >/dev/null; \
+	fi
 
 protos: setup
 	$(BIN)/python scripts/gen_protos.py

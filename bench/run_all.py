@@ -15,7 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
-    modules = ["bench.bench_select", "bench.bench_index", "bench.bench_ingest"]
+    modules = [
+        "bench.bench_select",
+        "bench.bench_index",
+        "bench.bench_ingest",
+        "bench.bench_readers",
+    ]
     if (ROOT / "data" / "demo" / "store.sqlite").exists():
         modules.append("bench.bench_plan_grpc")
         if shutil.which("go") or (ROOT / ".cache" / "bin" / "ghz").exists():
