@@ -167,3 +167,7 @@ def test_long_paragraph_splits_into_passages_of_bounded_size() -> None:
     assert len(doc.passages) > 5
     assert all(len(p.text.encode()) <= 120 for p in doc.passages)
     assert " ".join(p.text for p in doc.passages) == (sentence * 30).strip()
+
+
+def test_a_meta_charset_naming_a_non_text_codec_falls_back() -> None:
+    assert read_html(b'<meta charset="rot13"><p>caf\xc3\xa9</p>').text == "caf\u00e9"

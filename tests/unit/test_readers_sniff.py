@@ -144,3 +144,29 @@ def test_text_must_be_utf8() -> None:
 def test_notebook_json_is_not_mistaken_for_other_json() -> None:
     data = json.dumps({"cells": [{"cell_type": "markdown", "source": "# H"}], "nbformat": 4})
     assert read_document(data.encode()).title == "H"
+
+
+def test_any_library_failure_becomes_a_reader_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import planner_svc.ingest.readers.html as html_reader
+
+    def boom(data: bytes, **limits: int) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(html_reader, "read_html", boom)
+    with pytest.raises(ReaderError) as err:
+        read_document(b"<html><p>x</p></html>")
+    assert (err.value.field, err.value.reason) == ("text", "damaged HTML: RuntimeError: boom")
+
+
+def test_public_surface() -> None:
+    import planner_svc.ingest.readers as readers
+
+    assert sorted(readers.__all__) == sorted(
+        [
+            "DOCX", "FORMAT_NAMES", "HTML", "MARKDOWN", "NOTEBOOK", "PDF", "PLAIN", "SUPPORTED",
+            "Location", "ParsedDocument", "ReaderError", "read_document", "resolve_media_type",
+            "sniff_media_type",
+        ]
+    )  # fmt: skip
+    for name in readers.__all__:
+        assert hasattr(readers, name), name

@@ -21,6 +21,7 @@ Every failure is a :class:`ReaderError` (an ``InvalidRequest``) naming the probl
 
 from __future__ import annotations
 
+from planner_svc.core.errors import InvalidRequest
 from planner_svc.ingest.document import Location, ParsedDocument
 from planner_svc.ingest.parse import DEFAULT_MAX_PASSAGE_BYTES
 from planner_svc.ingest.readers.base import (
@@ -33,6 +34,7 @@ from planner_svc.ingest.readers.base import (
     PLAIN,
     SUPPORTED,
     ReaderError,
+    damaged,
 )
 from planner_svc.ingest.readers.sniff import resolve_media_type, sniff_media_type
 
@@ -79,11 +81,21 @@ def read_document(
     Raises:
         ReaderError: (``media_type``) the type is not supported (``unsupported media type
             image/png``); (``text``) the content cannot be read as that type (encrypted or
-            damaged PDF, damaged DOCX, not a notebook, not valid UTF-8).
+            damaged PDF, damaged DOCX, not a notebook, not valid UTF-8), including any other
+            exception a parsing library raises on it (``damaged DOCX: TypeName: message``).
         InvalidRequest: (``max_passage_bytes``) below 64.
     """
     kind = resolve_media_type(data, media_type, name)
     limits = {"max_passage_bytes": max_passage_bytes, "min_passage_bytes": min_passage_bytes}
+    try:
+        return _read(kind, data, limits)
+    except InvalidRequest:
+        raise
+    except Exception as exc:  # a library failing on a malformed file must not stop an ingest
+        raise damaged(kind, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _read(kind: str, data: bytes, limits: dict[str, int]) -> ParsedDocument:
     if kind in (MARKDOWN, PLAIN):
         from planner_svc.ingest.readers.text import read_text
 

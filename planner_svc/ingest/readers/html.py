@@ -92,7 +92,10 @@ def decode_html(data: bytes) -> str:
         if name.startswith("utf-16"):
             name = "utf-8"  # a meta tag cannot declare UTF-16 (the bytes were readable as ASCII)
         if name:
-            return data.decode(name, errors="replace")
+            try:
+                return data.decode(name, errors="replace")
+            except LookupError:  # a codec that is not a text encoding (rot13, hex, ...)
+                pass
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
