@@ -123,16 +123,17 @@ class _Chars:
 
     def segments(self) -> list[list[int]]:
         """Indexes of each line PDFium found (line breaks left out), lines without ink
-        dropped."""
+        dropped. PDFium joins a line that ends in a hyphen with the text that follows it in
+        the content (the next line, or a footer); the line is cut after the hyphen marker."""
         out: list[list[int]] = []
         current: list[int] = []
         for i, unit in enumerate([*self.units, 0x0A]):
-            if unit in _LINE_BREAKS:
+            if unit not in _LINE_BREAKS:
+                current.append(i)
+            if unit in _LINE_BREAKS or unit in _HYPHEN_MARKERS:
                 if any(self.units[j] not in _BLANKS for j in current):
                     out.append(current)
                 current = []
-            else:
-                current.append(i)
         return out
 
 
