@@ -2,13 +2,15 @@
 
 - :func:`parse_document` reads Markdown or plain text into spans and passages; each span has a
   :class:`Location` (page, heading path, notebook cell).
+- :func:`planner_svc.ingest.readers.read_document` reads any supported format (Markdown, text,
+  HTML, PDF, DOCX, notebooks) from bytes into the same result.
 - :func:`ingest_documents` writes documents into a :class:`planner_svc.store.Store`.
 - ``planner_svc.ingest.cli`` adds the ``ingest`` and ``fetch-corpus`` subcommands.
 """
 
-from planner_svc.ingest.document import Location, ParsedDocument, Passage, Span
 from planner_svc.ingest.mentions import TitleMatcher, title_forms
 from planner_svc.ingest.parse import parse_document
+from planner_svc.ingest.parsed import Location, ParsedDocument, Passage, Span
 from planner_svc.ingest.pipeline import (
     RELATION_WEIGHTS,
     DocumentIn,
