@@ -9,6 +9,7 @@ from planner_svc.ingest.document import ParsedDocument
 from planner_svc.ingest.readers import ReaderError
 from planner_svc.ingest.readers.pdf import read_pdf
 from tests.docgen import Heading, Para, PdfWriter, require_fonts
+from tests.property.test_reader_roundtrips import HEADINGS, LTR, RTL
 
 Row = tuple[int, int, str, int | None, tuple[str, ...], str]
 
@@ -166,3 +167,25 @@ def test_blank_pages_give_no_text_and_metadata_gives_the_title() -> None:
     doc = read_pdf(bytes(pdf.output()))
     assert (doc.text, doc.spans, doc.passages) == ("", (), ())
     assert doc.title == "Metadata title"
+
+
+def test_hyphen_at_a_page_end_joins_across_the_running_footer() -> None:
+    # this layout ends page 3 with "acco-", which PDFium joins with the footer drawn after it
+    writer = PdfWriter(width_pt=220, lines_per_page=6, footer=True)
+    writer.heading(Heading(2, "Overview"))
+    writer.break_page()
+    writer.paragraph(Para((LTR[4], LTR[0], LTR[9])))
+    writer.break_page()
+    writer.paragraph(Para((RTL[2], RTL[3]), rtl=True))
+    writer.paragraph(Para((LTR[8],)))
+    writer.heading(Heading(2, "Further reading"))
+    writer.paragraph(Para((RTL[0], RTL[1]), rtl=True))
+    writer.heading(Heading(2, HEADINGS[2]))
+    sentence = "Librarians catalogue manuscripts according to provenance."
+    writer.paragraph(Para((sentence,)), hyphenate=True)
+    assert writer.plan.sentence_pages[-1] == (3, 4)
+    doc = read_pdf(writer.output())
+    assert "Confidential" not in doc.text
+    last = doc.passages[-1]
+    assert last.text == sentence
+    assert [s.location.page for s in last.spans] == [3, 4]
