@@ -44,11 +44,11 @@ def baseline_plan(
     """
     vec = embedder.embed([question])[0]
     hits = index.search(vec, k, valid_us=valid_us, tx_us=tx_us, source=store)
-    nodes = store.get_many_as_of([node_id for node_id, _ in hits], valid_us, tx_us)
+    nodes = store.get_many_as_of([hit.node_id for hit in hits], valid_us, tx_us)
     source_ids: list[str] = []
     texts: list[str] = []
     used = 0
-    for node_id, _sim in hits:
+    for node_id in (hit.node_id for hit in hits):
         node = nodes.get(node_id)
         if node is None or not node.provenance:
             continue

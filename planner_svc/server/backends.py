@@ -24,6 +24,7 @@ import structlog
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.core.errors import Cancelled, ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
+from planner_svc.index.source import VectorHit
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.settings import ServerSettings
 
@@ -65,7 +66,7 @@ class FreshIndex:
         valid_us: int,
         tx_us: int,
         source: Any,
-    ) -> list[tuple[str, float]]:
+    ) -> list[VectorHit]:
         """:meth:`planner_svc.index.VectorIndex.search` on an up-to-date index.
 
         Runs inside the plan's store snapshot, so the catch-up only ever moves forward to what
@@ -76,7 +77,7 @@ class FreshIndex:
                 self.index.sync(self._store, catch_up_only=True)
             except Exception:
                 structlog.get_logger("planner_svc.server").exception("vector_index.catch_up_failed")
-        hits: list[tuple[str, float]] = self.index.search(
+        hits: list[VectorHit] = self.index.search(
             query, k, valid_us=valid_us, tx_us=tx_us, source=source
         )
         return hits
