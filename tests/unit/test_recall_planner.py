@@ -202,3 +202,22 @@ def test_noise_in_the_index_scores_changes_no_weight_and_no_plan(store: Store) -
     assert clean.plan.plan_hash == plan_hash(
         "v1", clean.plan.budget, clean.plan.used, clean.plan.spans
     )
+
+
+def test_a_source_version_committed_after_the_plan_time_is_never_cited(tmp_path: Path) -> None:
+    # A node written first may name a source version that is committed only later; a plan as
+    # of a time in between must not cite a version that did not exist yet.
+    with Store.open(tmp_path / "data") as s:
+        text = "Tide tables list the high water times."
+        s.write_nodes([NodeWrite(node_id="n:tide", text="tide tables high water",
+                                 provenance=(SpanRef("late", 50, 0, len(text)),),
+                                 valid_from_us=T0)], tx_us=20)
+        s.put_source_version("late", text, title="Tides", media_type="text/plain", tx_us=50)
+        query = _query(structured=StructuredLeg(text="tide tables"), at_tx_us=30)
+        early = _planner(s).plan(query)
+        assert early.plan.spans == ()
+        assert early.plan.stats.structured_hits == 1
+        assert early.plan.stats.slices_missing == 1
+        later = _planner(s).plan(_query(structured=StructuredLeg(text="tide tables"),
+                                        at_tx_us=60))
+        assert [sp.text for sp in later.plan.spans] == [text]
