@@ -4,7 +4,9 @@ For every question it asks the server for the plan ``planner-svc plan`` would re
 legs from the question text, one hop) and builds, in this process over the same data directory,
 the baseline plan (top-k passages by cosine, in rank order, until the budget is full) under the
 same effective budget. Prints per-type ``n``, ``goldCoverage``, ``allGold`` and ``answerInPlan``
-for both, as a table or (``--json``) as one JSON object.
+for both, as a table or (``--json``) as one JSON object, with the share of plans declined per
+type: for ``unanswerable`` questions the share rightly declined, for the others (and overall,
+row ``answerable``) the share wrongly declined.
 """
 
 from __future__ import annotations
@@ -20,17 +22,20 @@ from planner_svc.cliargs import DEFAULT_ADDRESS, address, int_range
 
 
 def _table(report: dict[str, Any]) -> str:
+    metrics = ("goldCoverage", "allGold", "answerInPlan", "declined")
     lines = [
         f"budget {report['budget']} tokens (effective {report['effectiveBudget']})",
-        f"{'type':<8} {'n':>3}  {'':<9} {'goldCoverage':>12} {'allGold':>8} {'answerInPlan':>12}",
+        f"{'type':<12} {'n':>3}  {'':<9}" + "".join(f" {m:>12}" for m in metrics),
     ]
-    for qtype in ("single", "multi", "compare"):
+    for qtype in ("single", "multi", "compare", "answerable", "unanswerable"):
         for who in ("planner", "baseline"):
-            row = report[who][qtype]
-            lines.append(
-                f"{qtype:<8} {row['n']:>3}  {who:<9} {row['goldCoverage']:>12.3f} "
-                f"{row['allGold']:>8.3f} {row['answerInPlan']:>12.3f}"
-            )
+            row = report[who].get(qtype)
+            if row is None:
+                continue
+            cells = "".join(f" {row[m]:>12.3f}" if m in row else " " * 13 for m in metrics)
+            lines.append(f"{qtype:<12} {row['n']:>3}  {who:<9}{cells}".rstrip())
+    lines.append("declined: plans refused for insufficient evidence or empty; the baseline has "
+                 "no decline rule")
     return "\n".join(lines)
 
 
@@ -43,15 +48,20 @@ def _run(args: argparse.Namespace) -> int:
     from planner_svc.core.tokens import effective_budget
     from planner_svc.embed import default_embedder
     from planner_svc.evaluation.baseline import baseline_plan
-    from planner_svc.evaluation.metrics import aggregate, load_questions, score
+    from planner_svc.evaluation.metrics import aggregate, declined, score
+    from planner_svc.evaluation.questions import load_questions
+    from planner_svc.evaluation.server_plans import request_plan
     from planner_svc.index import VectorIndex
-    from planner_svc.server.client import question_request
     from planner_svc.store import Store
 
     try:
-        questions = load_questions(Path(args.questions))
-    except (OSError, InvalidRequest) as exc:
-        print(f"planner-svc eval: cannot read questions: {exc}", file=sys.stderr)
+        questions = load_questions([Path(p) for p in args.questions])
+    except OSError as exc:
+        print(f"planner-svc eval: cannot read questions: {exc.filename or ''}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except InvalidRequest as exc:
+        print(f"planner-svc eval: bad questions: {exc}", file=sys.stderr)
         return 2
     data = Path(args.data)
     if not (data / "store.sqlite").exists():
@@ -77,20 +87,16 @@ def _run(args: argparse.Namespace) -> int:
         unknown: set[str] = set()
         for q in questions:
             try:
-                plan = stub.Plan(question_request(q.question, budget_tokens=args.budget),
-                                 timeout=args.timeout, metadata=auth_metadata())
-                sids = [s.span.source_id for s in plan.spans]
-                texts = [s.text for s in plan.spans]
-                used = plan.used
+                got = request_plan(stub, q.question, budget=args.budget,
+                                   timeout_s=args.timeout, metadata=auth_metadata())
             except grpc.RpcError as err:
-                if err.code() != grpc.StatusCode.FAILED_PRECONDITION:  # type: ignore[attr-defined]
-                    name = err.code().name  # type: ignore[attr-defined]
-                    print(f"planner-svc eval: {name}: {err.details()}"  # type: ignore[attr-defined]
-                          f"{unavailable_hint(name, args.address)}", file=sys.stderr)
-                    return 1
-                sids, texts, used = [], [], 0
-            unknown.update(s for s in sids if store.source_title(s) is None)
-            p_out = score(q, [title(s) for s in sids], texts, used)
+                name = err.code().name  # type: ignore[attr-defined]
+                print(f"planner-svc eval: {name}: {err.details()}"  # type: ignore[attr-defined]
+                      f"{unavailable_hint(name, args.address)}", file=sys.stderr)
+                return 1
+            unknown.update(s for s in got.source_ids if store.source_title(s) is None)
+            p_out = declined(q) if got.refused else score(
+                q, [title(s) for s in got.source_ids], got.texts, got.used)
             base = baseline_plan(store, index, embedder, q.question, budget=effective,
                                  k=args.k, valid_us=now_us, tx_us=now_us)
             b_out = score(q, [title(s) for s in base.source_ids], base.texts, base.used)
@@ -98,8 +104,10 @@ def _run(args: argparse.Namespace) -> int:
             baseline_outcomes.append(b_out)
             per_question.append({
                 "id": q.id, "type": q.type,
-                "planner": {"covered": list(p_out.covered), "answer": p_out.answer_in_plan},
-                "baseline": {"covered": list(b_out.covered), "answer": b_out.answer_in_plan},
+                "planner": {"covered": list(p_out.covered), "answer": p_out.answer_in_plan,
+                            "declined": p_out.declined},
+                "baseline": {"covered": list(b_out.covered), "answer": b_out.answer_in_plan,
+                             "declined": b_out.declined},
             })
     if unknown:
         print(f"planner-svc eval: warning: the server's plans cite {len(unknown)} source(s) "
@@ -125,7 +133,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "eval", help="score plans of a running server on questions with gold evidence"
     )
-    parser.add_argument("questions", help="JSON Lines questions (id, type, question, gold, answer)")
+    parser.add_argument("questions", nargs="+", metavar="QUESTIONS",
+                        help="JSON Lines question files (id, type, question, gold, answer)")
     parser.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                         help="server HOST:PORT")
     parser.add_argument("--budget", type=int_range(1, 10_000_000), required=True,
