@@ -2,9 +2,9 @@
 
 Reads one or more question files, runs :func:`planner_svc.evaluation.runner.run_eval` at one
 budget (``--budget N``) or several (``--budgets 250,500,...``), and prints one table per budget
-or (``--json``) the report as one JSON object. Bad input (a question file, a budget list, a
-missing store) is one line on stderr and exit code 2; a failed plan request is one line and
-exit code 1.
+or (``--json``) the report as one JSON object; ``--plot FILE.png`` also draws quality against
+budget. Bad input (a question file, a budget list, a plot path) is one line on stderr and exit
+code 2; a failed plan request is one line and exit code 1.
 """
 
 from __future__ import annotations
@@ -68,6 +68,9 @@ def _run(args: argparse.Namespace) -> int:
     data = Path(args.data)
     if not (data / "store.sqlite").exists():
         return _fail(f"no store under {data} (use --data)", 2)
+    plot = Path(args.plot) if args.plot else None
+    if plot is not None and not plot.parent.is_dir():
+        return _fail(f"cannot write the plot: no folder {plot.parent}", 2)
 
     from planner_svc.evaluation.report import report_text
     from planner_svc.evaluation.runner import EvalError, EvalSettings, run_eval
@@ -87,6 +90,13 @@ def _run(args: argparse.Namespace) -> int:
                                                   file=sys.stderr))
     except EvalError as exc:
         return _fail(str(exc), 1)
+    if plot is not None:
+        from planner_svc.evaluation.plot import plot_report
+
+        try:
+            plot_report(report, plot)
+        except OSError as exc:
+            return _fail(f"cannot write the plot {plot}: {exc.strerror or exc}", 1)
     print(json.dumps(report) if args.json else report_text(report))
     return 0
 
@@ -105,6 +115,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                          help="requested budget, tokens")
     budgets.add_argument("--budgets", metavar="N,N,...",
                          help="several requested budgets, comma-separated (e.g. 250,500,1000)")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="also draw quality against budget to this PNG")
     parser.add_argument("--data", default="data/demo",
                         help="the server's data directory (for the baselines and titles)")
     parser.add_argument("--k", type=int_range(1, 1000), default=50,

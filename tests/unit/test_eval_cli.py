@@ -73,7 +73,7 @@ def test_bad_question_files_exit_2_with_one_line(
                    "No such file or directory\n")
 
 
-def test_a_missing_store_exits_2(
+def test_a_missing_store_or_plot_folder_exits_2(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     questions = tmp_path / "q.jsonl"
@@ -82,3 +82,10 @@ def test_a_missing_store_exits_2(
                        capsys)
     assert (code, err) == (2, f"planner-svc eval: no store under {tmp_path / 'none'} "
                               "(use --data)\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "store.sqlite").write_bytes(b"")
+    plot = tmp_path / "nowhere" / "sweep.png"
+    code, _, err = run([str(questions), "--budgets", "250,500", "--data",
+                        str(tmp_path / "data"), "--plot", str(plot)], capsys)
+    assert (code, err) == (2, f"planner-svc eval: cannot write the plot: no folder "
+                              f"{plot.parent}\n")

@@ -1,11 +1,18 @@
-"""The report's text tables, from a tiny report dict (no server)."""
+"""The report's text tables and its sweep plot, from a tiny report dict (no server)."""
 
 from __future__ import annotations
 
+import struct
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from planner_svc.evaluation.metrics import judge
+from planner_svc.evaluation.plot import plot_report
 from planner_svc.evaluation.report import budget_table, report_text
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def row(cov: float, all_gold: float, answer: float, n: int = 2) -> dict[str, float | int]:
@@ -74,3 +81,30 @@ def test_report_text_has_a_header_one_table_per_budget_and_the_legend() -> None:
         "budget 1000 tokens (effective 900)"]
     assert "cosine: top-50 passages by cosine" in text
     assert "bm25: top-200 whole documents by BM25" in text
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    assert data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_plot_writes_a_png_with_a_panel_per_type_and_one_for_declines(tmp_path: Path) -> None:
+    four = tmp_path / "sweep.png"
+    plot_report(report(compare=True), four)
+    # three types + the declined panel: a 2 x 2 grid at 10 x 7.5 in, 100 dpi
+    assert png_size(four) == (1000, 750)
+    three = tmp_path / "three.png"
+    plot_report(report(), three)
+    # two types + the declined panel: one row of 4.2 x 4 in panels
+    assert png_size(three) == (1260, 400)
+    two = tmp_path / "two.png"
+    plot_report(report(unanswerable=False), two, dpi=50)
+    assert png_size(two) == (420, 200)
+
+
+def test_plot_of_a_report_without_budgets_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no budget"):
+        plot_report({**report(), "budgets": []}, tmp_path / "x.png")
