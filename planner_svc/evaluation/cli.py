@@ -3,8 +3,9 @@
 Reads one or more question files, runs :func:`planner_svc.evaluation.runner.run_eval` at one
 budget (``--budget N``) or several (``--budgets 250,500,...``), and prints one table per budget
 or (``--json``) the report as one JSON object; ``--plot FILE.png`` also draws quality against
-budget. Bad input (a question file, a budget list, a plot path) is one line on stderr and exit
-code 2; a failed plan request is one line and exit code 1.
+budget. Bad input (a question file, a budget list, a plot folder, a data directory without a
+readable store) is one line on stderr and exit code 2; a failed plan request is one line and
+exit code 1.
 """
 
 from __future__ import annotations
@@ -46,6 +47,16 @@ def budget_list(value: str) -> tuple[int, ...]:
     return tuple(sorted(budgets))
 
 
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{seconds} is outside (0, 3600] seconds")
+    return seconds
+
+
 def _fail(message: str, code: int) -> int:
     print(f"planner-svc eval: {message}", file=sys.stderr)
     return code
@@ -65,20 +76,17 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(f"cannot read questions: {exc.filename or ''}: {exc.strerror or exc}", 2)
     except InvalidRequest as exc:
         return _fail(f"bad questions: {exc}", 2)
-    data = Path(args.data)
-    if not (data / "store.sqlite").exists():
-        return _fail(f"no store under {data} (use --data)", 2)
     plot = Path(args.plot) if args.plot else None
     if plot is not None and not plot.parent.is_dir():
         return _fail(f"cannot write the plot: no folder {plot.parent}", 2)
 
     from planner_svc.evaluation.report import report_text
-    from planner_svc.evaluation.runner import EvalError, EvalSettings, run_eval
+    from planner_svc.evaluation.runner import EvalError, EvalInputError, EvalSettings, run_eval
 
     settings = EvalSettings(
         question_files=tuple(args.questions),
         budgets=budgets,
-        data_dir=data,
+        data_dir=Path(args.data),
         address=args.address,
         cosine_k=args.k,
         timeout_s=args.timeout,
@@ -88,8 +96,11 @@ def _run(args: argparse.Namespace) -> int:
         report = run_eval(questions, settings,
                           warn=lambda line: print(f"planner-svc eval: warning: {line}",
                                                   file=sys.stderr))
+    except EvalInputError as exc:
+        return _fail(str(exc), 2)
     except EvalError as exc:
         return _fail(str(exc), 1)
+    print(json.dumps(report) if args.json else report_text(report), flush=True)
     if plot is not None:
         from planner_svc.evaluation.plot import plot_report
 
@@ -97,7 +108,6 @@ def _run(args: argparse.Namespace) -> int:
             plot_report(report, plot)
         except OSError as exc:
             return _fail(f"cannot write the plot {plot}: {exc.strerror or exc}", 1)
-    print(json.dumps(report) if args.json else report_text(report))
     return 0
 
 
@@ -121,7 +131,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="the server's data directory (for the baselines and titles)")
     parser.add_argument("--k", type=int_range(1, 1000), default=50,
                         help="passages the cosine baseline considers")
-    parser.add_argument("--timeout", type=float, default=30.0, help="per-plan deadline, seconds")
+    parser.add_argument("--timeout", type=_positive_seconds, default=30.0,
+                        help="per-plan deadline, seconds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--per-question", action="store_true",
                         help="include each question's outcome per budget in the JSON")

@@ -23,6 +23,7 @@ in ascending budget order (see :func:`planner_svc.evaluation.metrics.aggregate` 
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from planner_svc.index import VectorIndex  # isort: skip
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
 from planner_svc.cliargs import auth_metadata, unavailable_hint
+from planner_svc.core.errors import PlannerError
 from planner_svc.core.tokens import effective_budget
 from planner_svc.embed import default_embedder
 from planner_svc.evaluation.bm25_baseline import TOP_DOCUMENTS, Bm25Baseline
@@ -54,6 +56,10 @@ BASELINES = SYSTEMS[1:]
 
 class EvalError(Exception):
     """The run cannot go on; the message is one line for the user."""
+
+
+class EvalInputError(EvalError):
+    """The run's input is unusable (e.g. the data directory is not a readable store)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,20 +100,24 @@ def run_eval(
         The report described in the module docstring.
 
     Raises:
-        EvalError: no store under the data directory, or a plan request failed other than by
-            a decline.
+        EvalInputError: no store under the data directory, or one this build cannot read.
+        EvalError: a plan request failed other than by a decline.
     """
     started = time.perf_counter()
     data = settings.data_dir
     if not (data / "store.sqlite").exists():
-        raise EvalError(f"no store under {data} (use --data)")
+        raise EvalInputError(f"no store under {data} (use --data)")
     now_us = time.time_ns() // 1000
     budgets = settings.budgets
     effective = {b: effective_budget(b, None, True) for b in budgets}
     outcomes: dict[int, dict[str, list[Outcome]]] = {b: {s: [] for s in SYSTEMS} for b in budgets}
     rows: dict[int, list[dict[str, Any]]] = {b: [] for b in budgets}
     metadata = auth_metadata()
-    with Store.open(data) as store, grpc.insecure_channel(settings.address) as channel:
+    try:
+        store = Store.open(data)
+    except (PlannerError, sqlite3.DatabaseError) as exc:
+        raise EvalInputError(f"cannot open the store: {exc}") from None
+    with store, grpc.insecure_channel(settings.address) as channel:
         embedder = default_embedder()
         index = VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
                                           dim=embedder.dim)
@@ -142,17 +152,19 @@ def run_eval(
                 unknown.update(s for s in got.source_ids if titles[s] is None)
                 planner = declined(q) if got.refused else score(
                     q, planner_titles, got.texts, got.used)
-                cosine = scored(q, pack_until_full(cosine_ranked, effective[budget]))
-                best25 = scored(q, pack_skipping(bm25_ranked, effective[budget]))
-                for system, outcome in zip(SYSTEMS, (planner, cosine, best25), strict=True):
+                results = (
+                    planner,
+                    scored(q, pack_until_full(cosine_ranked, effective[budget])),
+                    scored(q, pack_skipping(bm25_ranked, effective[budget])),
+                )
+                for system, outcome in zip(SYSTEMS, results, strict=True):
                     outcomes[budget][system].append(outcome)
                 if settings.per_question:
                     rows[budget].append({
                         "id": q.id, "type": q.type,
                         **{system: {"covered": list(o.covered), "answer": o.answer_in_plan,
                                     "declined": o.declined}
-                           for system, o in zip(SYSTEMS, (planner, cosine, best25),
-                                                strict=True)},
+                           for system, o in zip(SYSTEMS, results, strict=True)},
                     })
     if unknown:
         warn(f"the server's plans cite {len(unknown)} source(s) missing from {data} "

@@ -89,3 +89,38 @@ def test_a_missing_store_or_plot_folder_exits_2(
                         str(tmp_path / "data"), "--plot", str(plot)], capsys)
     assert (code, err) == (2, f"planner-svc eval: cannot write the plot: no folder "
                               f"{plot.parent}\n")
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"this is not a database" * 100, "file is not a database"),
+        (None, "has schema version 99; this build reads up to"),
+    ],
+)
+def test_an_unreadable_store_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | None, reason: str
+) -> None:
+    import sqlite3
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(GOOD)
+    data = tmp_path / "data"
+    data.mkdir()
+    if content is None:
+        with sqlite3.connect(data / "store.sqlite") as conn:
+            conn.execute("PRAGMA user_version = 99")
+    else:
+        (data / "store.sqlite").write_bytes(content)
+    code, out, err = run([str(questions), "--budget", "500", "--data", str(data)], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith("planner-svc eval: cannot open the store: ")
+    assert reason in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_bad_timeout_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(["q.jsonl", "--budget", "500", "--timeout", "0"], capsys)
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        "planner-svc eval: error: argument --timeout: 0.0 is outside (0, 3600] seconds")
