@@ -71,7 +71,7 @@ def budget_table(entry: Mapping[str, Any]) -> str:
 def report_text(report: Mapping[str, Any]) -> str:
     """The whole report as text: a run header, one table per budget, the legend."""
     index = report["bm25Index"]
-    head = (f"questions: {', '.join(report['questionFiles'])} ({report['questions']}); "
+    head = (f"questions: {', '.join(report['questionFiles'])} ({report['questionCount']}); "
             f"bm25 index: {index['documents']} documents in {index['seconds']:.2f} s; "
             f"run {report['seconds']:.1f} s")
     tables = [budget_table(entry) for entry in report["budgets"]]

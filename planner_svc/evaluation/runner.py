@@ -8,7 +8,7 @@ estimator).
 
 The report is a JSON-ready dict::
 
-    {"questionFiles": [str], "questions": int,
+    {"questionFiles": [str], "questionCount": int,
      "baselines": {"cosineK": int, "bm25TopDocuments": int},
      "bm25Index": {"documents": int, "seconds": float},
      "seconds": float,                       # wall time of the whole run
@@ -179,7 +179,7 @@ def run_eval(
         entries.append(entry)
     return {
         "questionFiles": list(settings.question_files),
-        "questions": len(questions),
+        "questionCount": len(questions),
         "baselines": {"cosineK": settings.cosine_k, "bm25TopDocuments": TOP_DOCUMENTS},
         "bm25Index": {"documents": bm25.size, "seconds": round(bm25_seconds, 3)},
         "seconds": round(time.perf_counter() - started, 3),

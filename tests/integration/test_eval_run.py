@@ -39,7 +39,7 @@ def test_sweep_reports_every_budget_for_the_planner_and_both_baselines(
     assert "planner-svc eval" not in err
     report = json.loads(out)
     assert report["questionFiles"] == [str(questions)]
-    assert report["questions"] == 2
+    assert report["questionCount"] == 2
     assert report["bm25Index"]["documents"] == 375
     assert [(e["budget"], e["effectiveBudget"]) for e in report["budgets"]] == [
         (300, 270), (600, 540)]

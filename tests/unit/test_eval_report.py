@@ -43,7 +43,7 @@ def entry(budget: int, lift: float, *, unanswerable: bool = True,
 
 
 def report(*, unanswerable: bool = True, compare: bool = False) -> dict[str, Any]:
-    return {"questionFiles": ["bench/eval/dev.jsonl", "extra/none.jsonl"], "questions": 6,
+    return {"questionFiles": ["bench/eval/dev.jsonl", "extra/none.jsonl"], "questionCount": 6,
             "baselines": {"cosineK": 50, "bm25TopDocuments": 200},
             "bm25Index": {"documents": 3, "seconds": 0.01}, "seconds": 1.25,
             "budgets": [entry(b, lift, unanswerable=unanswerable, compare=compare)
