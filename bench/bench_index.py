@@ -36,7 +36,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from planner_svc.index import DEFAULT_BUCKET_US, VectorIndex
+from planner_svc.index import DEFAULT_BUCKET_US, VectorHit, VectorIndex
 from planner_svc.index.memory_source import MemoryVectorSource
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +111,7 @@ def bench_size(size: int, n_queries: int, k: int) -> dict[str, Any]:
     def at(fraction: float) -> Any:
         valid_us = START_US + int(fraction * SPAN_US)
 
-        def run(q: np.ndarray) -> list[tuple[str, float]]:
+        def run(q: np.ndarray) -> list[VectorHit]:
             return index.search(q, k, valid_us=valid_us, tx_us=tx_now, source=src)
 
         return run

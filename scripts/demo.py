@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,6 +38,24 @@ def _port_free(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
+def _stale_store(data: Path) -> str | None:
+    """The embedder that wrote the store's vectors when it is not today's, else None.
+
+    The demo's data directory is derived from the corpus, so a store whose vectors another
+    embedder (or another pooling) wrote is rebuilt rather than mixed with new vectors.
+    """
+    if not (data / "store.sqlite").exists():
+        return None
+    from planner_svc.embed import default_embedder
+    from planner_svc.ingest.pipeline import EMBEDDER_META_KEY
+    from planner_svc.store import Store
+
+    with Store.open(data) as store:
+        stored = store.get_meta(EMBEDDER_META_KEY)
+    current = default_embedder().name
+    return stored if stored is not None and stored != current else None
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "planner_svc.cli", *args]
 
@@ -56,6 +75,11 @@ def main() -> int:
 
     print("== fetching the corpus (cached after the first run)", flush=True)
     subprocess.run(_cli("fetch-corpus"), check=True, cwd=ROOT, env=env)
+    data = Path(args.data) if Path(args.data).is_absolute() else ROOT / args.data
+    stale = _stale_store(data)
+    if stale is not None:
+        print(f"== {args.data} holds vectors of {stale}: rebuilding it", flush=True)
+        shutil.rmtree(data)
     print("== ingesting", flush=True)
     corpus = ROOT / ".cache" / "corpus" / "wiki_en.jsonl"
     subprocess.run(_cli("ingest", str(corpus), "--data", args.data), check=True, cwd=ROOT,

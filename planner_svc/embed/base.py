@@ -40,10 +40,26 @@ class Embedder(Protocol):
         ...
 
 
+def ordered_sum(matrix: npt.NDArray[np.float64], *, axis: int) -> npt.NDArray[np.float64]:
+    """Sum of float64 ``matrix`` along ``axis``, adding in index order, one element at a time.
+
+    A running (accumulated) sum fixes the order of the additions, and each IEEE-754 addition is
+    correctly rounded, so the result is the same bits on every machine, whatever SIMD width or
+    thread count the library would use for a plain ``sum`` (which may reassociate). The other
+    axes are vectorised.
+    """
+    if matrix.shape[axis] == 0:
+        return np.zeros(np.delete(matrix.shape, axis), dtype=np.float64)
+    total: npt.NDArray[np.float64] = np.take(np.add.accumulate(matrix, axis=axis), -1, axis=axis)
+    return total
+
+
 def normalize_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """Return ``matrix`` as a C-contiguous float32 array with every non-zero row L2-normalised.
 
-    Rows whose norm is 0 (or not finite) come back as zero rows (the "no direction" sentinel).
+    Reproducible bit for bit: the norm is computed in float64 with :func:`ordered_sum`, then
+    each value is divided by it and rounded once to float32. Rows whose norm is 0 (or not
+    finite) come back as zero rows (the "no direction" sentinel).
 
     Args:
         matrix: array-like of shape ``(n, d)``.
@@ -51,11 +67,11 @@ def normalize_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     Raises:
         ValueError: ``matrix`` is not two-dimensional.
     """
-    out = np.array(matrix, dtype=np.float32, copy=True, order="C")
-    if out.ndim != 2:
-        raise ValueError(f"matrix: expected 2 dimensions, got shape {out.shape}")
-    norms = np.linalg.norm(out.astype(np.float64), axis=1)
+    m64 = np.array(matrix, dtype=np.float64, copy=True, order="C")
+    if m64.ndim != 2:
+        raise ValueError(f"matrix: expected 2 dimensions, got shape {m64.shape}")
+    norms = np.sqrt(ordered_sum(m64 * m64, axis=1))
     good = np.isfinite(norms) & (norms > 0.0)
-    out[~good] = 0.0
-    out[good] = (out[good].astype(np.float64) / norms[good, None]).astype(np.float32)
+    out = np.zeros(m64.shape, dtype=np.float32)
+    out[good] = (m64[good] / norms[good, None]).astype(np.float32)
     return out

@@ -2,9 +2,10 @@
 
 A model2vec model is a token-embedding table distilled from a sentence transformer: encoding is
 a tokenizer pass plus a mean of table rows, so it needs no torch at run time and embeds thousands
-of texts per second on one core. The default model (``models/minilm-l6-m2v-256`` at the
-repository root) is distilled from sentence-transformers/all-MiniLM-L6-v2; see its PROVENANCE.md
-and ``scripts/build_model.py``.
+of texts per second on one core. The mean is computed here, in a fixed order and precision, so
+that embeddings (and with them plan weights) are the same bits on every machine. The default
+model (``models/minilm-l6-m2v-256`` at the repository root) is distilled from
+sentence-transformers/all-MiniLM-L6-v2; see its PROVENANCE.md and ``scripts/build_model.py``.
 
 Loading never touches the network: the directory must exist (model2vec would otherwise treat the
 path as a hub repository id and try to download it), and ``HF_HUB_OFFLINE=1`` is set by default
@@ -23,7 +24,12 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
-from planner_svc.embed.base import normalize_rows
+from planner_svc.embed.base import normalize_rows, ordered_sum
+
+#: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
+#: token order. Vectors pooled another way (model2vec's own float16 mean) differ in their last
+#: bits, so a store holding them is told apart from one this pooling wrote.
+POOLING_VERSION = "ordered-f64"
 
 #: Files a model directory must hold for the loader to use it locally.
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -49,10 +55,12 @@ class Model2VecEmbedder:
 
     Args:
         path: local model directory (config.json, model.safetensors, tokenizer.json).
-        name: stable id persisted with the vector index; defaults to the directory name.
+        name: stable id persisted with the store's vectors and the vector index; defaults to
+            the directory name plus :data:`POOLING_VERSION`.
 
     Attributes:
-        name: ``name`` or the directory name, e.g. ``"minilm-l6-m2v-256"``.
+        name: ``name`` or ``<directory name>/<pooling version>``, e.g.
+            ``"minilm-l6-m2v-256/ordered-f64"``.
         dim: the model's vector dimension (256 for the default model).
 
     Raises:
@@ -66,24 +74,46 @@ class Model2VecEmbedder:
 
         self._model: Any = StaticModel.from_pretrained(directory, force_download=False)
         self.path: Path = directory
-        self.name: str = name if name is not None else directory.name
+        self.name: str = name if name is not None else f"{directory.name}/{POOLING_VERSION}"
         self.dim: int = int(self._model.dim)
-        # StaticModel.encode re-sets the tokenizer's truncation on every call, a mutation that
-        # the tokenizers binding refuses ("Already borrowed") while another thread encodes.
+        self._table: npt.NDArray[Any] = np.asarray(self._model.embedding)
+        self._weights: npt.NDArray[Any] | None = (
+            None if self._model.weights is None else np.asarray(self._model.weights)
+        )
+        self._mapping: npt.NDArray[Any] | None = (
+            None if self._model.token_mapping is None else np.asarray(self._model.token_mapping)
+        )
+        self._max_tokens: int | None = self._model.max_length
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed ``texts``.
+        """Embed ``texts``: the mean of the model's token vectors, L2-normalised.
+
+        The model's tokenizer splits each text (no special tokens, unknown tokens dropped, at
+        most the model's ``max_length`` tokens); the rows of the token table (per-token weights
+        applied when the model has them) are summed in float64 in token order
+        (:func:`~planner_svc.embed.base.ordered_sum`) and normalised with
+        :func:`~planner_svc.embed.base.normalize_rows`. Every step is exactly rounded in a
+        fixed order, so a text embeds to the same bits on every machine and thread count.
 
         Returns:
-            Shape ``(len(texts), dim)``, float32, rows L2-normalised in float32 (the model
-            stores float16); a zero row for a text with no known token (e.g. ``""``).
-            Deterministic: runs in the calling thread (never a worker pool); thread-safe, calls
-            are serialised by a lock (a one-sentence query takes tens of microseconds).
+            Shape ``(len(texts), dim)``, float32, unit rows; a zero row for a text with no
+            known token (e.g. ``""``). Thread-safe.
         """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        batch = list(texts)
         with self._lock:
-            raw = self._model.encode(batch, use_multiprocessing=False, show_progress_bar=False)
-        return normalize_rows(raw)
+            token_ids: list[list[int]] = self._model.tokenize(list(texts))
+        sums = np.zeros((len(token_ids), self.dim), dtype=np.float64)
+        for i, ids in enumerate(token_ids):
+            if self._max_tokens is not None:
+                ids = ids[: self._max_tokens]
+            if not ids:
+                continue
+            index = np.asarray(ids, dtype=np.int64)
+            rows = self._table[index if self._mapping is None else self._mapping[index]]
+            rows64 = rows.astype(np.float64)
+            if self._weights is not None:
+                rows64 = rows64 * self._weights[index].astype(np.float64)[:, None]
+            sums[i] = ordered_sum(rows64, axis=0)
+        return normalize_rows(sums)

@@ -1,10 +1,11 @@
-"""``planner-svc eval``: plan quality of a running server against a naive baseline.
+"""``planner-svc eval``: plan quality of a running server against two baselines.
 
-For every question it asks the server for the plan ``planner-svc plan`` would request (both
-legs from the question text, one hop) and builds, in this process over the same data directory,
-the baseline plan (top-k passages by cosine, in rank order, until the budget is full) under the
-same effective budget. Prints per-type ``n``, ``goldCoverage``, ``allGold`` and ``answerInPlan``
-for both, as a table or (``--json``) as one JSON object.
+Reads one or more question files, runs :func:`planner_svc.evaluation.runner.run_eval` at one
+budget (``--budget N``) or several (``--budgets 250,500,...``), and prints one table per budget
+or (``--json``) the report as one JSON object; ``--plot FILE.png`` also draws quality against
+budget. Bad input (a question file, a budget list, a plot folder, a data directory without a
+readable store) is one line on stderr and exit code 2; a failed plan request is one line and
+exit code 1.
 """
 
 from __future__ import annotations
@@ -12,111 +13,101 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 from planner_svc.cliargs import DEFAULT_ADDRESS, address, int_range
 
+MAX_BUDGET = 10_000_000
+MAX_BUDGETS = 20
 
-def _table(report: dict[str, Any]) -> str:
-    lines = [
-        f"budget {report['budget']} tokens (effective {report['effectiveBudget']})",
-        f"{'type':<8} {'n':>3}  {'':<9} {'goldCoverage':>12} {'allGold':>8} {'answerInPlan':>12}",
-    ]
-    for qtype in ("single", "multi", "compare"):
-        for who in ("planner", "baseline"):
-            row = report[who][qtype]
-            lines.append(
-                f"{qtype:<8} {row['n']:>3}  {who:<9} {row['goldCoverage']:>12.3f} "
-                f"{row['allGold']:>8.3f} {row['answerInPlan']:>12.3f}"
-            )
-    return "\n".join(lines)
+
+def budget_list(value: str) -> tuple[int, ...]:
+    """Comma-separated distinct budgets in 1..MAX_BUDGET (at most MAX_BUDGETS), ascending.
+
+    Raises:
+        argparse.ArgumentTypeError: the list is malformed (the message names the problem).
+    """
+    parts = [p.strip() for p in value.split(",")]
+    if not value.strip() or any(not p for p in parts):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a comma-separated list of budgets "
+                                         "(e.g. 250,500,1000)")
+    budgets: list[int] = []
+    for part in parts:
+        try:
+            number = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not an integer") from None
+        if not 1 <= number <= MAX_BUDGET:
+            raise argparse.ArgumentTypeError(f"budget {number} is outside 1..{MAX_BUDGET}")
+        if number in budgets:
+            raise argparse.ArgumentTypeError(f"budget {number} appears more than once")
+        budgets.append(number)
+    if len(budgets) > MAX_BUDGETS:
+        raise argparse.ArgumentTypeError(f"{len(budgets)} budgets; at most {MAX_BUDGETS}")
+    return tuple(sorted(budgets))
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{seconds} is outside (0, 3600] seconds")
+    return seconds
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"planner-svc eval: {message}", file=sys.stderr)
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
-    import grpc
-
-    from planner_svc.api.planner.v1 import plan_pb2_grpc
-    from planner_svc.cliargs import auth_metadata, unavailable_hint
     from planner_svc.core.errors import InvalidRequest
-    from planner_svc.core.tokens import effective_budget
-    from planner_svc.embed import default_embedder
-    from planner_svc.evaluation.baseline import baseline_plan
-    from planner_svc.evaluation.metrics import aggregate, load_questions, score
-    from planner_svc.index import VectorIndex
-    from planner_svc.server.client import question_request
-    from planner_svc.store import Store
+    from planner_svc.evaluation.questions import load_questions
 
     try:
-        questions = load_questions(Path(args.questions))
-    except (OSError, InvalidRequest) as exc:
-        print(f"planner-svc eval: cannot read questions: {exc}", file=sys.stderr)
-        return 2
-    data = Path(args.data)
-    if not (data / "store.sqlite").exists():
-        print(f"planner-svc eval: no store under {data} (use --data)", file=sys.stderr)
-        return 2
-    now_us = time.time_ns() // 1000
-    effective = effective_budget(args.budget, None, True)
-    planner_outcomes = []
-    baseline_outcomes = []
-    per_question = []
-    with Store.open(data) as store, grpc.insecure_channel(args.address) as channel:
-        embedder = default_embedder()
-        index = VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
-                                          dim=embedder.dim)
-        titles: dict[str, str | None] = {}
+        budgets = budget_list(args.budgets) if args.budgets is not None else (args.budget,)
+    except argparse.ArgumentTypeError as exc:
+        return _fail(f"bad --budgets: {exc}", 2)
+    try:
+        questions = load_questions([Path(p) for p in args.questions])
+    except OSError as exc:
+        return _fail(f"cannot read questions: {exc.filename or ''}: {exc.strerror or exc}", 2)
+    except InvalidRequest as exc:
+        return _fail(f"bad questions: {exc}", 2)
+    plot = Path(args.plot) if args.plot else None
+    if plot is not None and not plot.parent.is_dir():
+        return _fail(f"cannot write the plot: no folder {plot.parent}", 2)
 
-        def title(source_id: str) -> str:
-            if source_id not in titles:
-                titles[source_id] = store.source_title(source_id)
-            return titles[source_id] or source_id
+    from planner_svc.evaluation.report import report_text
+    from planner_svc.evaluation.runner import EvalError, EvalInputError, EvalSettings, run_eval
 
-        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
-        unknown: set[str] = set()
-        for q in questions:
-            try:
-                plan = stub.Plan(question_request(q.question, budget_tokens=args.budget),
-                                 timeout=args.timeout, metadata=auth_metadata())
-                sids = [s.span.source_id for s in plan.spans]
-                texts = [s.text for s in plan.spans]
-                used = plan.used
-            except grpc.RpcError as err:
-                if err.code() != grpc.StatusCode.FAILED_PRECONDITION:  # type: ignore[attr-defined]
-                    name = err.code().name  # type: ignore[attr-defined]
-                    print(f"planner-svc eval: {name}: {err.details()}"  # type: ignore[attr-defined]
-                          f"{unavailable_hint(name, args.address)}", file=sys.stderr)
-                    return 1
-                sids, texts, used = [], [], 0
-            unknown.update(s for s in sids if store.source_title(s) is None)
-            p_out = score(q, [title(s) for s in sids], texts, used)
-            base = baseline_plan(store, index, embedder, q.question, budget=effective,
-                                 k=args.k, valid_us=now_us, tx_us=now_us)
-            b_out = score(q, [title(s) for s in base.source_ids], base.texts, base.used)
-            planner_outcomes.append(p_out)
-            baseline_outcomes.append(b_out)
-            per_question.append({
-                "id": q.id, "type": q.type,
-                "planner": {"covered": list(p_out.covered), "answer": p_out.answer_in_plan},
-                "baseline": {"covered": list(b_out.covered), "answer": b_out.answer_in_plan},
-            })
-    if unknown:
-        print(f"planner-svc eval: warning: the server's plans cite {len(unknown)} source(s) "
-              f"missing from {data} (e.g. {sorted(unknown)[0]}): is --data the server's data "
-              "directory?", file=sys.stderr)
-    report: dict[str, Any] = {
-        "budget": args.budget,
-        "effectiveBudget": effective,
-        "planner": aggregate(planner_outcomes),
-        "baseline": aggregate(baseline_outcomes),
-    }
-    if args.per_question:
-        report["questions"] = per_question
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(_table(report))
+    settings = EvalSettings(
+        question_files=tuple(args.questions),
+        budgets=budgets,
+        data_dir=Path(args.data),
+        address=args.address,
+        cosine_k=args.k,
+        timeout_s=args.timeout,
+        per_question=args.per_question,
+    )
+    try:
+        report = run_eval(questions, settings,
+                          warn=lambda line: print(f"planner-svc eval: warning: {line}",
+                                                  file=sys.stderr))
+    except EvalInputError as exc:
+        return _fail(str(exc), 2)
+    except EvalError as exc:
+        return _fail(str(exc), 1)
+    print(json.dumps(report) if args.json else report_text(report), flush=True)
+    if plot is not None:
+        from planner_svc.evaluation.plot import plot_report
+
+        try:
+            plot_report(report, plot)
+        except OSError as exc:
+            return _fail(f"cannot write the plot {plot}: {exc.strerror or exc}", 1)
     return 0
 
 
@@ -125,17 +116,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "eval", help="score plans of a running server on questions with gold evidence"
     )
-    parser.add_argument("questions", help="JSON Lines questions (id, type, question, gold, answer)")
+    parser.add_argument("questions", nargs="+", metavar="QUESTIONS",
+                        help="JSON Lines question files (id, type, question, gold, answer)")
     parser.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                         help="server HOST:PORT")
-    parser.add_argument("--budget", type=int_range(1, 10_000_000), required=True,
-                        help="requested budget, tokens")
+    budgets = parser.add_mutually_exclusive_group(required=True)
+    budgets.add_argument("--budget", type=int_range(1, MAX_BUDGET),
+                         help="requested budget, tokens")
+    budgets.add_argument("--budgets", metavar="N,N,...",
+                         help="several requested budgets, comma-separated (e.g. 250,500,1000)")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="also draw quality against budget to this PNG")
     parser.add_argument("--data", default="data/demo",
-                        help="the server's data directory (for the baseline and titles)")
+                        help="the server's data directory (for the baselines and titles)")
     parser.add_argument("--k", type=int_range(1, 1000), default=50,
-                        help="baseline passages considered")
-    parser.add_argument("--timeout", type=float, default=30.0, help="per-plan deadline, seconds")
+                        help="passages the cosine baseline considers")
+    parser.add_argument("--timeout", type=_positive_seconds, default=30.0,
+                        help="per-plan deadline, seconds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--per-question", action="store_true",
-                        help="include each question's coverage in the JSON")
+                        help="include each question's outcome per budget in the JSON")
     parser.set_defaults(func=_run)

@@ -80,6 +80,15 @@ class Partition:
         """All rows as float32 ``(n, dim)`` (a copy)."""
         return np.asarray(self.index.reconstruct_n(0, self.size), dtype=np.float32)
 
+    def row_vectors(self, rows: Int64s) -> Float32s:
+        """The stored vectors of ``rows`` (int64 ``(m,)``), float32 ``(m, dim)``, bit for bit."""
+        if rows.shape[0] == 0:
+            return np.zeros((0, int(self.index.d)), dtype=np.float32)
+        return np.asarray(
+            self.index.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64)),
+            dtype=np.float32,
+        )
+
 
 def encode_node_ids(node_ids: Sequence[str]) -> NodeIds:
     """Node ids as a fixed-width UTF-8 bytes array (byte order equals code point order)."""

@@ -33,7 +33,8 @@ import numpy as np
 
 from planner_svc.index.partition import Partition
 
-FORMAT = 1
+FORMAT = 2
+"""Version 2: rows normalised in a fixed order (bit-reproducible); older indexes are rebuilt."""
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 

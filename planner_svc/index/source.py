@@ -6,6 +6,7 @@ The embedded store satisfies :class:`VectorSource`; tests use an in-memory fake.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -13,6 +14,26 @@ import numpy.typing as npt
 
 #: One node version's vector: (version_id, node_id, valid_from_us, vector of shape (dim,)).
 VectorRecord = tuple[int, str, int, npt.NDArray[np.float32]]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """One live node version a search chose.
+
+    Attributes:
+        node_id: the node.
+        version_id: its live version whose vector matched.
+        score: the index's inner product with the query, computed by FAISS in float32 in an
+            order that depends on its code path and thread count: it ranks candidates, and
+            must not enter a weight.
+        vector: the indexed unit vector of that version, float32 ``(dim,)`` (read-only), for
+            computing the similarity exactly.
+    """
+
+    node_id: str
+    version_id: int
+    score: float
+    vector: npt.NDArray[np.float32]
 
 
 class VectorSource(Protocol):

@@ -30,7 +30,7 @@ from planner_svc.index.partition import (
     build_partition,
     encode_node_ids,
 )
-from planner_svc.index.source import VectorSource
+from planner_svc.index.source import VectorHit, VectorSource
 
 #: Default partition width: 30 days in microseconds.
 DEFAULT_BUCKET_US = 30 * 86_400 * 1_000_000
@@ -396,17 +396,21 @@ class VectorIndex:
         valid_us: int,
         tx_us: int,
         source: VectorSource,
-    ) -> list[tuple[str, float]]:
+    ) -> list[VectorHit]:
         """The ``k`` nodes most similar to ``query`` among versions live at ``(valid_us, tx_us)``.
 
-        Exact: equal to a brute-force scan of every live version (similarity = inner product of
-        unit vectors, in float32). Algorithm: search each partition whose bucket starts at or
-        before ``valid_us`` for its top ``f`` rows among those with ``valid_from_us <= valid_us``;
-        walk the merged candidates in result order, asking ``source.live_version_ids`` in
-        chunks, while their similarity is strictly above ``T``, the largest ``f``-th similarity
-        of a partition that had more eligible rows than ``f`` (no unfetched row can beat such a
-        candidate, ties included); double ``f`` and repeat when fewer than ``k`` nodes were
-        settled, until every eligible row has been fetched.
+        Exact up to FAISS's float32 rounding: equal to a brute-force scan of every live version
+        (inner product of unit vectors). Algorithm: search each partition whose bucket starts at
+        or before ``valid_us`` for its top ``f`` rows among those with ``valid_from_us <=
+        valid_us``; walk the merged candidates in result order, asking
+        ``source.live_version_ids`` in chunks, while their similarity is strictly above ``T``,
+        the largest ``f``-th similarity of a partition that had more eligible rows than ``f``
+        (no unfetched row can beat such a candidate, ties included); double ``f`` and repeat
+        when fewer than ``k`` nodes were settled, until every eligible row has been fetched.
+
+        The scores rank candidates only: FAISS sums in an order that depends on its code path
+        and thread count, so a score may differ in its last bits between processes. Each hit
+        carries its stored vector for an exact, order-fixed similarity.
 
         Args:
             query: ``(dim,)`` finite, non-zero (normalised here; only its direction counts).
@@ -416,9 +420,9 @@ class VectorIndex:
             source: the store, for liveness.
 
         Returns:
-            Up to ``k`` ``(node_id, similarity)`` pairs, similarity descending, ties by node id
-            ascending; a node appears once (its best live version). Fewer than ``k`` when fewer
-            nodes are live; ``[]`` when none is.
+            Up to ``k`` hits, score descending, ties by node id ascending; a node appears once
+            (its best live version). Fewer than ``k`` when fewer nodes are live; ``[]`` when
+            none is.
 
         Raises:
             InvalidRequest: (``semantic.vector``) wrong shape, non-finite values or zero norm;
@@ -442,8 +446,24 @@ class VectorIndex:
         while True:
             found, exhausted = self._round(q, k, eligible, fetch, live, valid_us, tx_us, source)
             if len(found) >= k or exhausted:
-                return found
+                return self._hits(eligible, found)
             fetch = min(largest, fetch * 2)
+
+    @staticmethod
+    def _hits(
+        eligible: list[tuple[Partition, int]], found: list[tuple[str, float, int, int, int]]
+    ) -> list[VectorHit]:
+        """Attach each settled candidate's stored vector (read per partition, in one batch)."""
+        vectors: dict[tuple[int, int], Float32s] = {}
+        for p_index, (part, _prefix) in enumerate(eligible):
+            rows = np.asarray([f[4] for f in found if f[3] == p_index], dtype=np.int64)
+            for row, vec in zip(rows.tolist(), part.row_vectors(rows), strict=True):
+                vec.setflags(write=False)
+                vectors[(p_index, row)] = vec
+        return [
+            VectorHit(node_id=node_id, version_id=vid, score=score, vector=vectors[(p, row)])
+            for node_id, score, vid, p, row in found
+        ]
 
     def _round(
         self,
@@ -455,18 +475,23 @@ class VectorIndex:
         valid_us: int,
         tx_us: int,
         source: VectorSource,
-    ) -> tuple[list[tuple[str, float]], bool]:
-        """One widening round; returns (settled results, whether every eligible row was seen)."""
+    ) -> tuple[list[tuple[str, float, int, int, int]], bool]:
+        """One widening round; returns (settled results as ``(node_id, score, version_id,
+        partition position, row)``, whether every eligible row was seen)."""
         sims_parts: list[Float32s] = []
         vids_parts: list[Int64s] = []
         nids_parts: list[NodeIds] = []
+        where_parts: list[Int64s] = []
+        rows_parts: list[Int64s] = []
         threshold = -math.inf
-        for part, prefix in eligible:
+        for p_index, (part, prefix) in enumerate(eligible):
             n = min(fetch, prefix)
             sims, rows = part.search(q, n, prefix)
             sims_parts.append(sims)
             vids_parts.append(part.version_ids[rows])
             nids_parts.append(part.node_ids[rows])
+            where_parts.append(np.full(rows.shape[0], p_index, dtype=np.int64))
+            rows_parts.append(rows)
             if n < prefix and sims.shape[0]:
                 threshold = max(threshold, float(sims[-1]))
         sims = np.concatenate(sims_parts)
@@ -474,11 +499,15 @@ class VectorIndex:
         sims = sims[keep]
         vids = np.concatenate(vids_parts)[keep]
         nids = np.concatenate(nids_parts)[keep]
+        where = np.concatenate(where_parts)[keep]
+        rows_all = np.concatenate(rows_parts)[keep]
         order = np.lexsort((vids, nids, -sims.astype(np.float64)))
         sims_sorted: list[float] = sims[order].tolist()
         vids_sorted: list[int] = vids[order].tolist()
         nids_sorted: list[bytes] = nids[order].tolist()
-        found: list[tuple[str, float]] = []
+        where_sorted: list[int] = where[order].tolist()
+        rows_sorted: list[int] = rows_all[order].tolist()
+        found: list[tuple[str, float, int, int, int]] = []
         seen: set[bytes] = set()
         start, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
         while start < len(vids_sorted):
@@ -492,7 +521,8 @@ class VectorIndex:
                 node = nids_sorted[i]
                 if live[vids_sorted[i]] and node not in seen:
                     seen.add(node)
-                    found.append((node.decode("utf-8"), sims_sorted[i]))
+                    found.append((node.decode("utf-8"), sims_sorted[i], vids_sorted[i],
+                                  where_sorted[i], rows_sorted[i]))
                     if len(found) == k:
                         return found, True
             start, chunk = stop, chunk * 2

@@ -177,14 +177,9 @@ def _ingest(args: argparse.Namespace) -> int:
             print(f"planner-svc ingest: {exc}", file=sys.stderr)
             return 2
     bad: list[tuple[str, str]] = []
-    new_sources = 0
-
-    def documents(store: Store) -> Iterator[DocumentIn]:
-        nonlocal new_sources
+    def documents() -> Iterator[DocumentIn]:
         for item in items:
             if isinstance(item, DocumentIn):
-                if store.latest_version(item.source_id) is None:
-                    new_sources += 1
                 yield item
             else:
                 assert isinstance(item, tuple)
@@ -196,7 +191,7 @@ def _ingest(args: argparse.Namespace) -> int:
             report = ingest_documents(
                 store,
                 embedder,
-                documents(store),
+                documents(),
                 now_us=time.time_ns() // 1000,
                 progress=not args.quiet,
                 total=total,
@@ -217,13 +212,14 @@ def _ingest(args: argparse.Namespace) -> int:
     if report.failed > _MAX_ERRORS_SHOWN:
         print(f"... and {report.failed - _MAX_ERRORS_SHOWN} more errors", file=sys.stderr)
     rate = report.received / elapsed if elapsed > 0 else 0.0
-    replaced = max(0, report.ingested - new_sources)
-    if replaced:
-        print(f"note: {replaced} document(s) replaced the text of a source already in the store "
+    if report.replaced:
+        print(f"note: {report.replaced} document(s) replaced the text of a source already in "
+              "the store "
               "(same source id; older versions stay readable as of earlier times)",
               file=sys.stderr)
     print(
-        f"received {report.received}, ingested {report.ingested}, unchanged {report.unchanged}, "
+        f"received {report.received}, ingested {report.ingested}, replaced {report.replaced}, "
+        f"unchanged {report.unchanged}, "
         f"failed {report.failed}; {report.spans} spans, {report.nodes} nodes, "
         f"{report.edges} edges, {report.vectors} vectors in {elapsed:.1f} s "
         f"({rate:.0f} docs/s); store {args.data} {size / 1e6:.1f} MB"

@@ -2,8 +2,10 @@
 
 For each document with new text (DESIGN section 2, ``ingest/``):
 
-1. a new source version at ``tx = version_tx_us`` (else ``now_us``); a document whose canonical
-   text equals the latest version is counted ``unchanged`` and nothing else is written;
+1. a new source version, stamped by the store (:meth:`Store.stamped`): at ``version_tx_us``
+   when the document proposes one (no earlier than the latest transaction time the store has
+   recorded, never in the future), else at the store's clock; a document whose canonical text
+   equals the latest version is counted ``unchanged`` and nothing else is written;
 2. one ledger row per structural span (:func:`planner_svc.ingest.parse.parse_document`);
 3. a document node ``doc:<source_id>`` (labels ``document``; properties = the document's plus
    ``title`` and ``source_id``; text = title and first non-heading passage; provenance = the
@@ -29,10 +31,12 @@ call: by FTS5 phrase lookup of the new titles when there are few, else by one sc
 current passages. (A crash between the documents' commits and that pass loses only those late
 mention edges.)
 
-Times: all nodes and structural edges of a version carry ``tx_from = tx``; a mention edge
-carries ``max(tx of the passage, latest tx of the mentioned source)``, the moment both ends
-were known, so the same corpus loaded with fixed version times yields the same graph everywhere.
-Valid intervals start at ``valid_from_us`` (else ``now_us``) and are open.
+Times: every row a document's write derives (its version, ledger rows, nodes, structural and
+mention edges, the closing of what it replaces) carries that write's transaction time, so
+history is never rewritten; the late-mention pass writes at the latest time the call wrote
+(else at the clock). The same corpus loaded with fixed version times into an empty store
+therefore yields the same graph everywhere. Valid intervals start at ``valid_from_us`` (else
+``now_us``) and are open.
 """
 
 from __future__ import annotations
@@ -101,8 +105,9 @@ class DocumentIn:
             ends in ``.md``/``.markdown``, else plain.
         text: the document, as a string or as UTF-8 bytes (decoded strictly).
         valid_from_us: start of validity of the document's facts, microseconds; None = now.
-        version_tx_us: transaction time for a new version, microseconds; None = now. Must be
-            later than the source's latest version and not after ``now_us``.
+        version_tx_us: transaction time proposed for a new version, microseconds; None = the
+            store's clock. Must be later than the source's latest version, no earlier than the
+            latest transaction time the store has recorded, and not after ``now_us``.
         properties: string properties copied to the document and passage nodes.
     """
 
@@ -115,6 +120,23 @@ class DocumentIn:
     properties: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class SourceOutcome:
+    """What one accepted document did to its source.
+
+    Attributes:
+        source_id: the source.
+        version_tx_us: transaction time of the source's version the document now cites
+            (the new version, or the unchanged latest one), microseconds.
+        outcome: ``created`` (first version), ``replaced`` (a new version of a source that had
+            one) or ``unchanged``.
+    """
+
+    source_id: str
+    version_tx_us: int
+    outcome: str
+
+
 @dataclass(slots=True, kw_only=True)
 class IngestReport:
     """Counts of one :func:`ingest_documents` call.
@@ -122,7 +144,9 @@ class IngestReport:
     Attributes:
         received: documents read.
         ingested: documents that produced a new source version.
+        replaced: of those, documents whose source already had a version.
         unchanged: documents whose canonical text equals the latest version.
+        sources: one :class:`SourceOutcome` per accepted document, in input order.
         errors: ``(source_id, reason)`` of each rejected document, in input order.
         spans, nodes, edges, vectors: rows written (ledger rows, node versions, edge versions
             opened, vectors).
@@ -132,7 +156,9 @@ class IngestReport:
 
     received: int = 0
     ingested: int = 0
+    replaced: int = 0
     unchanged: int = 0
+    sources: list[SourceOutcome] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     spans: int = 0
     nodes: int = 0
@@ -145,7 +171,9 @@ class IngestReport:
         """Add ``other``'s counts and errors to this report."""
         self.received += other.received
         self.ingested += other.ingested
+        self.replaced += other.replaced
         self.unchanged += other.unchanged
+        self.sources.extend(other.sources)
         self.errors.extend(other.errors)
         self.spans += other.spans
         self.nodes += other.nodes
@@ -163,10 +191,11 @@ class IngestReport:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Prepared:
     source_id: str
+    position: int
     title: str
     media_type: str
     parsed: ParsedDocument
-    tx_us: int
+    proposed_tx_us: int | None
     valid_from_us: int
     properties: dict[str, str]
     embed_texts: tuple[str, ...]
@@ -192,12 +221,13 @@ def _embed_text(title: str, text: str) -> str:
 def _prepare(
     store: Store,
     doc: DocumentIn,
+    position: int,
     now_us: int,
     max_passage_bytes: int,
     min_passage_bytes: int,
     reuse_vectors: bool,
-) -> _Prepared | None:
-    """Validate and parse one document; None when its text is unchanged."""
+) -> _Prepared | SourceOutcome:
+    """Validate and parse one document; its unchanged outcome when its text is the latest."""
     source_id = check_id(doc.source_id, field="source_id")
     text = _decode(doc.text)
     media_type = doc.media_type
@@ -214,15 +244,15 @@ def _prepare(
     )
     if not parsed.text.strip():
         raise InvalidRequest("text", "is empty (no non-whitespace character)")
-    tx_us = check_time(
-        doc.version_tx_us if doc.version_tx_us is not None else now_us, field="version_tx"
-    )
-    if tx_us > now_us:
-        # A version in the future would be invisible to plans "as of now" and would refuse
-        # every later version of the source until then.
-        raise InvalidRequest(
-            "version_tx", f"{tx_us} is in the future (now {now_us}); it must be <= now"
-        )
+    proposed = None
+    if doc.version_tx_us is not None:
+        proposed = check_time(doc.version_tx_us, field="version_tx")
+        if proposed > now_us:
+            # A version in the future would be invisible to plans "as of now" and would refuse
+            # every later version of the source until then.
+            raise InvalidRequest(
+                "version_tx", f"{proposed} is in the future (now {now_us}); it must be <= now"
+            )
     valid_from = check_time(
         doc.valid_from_us if doc.valid_from_us is not None else now_us, field="valid_from"
     )
@@ -235,11 +265,11 @@ def _prepare(
     previous_vectors: dict[int, npt.NDArray[np.float32]] = {}
     if latest is not None:
         if store.source_text(source_id, latest) == parsed.text:
-            return None
-        if tx_us <= latest:
+            return SourceOutcome(source_id, latest, "unchanged")
+        if proposed is not None and proposed <= latest:
             raise InvalidRequest(
                 "version_tx",
-                f"{tx_us} is not later than the latest version {latest} of {source_id!r}",
+                f"{proposed} is not later than the latest version {latest} of {source_id!r}",
             )
         if reuse_vectors:
             ids = [passage_node_id(source_id, p.ordinal) for p in parsed.passages]
@@ -249,10 +279,11 @@ def _prepare(
     embed_texts = tuple(_embed_text(title, p.text) for p in parsed.passages)
     return _Prepared(
         source_id=source_id,
+        position=position,
         title=title,
         media_type=media_type,
         parsed=parsed,
-        tx_us=tx_us,
+        proposed_tx_us=proposed,
         valid_from_us=valid_from,
         properties=properties,
         embed_texts=embed_texts,
@@ -272,11 +303,13 @@ class _Run:
         self.report = report
         self.now_us = now_us
         self.matcher = TitleMatcher()
-        self.known_tx: dict[str, int] = {}
-        for source_id, title, latest in store.iter_sources():
+        for source_id, title, _latest in store.iter_sources():
             self.matcher.add(source_id, title)
-            self.known_tx[source_id] = latest
         self.new_titles: dict[str, str] = {}
+        self.written_tx: int | None = None  # latest transaction time this call wrote at
+        # (input position, ...): sorted into the report at the end, so it keeps input order
+        self.outcomes: list[tuple[int, SourceOutcome]] = []
+        self.errors: list[tuple[int, tuple[str, str]]] = []
 
     # ---------------------------------------------------------------- one chunk
 
@@ -286,7 +319,6 @@ class _Run:
         fresh: dict[str, bool] = {}
         for p in chunk:
             fresh[p.source_id] = self.matcher.add(p.source_id, p.title)
-            self.known_tx[p.source_id] = max(self.known_tx.get(p.source_id, p.tx_us), p.tx_us)
         vectors = self._embed(chunk)
         written: list[_Prepared] = []
         counts = IngestReport()
@@ -295,7 +327,7 @@ class _Run:
                 try:
                     self._write(p, vecs, counts)
                 except InvalidRequest as exc:
-                    counts.errors.append((p.source_id, f"{exc.field}: {exc.reason}"))
+                    self.errors.append((p.position, (p.source_id, f"{exc.field}: {exc.reason}")))
                     continue
                 written.append(p)
         self.report.merge(counts)
@@ -340,12 +372,14 @@ class _Run:
     ) -> None:
         store = self.store
         sid = p.source_id
-        with store.transaction():
-            tx, created = store.put_source_version(
-                sid, p.parsed.text, title=p.title, media_type=p.media_type, tx_us=p.tx_us
+        with store.stamped(p.proposed_tx_us, now_us=self.now_us) as tx:
+            previous = store.latest_version(sid)
+            version_tx, created = store.put_source_version(
+                sid, p.parsed.text, title=p.title, media_type=p.media_type, tx_us=tx
             )
             if not created:  # written by someone else since _prepare
                 counts.unchanged += 1
+                self.outcomes.append((p.position, SourceOutcome(sid, version_tx, "unchanged")))
                 return
             spans = store.add_spans(sid, tx, [(s.start, s.end, s.kind) for s in p.parsed.spans])
             node_writes, psg_ids = self._node_writes(p, tx)
@@ -362,22 +396,18 @@ class _Run:
                 for res, vec in zip(results[1:], vectors, strict=True)
                 if vec is not None and res.created
             )
-            edges = self._edge_writes(p, tx, psg_ids)
+            edges = self._edge_writes(p, psg_ids)
             srcs = [doc_node_id(sid), *psg_ids, *stale_psg]
-            wanted = {w.key for w, _tx in edges}
-            stale_by_tx: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
-            current_tx: dict[tuple[str, str, str], int] = {}
-            for e in store.current_out_edges(srcs):
-                current_tx[e.key] = e.tx_from_us
-                if e.key not in wanted:
-                    stale_by_tx[max(tx, e.tx_from_us)].append(e.key)
-            for at, keys in sorted(stale_by_tx.items()):
-                store.retire_edges(keys, tx_us=at)
-            by_tx: dict[int, list[EdgeWrite]] = defaultdict(list)
-            for w, at in edges:
-                by_tx[max(at, current_tx.get(w.key, at))].append(w)
-            created_edges = sum(store.put_edges(ws, tx_us=at) for at, ws in sorted(by_tx.items()))
+            wanted = {w.key for w in edges}
+            stale = [e.key for e in store.current_out_edges(srcs) if e.key not in wanted]
+            store.retire_edges(stale, tx_us=tx)
+            created_edges = store.put_edges(edges, tx_us=tx)
+        self.written_tx = tx if self.written_tx is None else max(self.written_tx, tx)
         counts.ingested += 1
+        outcome = "created" if previous is None else "replaced"
+        if previous is not None:
+            counts.replaced += 1
+        self.outcomes.append((p.position, SourceOutcome(sid, tx, outcome)))
         counts.spans += spans
         counts.nodes += sum(1 for r in results if r.created)
         counts.edges += created_edges
@@ -416,23 +446,22 @@ class _Run:
             )
         return writes, psg_ids
 
-    def _edge_writes(
-        self, p: _Prepared, tx: int, psg_ids: list[str]
-    ) -> list[tuple[EdgeWrite, int]]:
+    def _edge_writes(self, p: _Prepared, psg_ids: list[str]) -> list[EdgeWrite]:
         sid = p.source_id
         doc_id = doc_node_id(sid)
         valid = p.valid_from_us
-        out: list[tuple[EdgeWrite, int]] = []
+        out: list[EdgeWrite] = []
 
-        def edge(src: str, dst: str, relation: str, at: int = tx) -> None:
-            write = EdgeWrite(
-                src=src,
-                dst=dst,
-                relation=relation,
-                weight=RELATION_WEIGHTS[relation],
-                valid_from_us=valid,
+        def edge(src: str, dst: str, relation: str) -> None:
+            out.append(
+                EdgeWrite(
+                    src=src,
+                    dst=dst,
+                    relation=relation,
+                    weight=RELATION_WEIGHTS[relation],
+                    valid_from_us=valid,
+                )
             )
-            out.append((write, at))
 
         passages = p.parsed.passages
         for i, (psg, node_id) in enumerate(zip(passages, psg_ids, strict=True)):
@@ -447,8 +476,7 @@ class _Run:
                     edge(node_id, later_id, "heads")
             for target in sorted(self.matcher.find(psg.text)):
                 if target != sid:
-                    at = max(tx, self.known_tx.get(target, tx))
-                    edge(node_id, doc_node_id(target), "mentions", at)
+                    edge(node_id, doc_node_id(target), "mentions")
         return out
 
     # ---------------------------------------------------------------- late mentions
@@ -490,38 +518,32 @@ class _Run:
         for e in self.store.current_out_edges(n.node_id for n, _f in plans):
             if e.relation == "mentions":
                 have[e.src][e.dst] = e
-        adds: dict[int, list[EdgeWrite]] = defaultdict(list)
-        retires: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
+        adds: list[EdgeWrite] = []
+        retires: list[tuple[str, str, str]] = []
         for node, found in plans:
             current = have.get(node.node_id, {})
             wanted = {doc_node_id(t): t for t in found}
-            cause = max(
-                (self.known_tx.get(t, node.tx_from_us) for t in found & new),
-                default=node.tx_from_us,
-            )
-            for dst in sorted(set(wanted) - set(current)):
-                at = max(node.tx_from_us, self.known_tx.get(wanted[dst], node.tx_from_us))
-                adds[at].append(
-                    EdgeWrite(
-                        src=node.node_id,
-                        dst=dst,
-                        relation="mentions",
-                        weight=RELATION_WEIGHTS["mentions"],
-                        valid_from_us=node.valid_from_us,
-                    )
+            adds.extend(
+                EdgeWrite(
+                    src=node.node_id,
+                    dst=dst,
+                    relation="mentions",
+                    weight=RELATION_WEIGHTS["mentions"],
+                    valid_from_us=node.valid_from_us,
                 )
-            for dst in sorted(set(current) - set(wanted)):
-                edge = current[dst]
-                retires[max(edge.tx_from_us, cause)].append(edge.key)
+                for dst in sorted(set(wanted) - set(current))
+            )
+            retires.extend(current[dst].key for dst in sorted(set(current) - set(wanted)))
         if not adds and not retires:
             return
-        with self.store.transaction():
-            for at, keys in sorted(retires.items()):
-                self.store.retire_edges(keys, tx_us=at)
-            created = sum(self.store.put_edges(ws, tx_us=at) for at, ws in sorted(adds.items()))
+        # The pass derives its edges from this call's documents: it writes at the latest time
+        # the call wrote (a bulk load at one fixed time stays at that time), else at the clock.
+        with self.store.stamped(self.written_tx, now_us=self.now_us, or_clock=True) as tx:
+            self.store.retire_edges(retires, tx_us=tx)
+            created = self.store.put_edges(adds, tx_us=tx)
         self.report.edges += created
         self.report.late_mentions += created
-        self.report.mentions_closed += sum(len(keys) for keys in retires.values())
+        self.report.mentions_closed += len(retires)
 
 
 def _pages(items: Iterable[NodeVersion], size: int) -> Iterator[list[NodeVersion]]:
@@ -550,14 +572,17 @@ def ingest_documents(
     """Ingest ``docs`` into ``store`` (see the module docstring for what is written).
 
     A bad document (invalid source id, empty text, invalid UTF-8, unsupported media type,
-    malformed properties, a version tx not later than the latest) is recorded in
-    ``report.errors`` as ``(source_id, "field: reason")`` and skipped; the batch goes on.
+    malformed properties, a proposed version tx in the future, not later than the source's
+    latest version or earlier than the latest transaction time the store has recorded) is
+    recorded in ``report.errors`` as ``(source_id, "field: reason")`` and skipped; the others
+    go on.
 
     Args:
         store: the store.
         embedder: embeds passages (batched per chunk); None writes no vectors.
         docs: the documents, consumed lazily.
-        now_us: the current time, microseconds: default version tx and valid-from.
+        now_us: the current time, microseconds: the default valid-from, the clock's floor and
+            the latest version tx a document may propose.
         progress: show a tqdm progress bar on stderr.
         total: number of documents, for the progress bar (optional).
         batch_size: documents parsed and embedded together (>= 1).
@@ -601,14 +626,15 @@ def ingest_documents(
                 chunk, pending = [], set()
             try:
                 prepared = _prepare(
-                    store, doc, now_us, max_passage_bytes, min_passage_bytes,
+                    store, doc, report.received, now_us, max_passage_bytes, min_passage_bytes,
                     embedder is not None,
                 )
             except InvalidRequest as exc:
-                report.errors.append((source_id, f"{exc.field}: {exc.reason}"))
+                run.errors.append((report.received, (source_id, f"{exc.field}: {exc.reason}")))
                 continue
-            if prepared is None:
+            if isinstance(prepared, SourceOutcome):
                 report.unchanged += 1
+                run.outcomes.append((report.received, prepared))
                 continue
             chunk.append(prepared)
             pending.add(prepared.source_id)
@@ -620,4 +646,6 @@ def ingest_documents(
         run.resolve_late_mentions()
     finally:
         bar.close()
+    report.sources = [outcome for _, outcome in sorted(run.outcomes, key=lambda o: o[0])]
+    report.errors = [error for _, error in sorted(run.errors, key=lambda e: e[0])]
     return report

@@ -3,7 +3,8 @@
 Source: memory-planner seed, "Exploding nodes to spans"; DESIGN section 5. Each node is re-read
 as-of; a node with no live version or no provenance is dropped (counted); each span's kind comes
 from the span ledger (missing row: ``body``, counted), its text from the source version (missing
-slice: skipped, counted), its tokens from the exact tokenizer of the model or the estimator, its
+slice, or a source version committed after the plan's transaction time: skipped, counted as
+``slices_missing``), its tokens from the exact tokenizer of the model or the estimator, its
 weight from ``weigh``. The pool is deduplicated on the exact coordinate, keeping the heaviest
 candidate (ties: the first node in node-id order).
 """
@@ -63,7 +64,12 @@ def explode(
         if not node.provenance:
             stats.nodes_without_spans += 1
             continue
-        refs.extend((node_id, ref.key) for ref in node.provenance)
+        for ref in node.provenance:
+            if ref.source_version_tx > tx_us:
+                # the version was not committed as of the plan: nothing there to cite
+                stats.slices_missing += 1
+            else:
+                refs.append((node_id, ref.key))
 
     keys = {key for _, key in refs}
     kinds = store.span_kinds(keys)

@@ -78,8 +78,25 @@ class RecallStore(Protocol):
     def canonical_slices(self, keys: Iterable[SpanKey]) -> Mapping[SpanKey, str]: ...
 
 
+class VectorHitView(Protocol):
+    """One candidate of a vector search: a live node version and its stored unit vector.
+
+    ``score`` is the index's own similarity (for ranking candidates only: it may differ in its
+    last bits between processes); ``vector`` is float32 ``(dim,)``.
+    """
+
+    @property
+    def node_id(self) -> str: ...
+    @property
+    def version_id(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def vector(self) -> npt.NDArray[np.float32]: ...
+
+
 class VectorSearch(Protocol):
-    """Exact as-of nearest-neighbour search over node-version vectors."""
+    """As-of nearest-neighbour candidates over node-version vectors."""
 
     def search(
         self,
@@ -89,7 +106,7 @@ class VectorSearch(Protocol):
         valid_us: int,
         tx_us: int,
         source: Any,
-    ) -> list[tuple[str, float]]: ...
+    ) -> Sequence[VectorHitView]: ...
 
 
 class QueryEmbedder(Protocol):
@@ -117,5 +134,6 @@ __all__ = [
     "RecallStore",
     "SpanKey",
     "TokenCounter",
+    "VectorHitView",
     "VectorSearch",
 ]

@@ -1,35 +1,47 @@
 """Semantic recall leg: nearest live vectors, similarity fused with confidence decay.
 
-Source: DESIGN section 5, leg 2; memory-planner seed, "Phase A" (``fuse(sim, decay, alpha)``).
-Cosine similarity is rounded to :data:`SIMILARITY_DECIMALS` decimal places and clamped into
-[0, 1] before fusion; the decay of a node is its confidence times ``0.5 ** (age / half_life)``,
-age being ``at_valid - valid_from`` (never negative).
+Source: DESIGN sections 5 (leg 2) and 10; memory-planner seed, "Phase A" (``fuse(sim, decay,
+alpha)``). The vector index only chooses candidates (it over-fetches :data:`CANDIDATE_MARGIN`
+beyond ``k``); each candidate's cosine similarity is then computed here, exactly rounded in a
+fixed order (:func:`exact_similarities`), and the ``k`` best by that similarity are kept (ties
+by node id), so a weight never depends on how FAISS parallelises or which instruction set it
+runs on. The similarity is clamped into [0, 1] before fusion; the decay of a node is its
+confidence times ``0.5 ** (age / half_life)``, age being ``at_valid - valid_from`` (never
+negative).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from planner_svc.core.errors import BackendUnavailable, InvalidRequest
 from planner_svc.core.fusion import clamp_unit, fuse
-from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
+from planner_svc.embed.base import normalize_rows, ordered_sum
+from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorHitView, VectorSearch
 from planner_svc.recall.request import SemanticLeg
 
 DEFAULT_HALF_LIFE_US = 365 * 24 * 3600 * 1_000_000
 """Confidence half-life with age: one year, in microseconds."""
-SIMILARITY_DECIMALS = 6
-"""Decimal places kept of a cosine similarity. FAISS computes inner products in float32 and
-sums them in an order that depends on the SIMD code path of the machine, so the same query can
-differ in the last bits (about 1e-7) across machines; weights enter the plan hash bit for bit.
-Rounding (Python's :func:`round`, exact decimal rounding of the double) absorbs those
-differences, except for a similarity within about 1e-7 of a rounding boundary."""
+CANDIDATE_MARGIN = 16
+"""Candidates fetched from the index beyond ``k`` (at least; ``2k`` for larger ``k``), so a
+node whose index score sits a rounding error below the ``k``-th still competes exactly."""
 
 
-def _similarity(raw: float) -> float:
-    """A raw float32 similarity, rounded to :data:`SIMILARITY_DECIMALS` places and clamped."""
-    return clamp_unit(round(float(raw), SIMILARITY_DECIMALS))
+def exact_similarities(
+    query: npt.NDArray[np.float32], vectors: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float64]:
+    """Inner products of float32 ``query`` ``(dim,)`` with float32 ``vectors`` ``(n, dim)``.
+
+    Each product of two float32 values is exact in float64; the products are added in index
+    order (:func:`~planner_svc.embed.base.ordered_sum`), each addition exactly rounded. The
+    result is therefore the same bits on every machine. Returns float64 ``(n,)``.
+    """
+    products = vectors.astype(np.float64) * query.astype(np.float64)[None, :]
+    return ordered_sum(products, axis=1)
 
 
 def confidence_decay(confidence: float, valid_from_us: int, at_valid_us: int,
@@ -39,10 +51,12 @@ def confidence_decay(confidence: float, valid_from_us: int, at_valid_us: int,
     return clamp_unit(confidence * math.pow(0.5, age / half_life_us))
 
 
-def query_vector(leg: SemanticLeg, embedder: QueryEmbedder | None) -> np.ndarray:
-    """The leg's query as a float32 vector of the embedder's dimension.
+def query_vector(leg: SemanticLeg, embedder: QueryEmbedder | None) -> npt.NDArray[np.float32]:
+    """The leg's query as a unit float32 vector of the embedder's dimension.
 
-    Text may embed to the zero vector (no known token); the caller then gets no semantic hit.
+    A caller's vector is normalised here (reproducibly, see
+    :func:`~planner_svc.embed.base.normalize_rows`). Text may embed to the zero vector (no
+    known token); the caller then gets no semantic hit.
 
     Raises:
         InvalidRequest: ``semantic.vector`` of the wrong dimension, not finite, or all zeros.
@@ -59,10 +73,29 @@ def query_vector(leg: SemanticLeg, embedder: QueryEmbedder | None) -> np.ndarray
             raise InvalidRequest("semantic.vector", "values must be finite")
         if not np.any(vec):
             raise InvalidRequest("semantic.vector", "has norm 0; a direction is needed")
-        return vec
+        unit: npt.NDArray[np.float32] = normalize_rows(vec[None, :])[0]
+        return unit
     if embedder is None:
         raise BackendUnavailable("semantic recall needs an embedder; none is configured")
     return np.asarray(embedder.embed([leg.text or ""])[0], dtype=np.float32)
+
+
+def rescore(
+    query: npt.NDArray[np.float32], hits: Sequence[VectorHitView], k: int
+) -> list[tuple[str, float]]:
+    """The ``k`` best hits by exact similarity (clamped into [0, 1]), ties by node id.
+
+    The index's own scores are ignored: they only chose the candidates.
+    """
+    if not hits:
+        return []
+    sims = exact_similarities(query, np.stack([h.vector for h in hits])).tolist()
+    best: dict[str, float] = {}
+    for hit, sim in zip(hits, sims, strict=True):
+        score = clamp_unit(sim)
+        if score > best.get(hit.node_id, -1.0):
+            best[hit.node_id] = score
+    return sorted(best.items(), key=lambda item: (-item[1], item[0]))[:k]
 
 
 def semantic_leg(
@@ -85,19 +118,19 @@ def semantic_leg(
     vec = query_vector(leg, embedder)
     if not np.any(vec):  # text with no known token: no direction, so no semantic hit
         return {}
-    hits = index.search(vec, leg.k, valid_us=valid_us, tx_us=tx_us, source=store)
+    fetch = max(leg.k + CANDIDATE_MARGIN, 2 * leg.k)
+    hits = rescore(vec, index.search(vec, fetch, valid_us=valid_us, tx_us=tx_us, source=store),
+                   leg.k)
     if not hits:
         return {}
-    scores: dict[str, float] = {}
     if leg.alpha == 1.0:
-        for node_id, sim in hits:
-            scores[node_id] = _similarity(sim)
-        return scores
+        return dict(hits)
+    scores: dict[str, float] = {}
     nodes = store.get_many_as_of([n for n, _ in hits], valid_us, tx_us)
     for node_id, sim in hits:
         node = nodes.get(node_id)
         if node is None:
             continue
         decay = confidence_decay(node.confidence, node.valid_from_us, valid_us)
-        scores[node_id] = fuse(_similarity(sim), decay, leg.alpha)
+        scores[node_id] = fuse(sim, decay, leg.alpha)
     return scores

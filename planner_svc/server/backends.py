@@ -3,8 +3,9 @@
 Also the write paths the Memory service exposes (ingest stream, API-written nodes and edges),
 kept here so the servicer stays a thin converter.
 
-Transaction times: every write takes its tx inside the write lock from a clock that never goes
-backwards and never repeats (``max(now, last + 1)``), so versions commit in tx order.
+Transaction times come from the store's clock (:meth:`Store.stamped`), taken inside the write
+transaction: they never go backwards and never repeat across every process writing the store,
+so versions commit in transaction-time order.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -24,11 +25,18 @@ import structlog
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.core.errors import Cancelled, ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
+from planner_svc.index.source import VectorHit
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.settings import ServerSettings
 
 INGEST_BATCH = 256
 """Documents of an ingest stream committed (and indexed) together."""
+
+_OUTCOMES = {
+    "created": memory_pb2.INGEST_OUTCOME_CREATED,
+    "replaced": memory_pb2.INGEST_OUTCOME_REPLACED,
+    "unchanged": memory_pb2.INGEST_OUTCOME_UNCHANGED,
+}
 
 
 def _now_us() -> int:
@@ -65,7 +73,7 @@ class FreshIndex:
         valid_us: int,
         tx_us: int,
         source: Any,
-    ) -> list[tuple[str, float]]:
+    ) -> list[VectorHit]:
         """:meth:`planner_svc.index.VectorIndex.search` on an up-to-date index.
 
         Runs inside the plan's store snapshot, so the catch-up only ever moves forward to what
@@ -76,7 +84,7 @@ class FreshIndex:
                 self.index.sync(self._store, catch_up_only=True)
             except Exception:
                 structlog.get_logger("planner_svc.server").exception("vector_index.catch_up_failed")
-        hits: list[tuple[str, float]] = self.index.search(
+        hits: list[VectorHit] = self.index.search(
             query, k, valid_us=valid_us, tx_us=tx_us, source=source
         )
         return hits
@@ -92,7 +100,6 @@ class Backends:
     planner: EvidencePlanner
     settings: ServerSettings
     write_lock: threading.Lock
-    last_tx_us: int = field(default=0)
 
     @classmethod
     def open(cls, settings: ServerSettings) -> Backends:
@@ -145,11 +152,6 @@ class Backends:
     def close(self) -> None:
         """Close the store (the index is read-only memory)."""
         self.store.close()
-
-    def _next_tx(self) -> int:
-        """A transaction time after every earlier one of this process (call under the lock)."""
-        self.last_tx_us = max(_now_us(), self.last_tx_us + 1)
-        return self.last_tx_us
 
     def plan_question(
         self,
@@ -229,13 +231,20 @@ class Backends:
         summary = memory_pb2.IngestSummary()
         while batch := read_batch():
             with self.write_lock:
-                report = ingest_documents(self.store, self.embedder, batch,
-                                          now_us=self._next_tx())
+                report = ingest_documents(self.store, self.embedder, batch, now_us=_now_us())
                 if self.index is not None:
                     self.index.sync()
             summary.received += report.received
             summary.ingested += report.ingested
+            summary.replaced += report.replaced
             summary.unchanged += report.unchanged
+            summary.sources.extend(
+                memory_pb2.IngestedSource(
+                    source_id=o.source_id, version_tx=o.version_tx_us,
+                    outcome=_OUTCOMES[o.outcome],
+                )
+                for o in report.sources
+            )
             summary.failed += len(report.errors)
             summary.errors.extend(memory_pb2.IngestError(source_id=sid, reason=reason)
                                   for sid, reason in report.errors)
@@ -280,8 +289,13 @@ class Backends:
         with self.write_lock:
             # Node and vector commit together: the index treats every version id up to the
             # store's maximum as covered, so a vector committed later would be missed.
-            with self.store.transaction():
-                result = self.store.write_nodes([write], tx_us=self._next_tx())[0]
+            with self.store.stamped(None, now_us=_now_us()) as tx:
+                self.store.check_provenance(
+                    [SpanRef(p.source_id, p.source_version_tx, p.start, p.end)
+                     for p in n.provenance],
+                    field="node.provenance",
+                )
+                result = self.store.write_nodes([write], tx_us=tx)[0]
                 if result.created and vector is not None:
                     self.store.put_vector(result.version_id, vector)
             if result.created and vector is not None and self.index is not None:
@@ -295,7 +309,7 @@ class Backends:
             InvalidRequest: a field is malformed.
         """
         now = _now_us()
-        with self.write_lock:
+        with self.write_lock, self.store.stamped(None, now_us=now) as stamp:
             tx = self.store.put_edge(
                 request.src_node_id,
                 request.dst_node_id,
@@ -303,6 +317,6 @@ class Backends:
                 request.weight,
                 valid_from_us=request.valid_from if request.HasField("valid_from") else now,
                 valid_to_us=request.valid_to if request.HasField("valid_to") else None,
-                tx_us=self._next_tx(),
+                tx_us=stamp,
             )
         return memory_pb2.PutEdgeResponse(tx=tx)

@@ -2,7 +2,8 @@
 
 Tables (times are integer microseconds since the Unix epoch, offsets UTF-8 bytes):
 
-- ``meta``: key/value pairs (``generation`` write counter, ``vector_dim``, ...).
+- ``meta``: key/value pairs (``generation`` write counter, ``last_tx`` the latest transaction
+  time recorded, ``vector_dim``, ...).
 - ``sources``: one row per source with its latest version's tx, title and media type.
 - ``source_versions``: every version's canonical text as UTF-8 bytes (a BLOB, so SQL ``substr``
   and ``length`` count bytes).
@@ -18,8 +19,9 @@ Tables (times are integer microseconds since the Unix epoch, offsets UTF-8 bytes
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
-"""Stored in ``PRAGMA user_version``; a file with a newer version is refused."""
+SCHEMA_VERSION = 2
+"""Stored in ``PRAGMA user_version``; a file with a newer version is refused. Version 2 adds the
+``last_tx`` clock row (filled from the recorded times when an older file is opened)."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -112,3 +114,12 @@ CREATE TABLE IF NOT EXISTS vectors (
 
 INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0);
 """
+
+LAST_TX_BACKFILL = """
+INSERT OR IGNORE INTO meta (key, value) SELECT 'last_tx', max(t) FROM (
+    SELECT max(tx) AS t FROM source_versions
+    UNION ALL SELECT max(tx_from) FROM nodes UNION ALL SELECT max(tx_to) FROM nodes
+    UNION ALL SELECT max(tx_from) FROM edges UNION ALL SELECT max(tx_to) FROM edges
+) WHERE t IS NOT NULL HAVING max(t) IS NOT NULL
+"""
+"""Fills the clock row of a store written before it existed: the latest time any row records."""

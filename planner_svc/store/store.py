@@ -38,7 +38,7 @@ from planner_svc.store.records import (
     NodeWrite,
     NodeWriteResult,
 )
-from planner_svc.store.schema import DDL, SCHEMA_VERSION
+from planner_svc.store.schema import DDL, LAST_TX_BACKFILL, SCHEMA_VERSION
 from planner_svc.store.text import (
     canonicalize,
     check_id,
@@ -230,6 +230,7 @@ class Store:
                     for statement in DDL.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    conn.execute(LAST_TX_BACKFILL)
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                     conn.execute("COMMIT")
                 except BaseException:
@@ -364,6 +365,86 @@ class Store:
         row = self._conn().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         return int(row[0])
 
+    def last_tx(self) -> int | None:
+        """The latest transaction time (microseconds) any write has recorded; None for an empty
+        store. Every later write carries a transaction time at or after it."""
+        row = self._conn().execute("SELECT value FROM meta WHERE key = 'last_tx'").fetchone()
+        return None if row is None else int(row[0])
+
+    def _record_tx(self, conn: sqlite3.Connection, tx_us: int, *, field: str) -> None:
+        """Refuse ``tx_us`` when it lies before the latest recorded transaction time, else
+        advance the clock row to it (inside the running write transaction).
+
+        Raises:
+            InvalidRequest: (``field``) ``tx_us`` is earlier than the latest recorded time.
+        """
+        row = conn.execute("SELECT value FROM meta WHERE key = 'last_tx'").fetchone()
+        last = None if row is None else int(row[0])
+        if last is not None and tx_us < last:
+            raise InvalidRequest(
+                field,
+                f"{tx_us} is earlier than the latest transaction time {last} the store has "
+                "recorded; transaction time never moves backwards (a time known about the "
+                "content belongs on the valid axis)",
+            )
+        if last is None or tx_us > last:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_tx', ?)", (tx_us,)
+            )
+
+    @contextmanager
+    def stamped(
+        self,
+        proposed_us: int | None,
+        *,
+        now_us: int,
+        field: str = "version_tx",
+        or_clock: bool = False,
+    ) -> Iterator[int]:
+        """A write transaction (a savepoint when nested) stamped with one transaction time.
+
+        The time is ``proposed_us`` when given, which must lie in ``[last_tx, now_us]`` (equal to
+        the latest recorded time is allowed, so one bulk load can stamp all its documents with
+        one time); else the store's clock, ``max(now_us, last_tx + 1)``, strictly increasing
+        across every writer of the file. Writes inside the block use the yielded time; each
+        write method records the time it writes at (a block that writes nothing records none).
+
+        Args:
+            proposed_us: a transaction time the caller proposes, microseconds, or None.
+            now_us: the current time, microseconds.
+            field: request field named by errors about ``proposed_us``.
+            or_clock: take the clock instead of refusing a proposal outside
+                ``[last_tx, now_us]`` (a follow-up write that prefers its batch's time).
+
+        Raises:
+            InvalidRequest: (``field``) the proposal is in the future or earlier than the
+                latest recorded transaction time (unless ``or_clock``).
+        """
+        check_time(now_us, field="now_us")
+        with self._write() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'last_tx'").fetchone()
+            last = None if row is None else int(row[0])
+            if or_clock and proposed_us is not None and not (
+                (last is None or last <= proposed_us) and proposed_us <= now_us
+            ):
+                proposed_us = None
+            if proposed_us is None:
+                tx = now_us if last is None else max(now_us, last + 1)
+            else:
+                tx = check_time(proposed_us, field=field)
+                if tx > now_us:
+                    raise InvalidRequest(
+                        field, f"{tx} is in the future (now {now_us}); it must be <= now"
+                    )
+                if last is not None and tx < last:
+                    raise InvalidRequest(
+                        field,
+                        f"{tx} is earlier than the latest transaction time {last} the store "
+                        "has recorded; transaction time never moves backwards (a time known "
+                        "about the content belongs on the valid axis)",
+                    )
+            yield tx
+
     def get_meta(self, key: str) -> str | None:
         """A free-form metadata value (e.g. the embedder name), or None when unset."""
         row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -375,8 +456,8 @@ class Store:
         Raises:
             InvalidRequest: (``key``) reserved key.
         """
-        if key == "generation":
-            raise InvalidRequest("key", "'generation' is maintained by the store")
+        if key in ("generation", "last_tx"):
+            raise InvalidRequest("key", f"{key!r} is maintained by the store")
         with self._write() as conn:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
             self._changed()
@@ -402,7 +483,8 @@ class Store:
 
         Raises:
             InvalidRequest: ``source_id`` invalid; ``text`` empty (whitespace only) or not valid
-                UTF-8; ``version_tx`` not later than the latest version's tx.
+                UTF-8; ``version_tx`` not later than the latest version's tx, or earlier than
+                the latest transaction time the store has recorded.
         """
         check_id(source_id, field="source_id")
         check_time(tx_us, field="version_tx")
@@ -428,6 +510,7 @@ class Store:
                         f"{tx_us} is not later than the latest version {latest_tx} "
                         f"of source {source_id!r}",
                     )
+            self._record_tx(conn, tx_us, field="version_tx")
             conn.execute(
                 "INSERT INTO source_versions (source_id, tx, title, media_type, text) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -581,6 +664,46 @@ class Store:
                 out[key] = piece
         return out
 
+    def check_provenance(self, spans: Sequence[SpanRef], *, field: str) -> None:
+        """Refuse provenance that a plan could not cite.
+
+        Every span must name a committed version of its source, lie inside that version's
+        canonical text (``0 <= start < end <= len``, UTF-8 bytes) and start and end on code
+        point boundaries.
+
+        Raises:
+            InvalidRequest: (``{field}[i].source_version_tx``) no such version;
+                (``{field}[i].end`` / ``.start``) out of range or inside a character.
+        """
+        versions = sorted({(s.source_id, s.source_version_tx) for s in spans})
+        if not versions:
+            return
+        rows = self._conn().execute(
+            "SELECT source_id, tx, text FROM source_versions WHERE (source_id, tx) IN "
+            "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+            "FROM json_each(?))",
+            (_json(versions),),
+        )
+        texts = {(r[0], r[1]): bytes(r[2]) for r in rows}
+        for i, span in enumerate(spans):
+            where = f"{field}[{i}]"
+            data = texts.get((span.source_id, span.source_version_tx))
+            if data is None:
+                raise InvalidRequest(
+                    f"{where}.source_version_tx",
+                    f"source {span.source_id!r} has no version {span.source_version_tx}",
+                )
+            if span.end > len(data):
+                raise InvalidRequest(
+                    f"{where}.end",
+                    f"{span.end} is past the end of the version's text ({len(data)} bytes)",
+                )
+            for name, offset in (("start", span.start), ("end", span.end)):
+                if not _on_boundary(data, offset):
+                    raise InvalidRequest(
+                        f"{where}.{name}", f"{offset} falls inside a multi-byte character"
+                    )
+
     # ------------------------------------------------------------------ span ledger
 
     def add_spans(self, source_id: str, tx_us: int, spans: Iterable[tuple[int, int, str]]) -> int:
@@ -696,7 +819,7 @@ class Store:
 
         Raises:
             InvalidRequest: (``node_id``) a node id repeats within ``writes``; (``tx``)
-                ``tx_us`` is earlier than a transaction time already recorded for that node.
+                ``tx_us`` is earlier than the latest transaction time the store has recorded.
                 Nothing is written then.
         """
         check_time(tx_us, field="tx")
@@ -707,31 +830,16 @@ class Store:
             return []
         with self._write() as conn:
             current: dict[str, NodeVersion] = {}
-            marks: dict[str, int] = {}
-            params = (_json(sorted(ids)),)
             for row in conn.execute(
                 f"SELECT {_NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL "
                 "AND node_id IN (SELECT value FROM json_each(?))",
-                params,
+                (_json(sorted(ids)),),
             ):
                 current[row[1]] = _node_from_row(row)
-            for node_id, mark in conn.execute(
-                "SELECT node_id, max(max(tx_from, coalesce(tx_to, tx_from))) FROM nodes "
-                "WHERE node_id IN (SELECT value FROM json_each(?)) GROUP BY node_id",
-                params,
+            if any(
+                w.node_id not in current or not _same_node(w, current[w.node_id]) for w in writes
             ):
-                marks[node_id] = mark
-            for w in writes:
-                cur = current.get(w.node_id)
-                if cur is not None and _same_node(w, cur):
-                    continue
-                mark = marks.get(w.node_id)
-                if mark is not None and tx_us < mark:
-                    raise InvalidRequest(
-                        "tx",
-                        f"{tx_us} is earlier than tx {mark} already recorded for node "
-                        f"{w.node_id!r}",
-                    )
+                self._record_tx(conn, tx_us, field="tx")
             results: list[NodeWriteResult] = []
             for w in writes:
                 cur = current.get(w.node_id)
@@ -796,29 +904,21 @@ class Store:
             Number of versions closed.
 
         Raises:
-            InvalidRequest: (``tx``) ``tx_us`` is earlier than a current version's tx_from.
+            InvalidRequest: (``tx``) ``tx_us`` is earlier than the latest transaction time the
+                store has recorded.
         """
         check_time(tx_us, field="tx")
         ids = sorted(set(node_ids))
         if not ids:
             return 0
         with self._write() as conn:
-            params = (_json(ids),)
-            row = conn.execute(
-                "SELECT node_id, tx_from FROM nodes WHERE tx_to IS NULL AND tx_from > ? "
-                "AND node_id IN (SELECT value FROM json_each(?)) LIMIT 1",
-                (tx_us, *params),
-            ).fetchone()
-            if row is not None:
-                raise InvalidRequest(
-                    "tx", f"{tx_us} is earlier than node {row[0]!r}'s current tx {row[1]}"
-                )
             cur = conn.execute(
                 "UPDATE nodes SET tx_to = ? WHERE tx_to IS NULL "
                 "AND node_id IN (SELECT value FROM json_each(?))",
-                (tx_us, *params),
+                (tx_us, _json(ids)),
             )
             if cur.rowcount:
+                self._record_tx(conn, tx_us, field="tx")  # raising rolls the update back
                 self._changed()
             return int(cur.rowcount)
 
@@ -989,8 +1089,8 @@ class Store:
             Number of edge versions created.
 
         Raises:
-            InvalidRequest: (``tx``) ``tx_us`` is earlier than a transaction time already
-                recorded for one of the keys. Nothing is written then.
+            InvalidRequest: (``tx``) ``tx_us`` is earlier than the latest transaction time the
+                store has recorded. Nothing is written then.
         """
         check_time(tx_us, field="tx")
         by_key: dict[tuple[str, str, str], EdgeWrite] = {}
@@ -1003,18 +1103,13 @@ class Store:
         created = 0
         with self._write() as conn:
             current: dict[tuple[str, str, str], tuple[int, Edge]] = {}
-            marks: dict[tuple[str, str, str], int] = {}
             for row in conn.execute(
-                f"SELECT edge_id, {_EDGE_COLUMNS} FROM edges "
-                "WHERE src IN (SELECT value FROM json_each(?))",
+                f"SELECT edge_id, {_EDGE_COLUMNS} FROM edges WHERE tx_to IS NULL "
+                "AND src IN (SELECT value FROM json_each(?))",
                 (_json(srcs),),
             ):
                 edge = _edge_from_row(row[1:])
-                key = edge.key
-                end = edge.tx_to_us if edge.tx_to_us is not None else edge.tx_from_us
-                marks[key] = max(marks.get(key, end), edge.tx_from_us, end)
-                if edge.tx_to_us is None:
-                    current[key] = (row[0], edge)
+                current[edge.key] = (row[0], edge)
             changes: list[tuple[tuple[str, str, str], EdgeWrite]] = []
             for key in sorted(by_key):
                 w = by_key[key]
@@ -1027,11 +1122,6 @@ class Store:
                         w.valid_to_us,
                     ):
                         continue
-                mark = marks.get(key)
-                if mark is not None and tx_us < mark:
-                    raise InvalidRequest(
-                        "tx", f"{tx_us} is earlier than tx {mark} already recorded for edge {key}"
-                    )
                 changes.append((key, w))
             closing = [
                 edge_id
@@ -1041,11 +1131,8 @@ class Store:
             for key, _w in changes:
                 if key in current:
                     closing.append(current[key][0])
-            for key, (_id, e) in current.items():
-                if key[0] in replace and key not in by_key and tx_us < e.tx_from_us:
-                    raise InvalidRequest(
-                        "tx", f"{tx_us} is earlier than edge {key}'s current tx {e.tx_from_us}"
-                    )
+            if closing or changes:
+                self._record_tx(conn, tx_us, field="tx")
             if closing:
                 conn.executemany(
                     "UPDATE edges SET tx_to = ? WHERE edge_id = ?",
@@ -1122,8 +1209,8 @@ class Store:
             Number of versions closed.
 
         Raises:
-            InvalidRequest: (``tx``) ``tx_us`` is earlier than a current version's tx_from.
-                Nothing is written then.
+            InvalidRequest: (``tx``) ``tx_us`` is earlier than the latest transaction time the
+                store has recorded. Nothing is written then.
         """
         check_time(tx_us, field="tx")
         wanted = sorted(set(keys))
@@ -1136,19 +1223,14 @@ class Store:
                 (_json(sorted({k[0] for k in wanted})),),
             ).fetchall()
             keyset = set(wanted)
-            closing = []
-            for edge_id, src, dst, relation, tx_from in rows:
-                if (src, dst, relation) not in keyset:
-                    continue
-                if tx_from > tx_us:
-                    raise InvalidRequest(
-                        "tx",
-                        f"{tx_us} is earlier than edge {(src, dst, relation)}'s current "
-                        f"tx {tx_from}",
-                    )
-                closing.append((tx_us, edge_id))
-            conn.executemany("UPDATE edges SET tx_to = ? WHERE edge_id = ?", closing)
+            closing = [
+                (tx_us, edge_id)
+                for edge_id, src, dst, relation, _tx_from in rows
+                if (src, dst, relation) in keyset
+            ]
             if closing:
+                self._record_tx(conn, tx_us, field="tx")
+                conn.executemany("UPDATE edges SET tx_to = ? WHERE edge_id = ?", closing)
                 self._changed()
         return len(closing)
 

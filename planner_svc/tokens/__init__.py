@@ -31,10 +31,9 @@ another with ``planner-svc serve --models FILE``)::
   - ``{"kind": "huggingface", "path": P}``: a ``tokenizers`` tokenizer.json. A relative ``P``
     is looked up next to the registry file, then at the repository root. Counts exclude special
     tokens; truncation and padding stored in the file are ignored.
-  - ``{"kind": "tiktoken", "encoding": E}``, ``E`` one of cl100k_base, o200k_base, p50k_base,
-    r50k_base: used only when the ``tiktoken`` package is installed and the encoding's rank
-    file is already in tiktoken's cache (``TIKTOKEN_CACHE_DIR``); otherwise the model is
-    estimated. Nothing is downloaded at run time.
+  - ``{"kind": "tiktoken", "encoding": E}``, ``E`` one of cl100k_base (GPT-3.5, GPT-4) and
+    o200k_base (GPT-4o): OpenAI's BPE encodings (tiktoken's), counted exactly and offline
+    with the ``bpe-openai`` package, which bundles their rank files. Nothing is downloaded.
 
 Validation rejects, never clamps: an unknown key, a missing or out-of-range value, a duplicate
 name or a tokenizer file that does not exist raises :class:`~planner_svc.core.errors.ConfigError`

@@ -31,8 +31,8 @@ __all__ = [
     "repo_root",
 ]
 
-#: tiktoken encodings a registry may name (each is looked up offline; see ``backends``).
-TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base", "p50k_base", "r50k_base")
+#: OpenAI BPE encodings a registry may name (bundled with bpe-openai; see ``backends``).
+TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
 
 _TOP_KEYS = frozenset({"models"})
 _MODEL_KEYS = frozenset({"context_window", "tokenizer"})
@@ -61,7 +61,7 @@ class HuggingFaceTokenizer:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TiktokenTokenizer:
-    """A tiktoken encoding, used only when its rank file is available offline.
+    """One of OpenAI's BPE encodings (tiktoken's), counted offline with bpe-openai.
 
     Attributes:
         encoding: one of :data:`TIKTOKEN_ENCODINGS`.

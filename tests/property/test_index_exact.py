@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from planner_svc.index import VectorIndex, vector_index
 from planner_svc.index.memory_source import MemoryVectorSource
+from tests.unit.test_index import pairs
 
 DIM = 8
 _RNG = np.random.default_rng(20240601)
@@ -89,7 +90,7 @@ def test_search_is_exact_with_ties(
     expected = sorted(best, key=lambda n: (-best[n], n))[:k]
 
     with mock.patch.object(vector_index, "_MIN_FETCH", 1):
-        result = index.search(QUERIES[query], k, valid_us=valid_us, tx_us=tx_us, source=src)
+        result = pairs(index.search(QUERIES[query], k, valid_us=valid_us, tx_us=tx_us, source=src))
     assert [n for n, _ in result] == expected
     for found, sim in result:
         assert abs(sim - best[found]) < 1e-5

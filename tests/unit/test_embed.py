@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import socket
 import threading
@@ -106,7 +107,7 @@ def test_default_model_dir_is_the_repository_copy(monkeypatch: pytest.MonkeyPatc
 
 
 def test_default_embedder_identity(model: Embedder) -> None:
-    assert model.name == "minilm-l6-m2v-256"
+    assert model.name == "minilm-l6-m2v-256/ordered-f64"
     assert model.dim == 256
     assert default_embedder() is model  # loaded once
 
@@ -120,6 +121,35 @@ def test_model_rows_are_unit_float32_with_zero_sentinel(model: Embedder) -> None
     np.testing.assert_allclose(norms[[0, 4]], 1.0, atol=1e-6)
     assert np.all(out[1:4] == 0.0)  # no known token -> zero row
     assert model.embed([]).shape == (0, 256)
+
+
+def test_model_pools_in_token_order_in_double_precision(model: Embedder) -> None:
+    """The embedding equals a plain left-to-right Python computation, bit for bit."""
+    assert isinstance(model, Model2VecEmbedder)
+    text = "Evidence plans cite source spans under a token budget."
+    ids = model._model.tokenize([text])[0]
+    table = np.asarray(model._model.embedding)
+    total = [0.0] * model.dim
+    for token in ids:
+        row = table[token].astype(np.float64).tolist()
+        total = [a + b for a, b in zip(total, row, strict=True)]
+    squares = 0.0
+    for value in total:
+        squares += value * value
+    norm = math.sqrt(squares)
+    expected = np.asarray([value / norm for value in total], dtype=np.float64).astype(np.float32)
+    np.testing.assert_array_equal(model.embed([text])[0], expected)
+
+
+PINNED_BITS = ["-0x1.ec6e9c0000000p-4", "0x1.1ed64c0000000p-8", "0x1.5a97240000000p-3",
+               "-0x1.253c2a0000000p-2"]
+
+
+def test_model_bits_are_pinned(model: Embedder) -> None:
+    """Bits of one embedding, as computed on the machine that wrote this test: a machine
+    that pools differently would give other plan weights (and hashes)."""
+    row = model.embed(["The Tennessee Three backed Johnny Cash."])[0]
+    assert [float(x).hex() for x in row[:4]] == PINNED_BITS
 
 
 def test_model_is_deterministic(model: Embedder) -> None:
@@ -199,7 +229,7 @@ def test_model_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.setenv(MODEL_DIR_ENV, str(copy))
     assert default_model_dir() == copy.resolve()
     emb = default_embedder()
-    assert emb.name == "other-model"
+    assert emb.name == "other-model/ordered-f64"
     assert emb.dim == 256
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from planner_svc.core.errors import ConfigError, InvalidRequest
-from planner_svc.index import INDEX_DIRNAME, VectorIndex, VectorRecord
+from planner_svc.index import INDEX_DIRNAME, VectorHit, VectorIndex, VectorRecord
 from planner_svc.index.memory_source import MemoryVectorSource
 
 DIM = 16
@@ -39,6 +39,15 @@ class CountingSource:
 
     def max_version_id(self) -> int:
         return self.inner.max_version_id()
+
+
+def pairs(hits: list[VectorHit]) -> list[tuple[str, float]]:
+    """A search result as ``(node_id, index score)`` pairs, after checking each hit's vector
+    is the indexed unit vector of its version."""
+    for hit in hits:
+        assert hit.vector.dtype == np.float32 and not hit.vector.flags.writeable
+        assert abs(float(np.dot(hit.vector, hit.vector)) - 1.0) < 1e-5
+    return [(hit.node_id, hit.score) for hit in hits]
 
 
 def brute_force(
@@ -121,7 +130,7 @@ def test_search_equals_brute_force_at_random_as_of_points(seed: int, bucket_us: 
         valid_us = int(rng.integers(-4 * BUCKET, 18 * BUCKET))
         tx_us = int(rng.integers(0, max_tx + 10))
         k = int(rng.choice([1, 3, 10, 40]))
-        result = index.search(query, k, valid_us=valid_us, tx_us=tx_us, source=src)
+        result = pairs(index.search(query, k, valid_us=valid_us, tx_us=tx_us, source=src))
         truth = brute_force(src, query, valid_us, tx_us)
         assert_exact(result, truth, k)
         everything = brute_force(src, query, 10**9, max_tx + 10)
@@ -138,7 +147,7 @@ def test_exact_ties_are_broken_by_node_id() -> None:
         src.add(node, direction, valid_from_us=5, tx_from_us=0)
     src.add("z", -direction, valid_from_us=5, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
-    result = index.search(direction, 3, valid_us=10, tx_us=10, source=src)
+    result = pairs(index.search(direction, 3, valid_us=10, tx_us=10, source=src))
     assert [n for n, _ in result] == ["a", "b", "c"]
     assert all(abs(s - 1.0) < TOL for _, s in result)
 
@@ -153,10 +162,10 @@ def test_boundary_partition_uses_exact_valid_from_prefix() -> None:
     src.add("exactly-at", q + 0.2, valid_from_us=500, tx_from_us=0)
     src.add("next-bucket", q, valid_from_us=1000, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
-    result = index.search(q, 10, valid_us=500, tx_us=1, source=src)
+    result = pairs(index.search(q, 10, valid_us=500, tx_us=1, source=src))
     assert [n for n, _ in result] == ["exactly-at", "early"]
-    assert index.search(q, 10, valid_us=99, tx_us=1, source=src) == []
-    later = [n for n, _ in index.search(q, 10, valid_us=1000, tx_us=1, source=src)]
+    assert pairs(index.search(q, 10, valid_us=99, tx_us=1, source=src)) == []
+    later = [n for n, _ in pairs(index.search(q, 10, valid_us=1000, tx_us=1, source=src))]
     assert later == ["late-best", "next-bucket", "exactly-at", "early"]
 
 
@@ -175,7 +184,7 @@ def test_widening_finds_live_vectors_behind_many_superseded_ones() -> None:
         src.add(f"cold{i:02d}", rng.standard_normal(DIM), valid_from_us=0, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     # At tx 150 only version 150 of "hot" is live: the other 299 near-duplicates are not.
-    result = index.search(q, 5, valid_us=1, tx_us=150, source=src)
+    result = pairs(index.search(q, 5, valid_us=1, tx_us=150, source=src))
     assert_exact(result, brute_force(src, q, 1, 150), 5)
     assert result[0][0] == "hot"
     assert len(result) == 5
@@ -187,15 +196,15 @@ def test_nothing_live_or_nothing_eligible_returns_empty() -> None:
     src.close_tx(v, 20)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     q = np.ones(DIM)
-    assert index.search(q, 3, valid_us=100, tx_us=5, source=src) == []  # before tx_from
-    assert index.search(q, 3, valid_us=100, tx_us=25, source=src) == []  # after tx_to
-    assert index.search(q, 3, valid_us=10, tx_us=15, source=src) == []  # before valid_from
-    assert [n for n, _ in index.search(q, 3, valid_us=100, tx_us=15, source=src)] == ["a"]
+    assert pairs(index.search(q, 3, valid_us=100, tx_us=5, source=src)) == []  # before tx_from
+    assert pairs(index.search(q, 3, valid_us=100, tx_us=25, source=src)) == []  # after tx_to
+    assert pairs(index.search(q, 3, valid_us=10, tx_us=15, source=src)) == []  # before valid_from
+    assert [n for n, _ in pairs(index.search(q, 3, valid_us=100, tx_us=15, source=src))] == ["a"]
     empty = VectorIndex.build_in_memory(
         MemoryVectorSource(), embedder_name="t", dim=DIM, bucket_us=BUCKET
     )
     assert empty.size == 0
-    assert empty.search(q, 3, valid_us=0, tx_us=0, source=src) == []
+    assert pairs(empty.search(q, 3, valid_us=0, tx_us=0, source=src)) == []
 
 
 def test_zero_vectors_are_not_indexed_and_others_are_normalised() -> None:
@@ -205,7 +214,7 @@ def test_zero_vectors_are_not_indexed_and_others_are_normalised() -> None:
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     assert index.size == 1
     assert index.covered_version_id == 2
-    [(node, sim)] = index.search(np.ones(DIM), 5, valid_us=0, tx_us=0, source=src)
+    [(node, sim)] = pairs(index.search(np.ones(DIM), 5, valid_us=0, tx_us=0, source=src))
     assert node == "long"
     assert abs(sim - 1.0) < TOL
 
@@ -229,7 +238,7 @@ def test_invalid_query_vector_is_rejected(query: object, fragment: str) -> None:
     src.add("a", np.ones(DIM), valid_from_us=0, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     with pytest.raises(InvalidRequest) as info:
-        index.search(query, 3, valid_us=0, tx_us=0, source=src)  # type: ignore[arg-type]
+        pairs(index.search(query, 3, valid_us=0, tx_us=0, source=src))  # type: ignore[arg-type]
     assert info.value.field == "semantic.vector"
     assert fragment in info.value.reason
 
@@ -238,7 +247,7 @@ def test_invalid_k_and_settings_are_rejected() -> None:
     src = MemoryVectorSource()
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     with pytest.raises(InvalidRequest) as info:
-        index.search(np.ones(DIM), 0, valid_us=0, tx_us=0, source=src)
+        pairs(index.search(np.ones(DIM), 0, valid_us=0, tx_us=0, source=src))
     assert info.value.field == "semantic.k"
     with pytest.raises(ConfigError, match=r"index\.bucket_us: 0"):
         VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=0)
@@ -256,7 +265,10 @@ def _queries(n: int) -> list[np.ndarray]:
 
 
 def _answers(index: VectorIndex, src: MemoryVectorSource) -> list[list[tuple[str, float]]]:
-    return [index.search(q, 7, valid_us=8 * BUCKET, tx_us=10**6, source=src) for q in _queries(10)]
+    return [
+        pairs(index.search(q, 7, valid_us=8 * BUCKET, tx_us=10**6, source=src))
+        for q in _queries(10)
+    ]
 
 
 def _manifest(data_dir: Path) -> dict[str, object]:
@@ -310,7 +322,7 @@ def test_lagging_index_catches_up_by_appending(tmp_path: Path) -> None:
     assert src.iter_calls == [0, covered]  # appended, not rebuilt
     assert reopened.covered_version_id == covered + 2
     assert reopened.size == first.size + 2
-    [(node, sim)] = reopened.search(special, 1, valid_us=3 * BUCKET, tx_us=1, source=inner)
+    [(node, sim)] = pairs(reopened.search(special, 1, valid_us=3 * BUCKET, tx_us=1, source=inner))
     assert node == "fresh"
     assert abs(sim - 1.0) < TOL
     stems_after = {p["bucket"]: p["stem"] for p in _manifest(tmp_path)["partitions"]}  # type: ignore[attr-defined]
@@ -395,9 +407,9 @@ def test_concurrent_searches_during_catch_up() -> None:
         rng = np.random.default_rng(threading.get_ident() % 1000)
         try:
             while not stop.is_set():
-                result = index.search(
+                result = pairs(index.search(
                     rng.standard_normal(DIM), 5, valid_us=20 * BUCKET, tx_us=10**6, source=inner
-                )
+                ))
                 assert len(result) == 5
         except BaseException as exc:
             failures.append(exc)

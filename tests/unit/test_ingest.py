@@ -198,7 +198,9 @@ def test_defaults_for_title_media_type_and_times(store: Store) -> None:
     assert store.latest_version("notes/readme.md") == NOW
     node = store.get_as_of("psg:notes/readme.md:0", NOW, NOW)
     assert node is not None and "heading" in node.labels and node.valid_from_us == NOW
-    plain = store.get_as_of("psg:notes/plain.txt:0", NOW, NOW)
+    # the store's clock is strictly increasing: the second document is stamped NOW + 1
+    assert store.latest_version("notes/plain.txt") == NOW + 1
+    plain = store.get_as_of("psg:notes/plain.txt:0", NOW, NOW + 1)
     assert plain is not None and "paragraph" in plain.labels
 
 

@@ -47,7 +47,7 @@ def test_ingest_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     )
     assert code == 0
     line = _summary(capsys)
-    assert line.startswith("received 2, ingested 2, unchanged 0, failed 0;")
+    assert line.startswith("received 2, ingested 2, replaced 0, unchanged 0, failed 0;")
     with Store.open(data) as store:
         assert store.source_title("guide/intro.md") == "Getting started"
         assert store.source_title("notes.txt") == "notes.txt"
@@ -55,7 +55,7 @@ def test_ingest_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         assert store.count_vectors() == 0
     # a second run finds nothing changed
     assert main(["ingest", str(docs), "--data", str(data), "--no-vectors", "--quiet"]) == 0
-    assert "ingested 0, unchanged 2" in _summary(capsys)
+    assert "ingested 0, replaced 0, unchanged 2" in _summary(capsys)
 
 
 def test_ingest_single_file_with_vectors(
@@ -106,7 +106,7 @@ def test_ingest_jsonl_with_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 0
     captured = capsys.readouterr()
-    assert captured.out.startswith("received 5, ingested 2, unchanged 0, failed 3;")
+    assert captured.out.startswith("received 5, ingested 2, replaced 0, unchanged 0, failed 3;")
     assert "error: line 2: invalid JSON" in captured.err
     assert "error: x/2: text: expected a string" in captured.err
     assert "error: line 5: not valid UTF-8" in captured.err
@@ -202,3 +202,28 @@ def test_source_prefix_keeps_same_named_files_apart(
     with Store.open(data) as store:
         assert store.latest_version("a.md") is not None
         assert store.latest_version("two/a.md") is not None
+
+
+def test_ingest_jsonl_counts_every_replaced_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+
+    def run(lines: list[dict[str, object]]) -> tuple[int, str, str]:
+        path = tmp_path / "docs.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        code = main(["ingest", str(path), "--data", str(data), "--no-vectors", "--quiet"])
+        captured = capsys.readouterr()
+        return code, captured.out.strip(), captured.err
+
+    ids = [f"s{i}" for i in range(7)]
+    assert run([{"sourceId": i, "text": f"first {i}"} for i in ids])[0] == 0
+    code, out, err = run([{"sourceId": i, "text": f"second {i}"} for i in ids])
+    assert code == 0 and out.startswith("received 7, ingested 7, replaced 7, unchanged 0,")
+    assert "note: 7 document(s) replaced" in err
+    code, out, _err = run([{"sourceId": "twice", "text": "one"}, {"sourceId": "twice",
+                                                                  "text": "two"}])
+    assert code == 0 and out.startswith("received 2, ingested 2, replaced 1, unchanged 0,")
+    with Store.open(data) as store:
+        history = store.node_history("psg:twice:0")
+        assert [v.text for v in history] == ["one", "two"]

@@ -14,6 +14,8 @@ import pytest
 from planner_svc.core.config import PlannerConfig
 from planner_svc.core.fusion import sharpen
 from planner_svc.core.model import SpanRef
+from planner_svc.core.plan_hash import plan_hash
+from planner_svc.index import VectorHit
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.recall.request import PlanQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
@@ -32,16 +34,29 @@ def _byte_span(text: str, part: str) -> tuple[int, int]:
 
 
 class ScriptedIndex:
-    """A vector index that returns fixed ``(node_id, similarity)`` hits."""
+    """A vector index that returns fixed hits, each with its stored vector.
 
-    def __init__(self, hits: Sequence[tuple[str, float]]) -> None:
-        self.hits = list(hits)
+    The hit's own score is the float32 inner product with the query plus ``noise`` (what a
+    library that sums in another order could report): the planner must not use it.
+    """
+
+    def __init__(self, hits: Sequence[tuple[str, Sequence[float]]], *, noise: float = 0.0
+                 ) -> None:
+        self.hits = [(node_id, np.asarray(v, dtype=np.float32)) for node_id, v in hits]
+        self.noise = noise
         self.queries: list[npt.NDArray[np.float32]] = []
 
     def search(self, query: npt.ArrayLike, k: int, *, valid_us: int, tx_us: int,
-               source: Any) -> list[tuple[str, float]]:
-        self.queries.append(np.asarray(query, dtype=np.float32))
-        return self.hits[:k]
+               source: Any) -> list[VectorHit]:
+        q = np.asarray(query, dtype=np.float32)
+        self.queries.append(q)
+        out = [
+            VectorHit(node_id=node_id, version_id=i,
+                      score=float(np.dot(q, v)) + self.noise * (-1) ** i, vector=v)
+            for i, (node_id, v) in enumerate(self.hits)
+        ]
+        out.sort(key=lambda h: (-h.score, h.node_id))
+        return out[:k]
 
 
 class ZeroEmbedder:
@@ -119,7 +134,7 @@ def test_semantic_leg_without_signal_does_not_outrank_structured_hits(store: Sto
     # alpha 0.5 at a valid time ~146k years after the nodes: the confidence decay underflows
     # to 0, every fused score is 0, and the leg must add nothing (it used to score all 1.0).
     far_future = 2**62
-    index = ScriptedIndex([("p:1", 0.9), ("p:0", 0.8)])
+    index = ScriptedIndex([("p:1", (0.9, 0.1, 0.0, 0.0)), ("p:0", (0.8, 0.2, 0.0, 0.0))])
     result = _planner(store, index).plan(_query(
         structured=StructuredLeg(text="Paris capital"),
         semantic=SemanticLeg(vector=(1.0, 0.0, 0.0, 0.0), k=5, alpha=0.5),
@@ -164,3 +179,45 @@ def test_plan_reads_one_snapshot_while_a_writer_commits(tmp_path: Path) -> None:
         after = _planner(store).plan(query)
         assert after.plan.spans == ()
         assert after.plan.stats.structured_hits == 0
+
+
+def _unit(*values: float) -> tuple[float, ...]:
+    v = np.asarray(values, dtype=np.float64)
+    return tuple((v / np.linalg.norm(v)).astype(np.float32).tolist())
+
+
+def test_noise_in_the_index_scores_changes_no_weight_and_no_plan(store: Store) -> None:
+    vectors = [("p:0", _unit(0.9, 0.3, 0.1, 0.1)), ("p:1", _unit(0.2, 0.9, 0.1, 0.3)),
+               ("p:2", _unit(0.8, 0.1, 0.5, 0.2))]
+    query = _query(structured=StructuredLeg(text="Paris"),
+                   semantic=SemanticLeg(vector=_unit(1.0, 0.2, 0.3, 0.0), k=2))
+    clean = _planner(store, ScriptedIndex(vectors)).plan(query)
+    noisy = [_planner(store, ScriptedIndex(vectors, noise=n)).plan(query) for n in (1e-7, -1e-7)]
+    assert clean.trace is not None and len(clean.trace.semantic) == 2
+    for other in noisy:
+        assert other.trace is not None
+        assert other.trace.semantic == clean.trace.semantic
+        assert [s.weight for s in other.plan.spans] == [s.weight for s in clean.plan.spans]
+        assert other.plan.plan_hash == clean.plan.plan_hash
+    assert clean.plan.plan_hash == plan_hash(
+        "v1", clean.plan.budget, clean.plan.used, clean.plan.spans
+    )
+
+
+def test_a_source_version_committed_after_the_plan_time_is_never_cited(tmp_path: Path) -> None:
+    # A node written first may name a source version that is committed only later; a plan as
+    # of a time in between must not cite a version that did not exist yet.
+    with Store.open(tmp_path / "data") as s:
+        text = "Tide tables list the high water times."
+        s.write_nodes([NodeWrite(node_id="n:tide", text="tide tables high water",
+                                 provenance=(SpanRef("late", 50, 0, len(text)),),
+                                 valid_from_us=T0)], tx_us=20)
+        s.put_source_version("late", text, title="Tides", media_type="text/plain", tx_us=50)
+        query = _query(structured=StructuredLeg(text="tide tables"), at_tx_us=30)
+        early = _planner(s).plan(query)
+        assert early.plan.spans == ()
+        assert early.plan.stats.structured_hits == 1
+        assert early.plan.stats.slices_missing == 1
+        later = _planner(s).plan(_query(structured=StructuredLeg(text="tide tables"),
+                                        at_tx_us=60))
+        assert [sp.text for sp in later.plan.spans] == [text]

@@ -1,12 +1,10 @@
-"""RegistryCounter and its backends: exact counts, lazy thread-safe loading, offline tiktoken."""
+"""RegistryCounter and its backends: exact counts, lazy thread-safe loading, OpenAI encodings
+counted offline."""
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import threading
-import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +20,7 @@ from planner_svc.tokens import (
     TokenizerSpec,
     TokenizerUnavailable,
 )
-from planner_svc.tokens.backends import (
-    TIKTOKEN_SOURCES,
-    EncodingSource,
-    TextCounter,
-    load_tiktoken,
-    tiktoken_cache_file,
-)
+from planner_svc.tokens.backends import TextCounter, load_tiktoken
 from planner_svc.tokens.registry import repo_root
 
 TOKENIZER = (repo_root() / "models" / "minilm-l6-m2v-256" / "tokenizer.json").resolve()
@@ -36,14 +28,6 @@ TOKENIZER = (repo_root() / "models" / "minilm-l6-m2v-256" / "tokenizer.json").re
 
 def _registry(**models: ModelSpec) -> ModelRegistry:
     return ModelRegistry(models=models)
-
-
-@pytest.fixture
-def empty_tiktoken_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "tiktoken-cache"
-    cache.mkdir()
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    return cache
 
 
 # ------------------------------------------------------------------ huggingface backend
@@ -208,36 +192,47 @@ def test_real_tokenizer_gives_identical_counts_from_many_threads() -> None:
     assert all(isinstance(n, int) and n > 0 for n in serial)
 
 
-# ------------------------------------------------------------------ tiktoken, offline only
+# ------------------------------------------------------------------ OpenAI encodings, offline
 
 
-class _FakeEncoding:
-    def encode_ordinary(self, text: str) -> list[int]:
-        return [ord(c) for c in text]
+@pytest.mark.parametrize(
+    ("encoding", "text", "ids"),
+    [
+        # token ids tiktoken gives for these strings
+        ("cl100k_base", "hello world", [15339, 1917]),
+        ("cl100k_base", "tiktoken is great!", [83, 1609, 5963, 374, 2294, 0]),
+        ("o200k_base", "hello world", [24912, 2375]),
+    ],
+)
+def test_openai_encodings_give_tiktoken_tokens(encoding: str, text: str, ids: list[int]) -> None:
+    import bpe_openai
+
+    assert bpe_openai.get_encoding(encoding).encode_ordinary(text) == ids
+    assert load_tiktoken(TiktokenTokenizer(encoding=encoding))(text) == len(ids)
 
 
-@pytest.fixture
-def fake_tiktoken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Install a stand-in ``tiktoken`` module; yields the names get_encoding was asked for."""
-    asked: list[str] = []
-    module = types.ModuleType("tiktoken")
-
-    def get_encoding(name: str) -> _FakeEncoding:
-        asked.append(name)
-        return _FakeEncoding()
-
-    module.get_encoding = get_encoding  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tiktoken", module)
-    yield asked
+def test_gpt_models_count_exactly_out_of_the_box(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No tiktoken and no cache directory: the encodings ship with bpe-openai.
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    counter = default_counter()
+    assert counter.count("gpt-4", "hello world") == 2
+    assert counter.count("gpt-4o", "hello world") == 2
+    assert counter.is_exact("gpt-4") and counter.is_exact("gpt-4o-mini")
+    assert counter.context_window("gpt-4") == 8192
 
 
-def _source_for(data: bytes) -> dict[str, EncodingSource]:
-    return {"cl100k_base": EncodingSource(url="https://encodings.invalid/cl100k_base.tiktoken",
-                                          sha256=hashlib.sha256(data).hexdigest())}
+def test_special_token_strings_count_as_plain_text() -> None:
+    counter = default_counter()
+    # "<|endoftext|>" is seven ordinary tokens in both encodings, never the special token
+    # (which would be one) nor an error
+    assert counter.count("gpt-4", "<|endoftext|>") == 7
+    assert counter.count("gpt-4o", "<|endoftext|>") == 7
+    assert (counter.count("gpt-4", "x <|fim_prefix|> y <|endofprompt|>") or 0) > 4
 
 
-def test_tiktoken_not_installed_means_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "tiktoken", None)  # import raises ImportError
+def test_missing_package_means_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "bpe_openai", None)  # import raises ImportError
     with pytest.raises(TokenizerUnavailable, match="not installed"):
         load_tiktoken(TiktokenTokenizer(encoding="cl100k_base"))
     counter = default_counter()
@@ -245,72 +240,9 @@ def test_tiktoken_not_installed_means_estimate(monkeypatch: pytest.MonkeyPatch) 
     assert counter.context_window("gpt-4o") == 128000
 
 
-def test_tiktoken_without_a_cached_file_never_asks_tiktoken(
-    fake_tiktoken: list[str], empty_tiktoken_cache: Path
-) -> None:
-    with pytest.raises(TokenizerUnavailable, match="not in the tiktoken cache"):
-        load_tiktoken(TiktokenTokenizer(encoding="o200k_base"))
-    counter = default_counter()
-    assert counter.count("gpt-4o", "hello") is None
-    assert counter.count("gpt-4", "hello") is None
-    assert fake_tiktoken == []
-
-
-def test_tiktoken_cache_switched_off_means_estimate(
-    fake_tiktoken: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
-    with pytest.raises(TokenizerUnavailable, match="switched off"):
-        load_tiktoken(TiktokenTokenizer(encoding="cl100k_base"))
-    assert fake_tiktoken == []
-
-
-def test_tiktoken_cached_file_with_wrong_hash_is_refused(
-    fake_tiktoken: list[str], empty_tiktoken_cache: Path
-) -> None:
-    sources = _source_for(b"published bytes")
-    cached = tiktoken_cache_file(sources["cl100k_base"])
-    assert cached is not None and cached.parent == empty_tiktoken_cache
-    cached.write_bytes(b"tampered bytes")
-    with pytest.raises(TokenizerUnavailable, match="does not match"):
-        load_tiktoken(TiktokenTokenizer(encoding="cl100k_base"), sources=sources)
-    assert fake_tiktoken == []
-
-
-def test_tiktoken_cached_file_with_right_hash_is_used(
-    fake_tiktoken: list[str], empty_tiktoken_cache: Path
-) -> None:
-    sources = _source_for(b"published bytes")
-    cached = tiktoken_cache_file(sources["cl100k_base"])
-    assert cached is not None
-    # tiktoken's cache key: the SHA-1 of the source URL.
-    assert cached.name == hashlib.sha1(b"https://encodings.invalid/cl100k_base.tiktoken").hexdigest()
-    cached.write_bytes(b"published bytes")
-    count = load_tiktoken(TiktokenTokenizer(encoding="cl100k_base"), sources=sources)
-    assert count("héllo") == 5
-    assert fake_tiktoken == ["cl100k_base"]
-
-
-def test_tiktoken_cache_dir_follows_tiktoken_precedence(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    source = TIKTOKEN_SOURCES["cl100k_base"]
-    key = hashlib.sha1(source.url.encode()).hexdigest()
-    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
-    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "gym"))
-    assert tiktoken_cache_file(source) == tmp_path / "gym" / key
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tk"))
-    assert tiktoken_cache_file(source) == tmp_path / "tk" / key
-    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
-    monkeypatch.delenv("DATA_GYM_CACHE_DIR")
-    file = tiktoken_cache_file(source)
-    assert file is not None and file.parent.name == "data-gym-cache"
-
-
-def test_every_registry_encoding_has_a_source() -> None:
+def test_registry_names_only_bundled_encodings() -> None:
     from planner_svc.tokens import TIKTOKEN_ENCODINGS
 
-    assert sorted(TIKTOKEN_SOURCES) == sorted(TIKTOKEN_ENCODINGS)
-    for name, source in TIKTOKEN_SOURCES.items():
-        assert source.url.endswith(f"/{name}.tiktoken")
-        assert len(source.sha256) == 64
+    assert TIKTOKEN_ENCODINGS == ("cl100k_base", "o200k_base")
+    for name in TIKTOKEN_ENCODINGS:
+        assert load_tiktoken(TiktokenTokenizer(encoding=name))("ok") == 1

@@ -119,7 +119,7 @@ def _hf(path: str) -> dict[str, Any]:
         ({"models": {"m": {"context_window": 8,
                            "tokenizer": {"kind": "tiktoken", "encoding": "gpt9"}}}},
          "models.m.tokenizer.encoding",
-         "must be one of cl100k_base, o200k_base, p50k_base, r50k_base, got 'gpt9'"),
+         "must be one of cl100k_base, o200k_base, got 'gpt9'"),
         ({"models": {"m": {"context_window": 8, "tokenizer": {"kind": "tiktoken"}}}},
          "models.m.tokenizer.encoding", "got null"),
         ({"models": {"m": {"context_window": 8,

@@ -9,6 +9,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -19,6 +20,32 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _IngestOutcome:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _IngestOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_IngestOutcome.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    INGEST_OUTCOME_UNSPECIFIED: _IngestOutcome.ValueType  # 0
+    INGEST_OUTCOME_CREATED: _IngestOutcome.ValueType  # 1
+    """The source's first version."""
+    INGEST_OUTCOME_REPLACED: _IngestOutcome.ValueType  # 2
+    """A new version of a source that already had one."""
+    INGEST_OUTCOME_UNCHANGED: _IngestOutcome.ValueType  # 3
+    """The canonical text equals the latest version: nothing written."""
+
+class IngestOutcome(_IngestOutcome, metaclass=_IngestOutcomeEnumTypeWrapper):
+    """What an accepted document did to its source."""
+
+INGEST_OUTCOME_UNSPECIFIED: IngestOutcome.ValueType  # 0
+INGEST_OUTCOME_CREATED: IngestOutcome.ValueType  # 1
+"""The source's first version."""
+INGEST_OUTCOME_REPLACED: IngestOutcome.ValueType  # 2
+"""A new version of a source that already had one."""
+INGEST_OUTCOME_UNCHANGED: IngestOutcome.ValueType  # 3
+"""The canonical text equals the latest version: nothing written."""
+Global___IngestOutcome: _TypeAlias = IngestOutcome  # noqa: Y015
 
 @_typing.final
 class SourceDocument(_message.Message):
@@ -64,9 +91,13 @@ class SourceDocument(_message.Message):
     valid_from: _builtins.int
     """Valid-from time of the document's facts (microseconds); absent = ingest time."""
     version_tx: _builtins.int
-    """Transaction time to record for a new version (microseconds); absent = the server's clock.
-    Lets a corpus load reproduce the same version times (and so the same plan hashes) on every
-    machine. Must be later than the source's latest version.
+    """Transaction time proposed for a new version (microseconds); absent = the store's clock,
+    strictly increasing across every writer. Lets a corpus load into an empty store reproduce
+    the same version times (and so the same plan hashes) on every machine. Must be later than
+    the source's latest version, no earlier than the latest transaction time the store has
+    recorded (equal is allowed: one bulk load may stamp all its documents with one time), and
+    not in the future; otherwise that document is refused (INVALID_ARGUMENT reason in errors).
+    A time known about the content (written, published) belongs in valid_from.
     """
     @_builtins.property
     def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
@@ -97,6 +128,36 @@ class SourceDocument(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__version_tx) -> _WhichOneofReturnType__version_tx | None: ...
 
 Global___SourceDocument: _TypeAlias = SourceDocument  # noqa: Y015
+
+@_typing.final
+class IngestedSource(_message.Message):
+    """The source version an accepted document now stands for, so a caller can cite it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCE_ID_FIELD_NUMBER: _builtins.int
+    VERSION_TX_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    source_id: _builtins.str
+    version_tx: _builtins.int
+    """Transaction time of that version (microseconds since the Unix epoch): the version the
+    document created, or the unchanged latest one.
+    """
+    outcome: Global___IngestOutcome.ValueType
+    def __init__(
+        self,
+        *,
+        source_id: _builtins.str = ...,
+        version_tx: _builtins.int = ...,
+        outcome: Global___IngestOutcome.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["outcome", b"outcome", "source_id", b"source_id", "version_tx", b"version_tx"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestedSource: _TypeAlias = IngestedSource  # noqa: Y015
 
 @_typing.final
 class IngestError(_message.Message):
@@ -132,6 +193,8 @@ class IngestSummary(_message.Message):
     SPANS_FIELD_NUMBER: _builtins.int
     NODES_FIELD_NUMBER: _builtins.int
     EDGES_FIELD_NUMBER: _builtins.int
+    REPLACED_FIELD_NUMBER: _builtins.int
+    SOURCES_FIELD_NUMBER: _builtins.int
     received: _builtins.int
     """Documents received."""
     ingested: _builtins.int
@@ -143,8 +206,14 @@ class IngestSummary(_message.Message):
     spans: _builtins.int
     nodes: _builtins.int
     edges: _builtins.int
+    replaced: _builtins.int
+    """Of the ingested documents, those whose source already had a version."""
     @_builtins.property
     def errors(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestError]: ...
+    @_builtins.property
+    def sources(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestedSource]:
+        """One entry per accepted document (ingested or unchanged), in stream order."""
+
     def __init__(
         self,
         *,
@@ -156,10 +225,12 @@ class IngestSummary(_message.Message):
         spans: _builtins.int = ...,
         nodes: _builtins.int = ...,
         edges: _builtins.int = ...,
+        replaced: _builtins.int = ...,
+        sources: _abc.Iterable[Global___IngestedSource] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["edges", b"edges", "errors", b"errors", "failed", b"failed", "ingested", b"ingested", "nodes", b"nodes", "received", b"received", "spans", b"spans", "unchanged", b"unchanged"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["edges", b"edges", "errors", b"errors", "failed", b"failed", "ingested", b"ingested", "nodes", b"nodes", "received", b"received", "replaced", b"replaced", "sources", b"sources", "spans", b"spans", "unchanged", b"unchanged"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -188,7 +188,9 @@ class PlanStats(_message.Message):
     budget_stranded_by_cap: _builtins.int
     """Final unused budget when the cap refused a span that fit the remaining budget, else 0."""
     cap_tokens: _builtins.int
-    """The per-source cap in tokens: floor(max_frac_per_source x budget)."""
+    """The per-source cap in tokens: floor(max_frac_per_source x budget), the product computed in
+    IEEE-754 double precision and then floored (the seed's rule: 0.29 x 100 gives 28).
+    """
     token_estimate: _builtins.bool
     """True when any candidate's tokens came from the estimator (the budget then carries x0.9)."""
     nodes_recalled: _builtins.int

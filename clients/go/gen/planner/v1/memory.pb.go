@@ -24,6 +24,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// What an accepted document did to its source.
+type IngestOutcome int32
+
+const (
+	IngestOutcome_INGEST_OUTCOME_UNSPECIFIED IngestOutcome = 0
+	// The source's first version.
+	IngestOutcome_INGEST_OUTCOME_CREATED IngestOutcome = 1
+	// A new version of a source that already had one.
+	IngestOutcome_INGEST_OUTCOME_REPLACED IngestOutcome = 2
+	// The canonical text equals the latest version: nothing written.
+	IngestOutcome_INGEST_OUTCOME_UNCHANGED IngestOutcome = 3
+)
+
+// Enum value maps for IngestOutcome.
+var (
+	IngestOutcome_name = map[int32]string{
+		0: "INGEST_OUTCOME_UNSPECIFIED",
+		1: "INGEST_OUTCOME_CREATED",
+		2: "INGEST_OUTCOME_REPLACED",
+		3: "INGEST_OUTCOME_UNCHANGED",
+	}
+	IngestOutcome_value = map[string]int32{
+		"INGEST_OUTCOME_UNSPECIFIED": 0,
+		"INGEST_OUTCOME_CREATED":     1,
+		"INGEST_OUTCOME_REPLACED":    2,
+		"INGEST_OUTCOME_UNCHANGED":   3,
+	}
+)
+
+func (x IngestOutcome) Enum() *IngestOutcome {
+	p := new(IngestOutcome)
+	*p = x
+	return p
+}
+
+func (x IngestOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IngestOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_planner_v1_memory_proto_enumTypes[0].Descriptor()
+}
+
+func (IngestOutcome) Type() protoreflect.EnumType {
+	return &file_planner_v1_memory_proto_enumTypes[0]
+}
+
+func (x IngestOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IngestOutcome.Descriptor instead.
+func (IngestOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{0}
+}
+
 // One document to ingest.
 type SourceDocument struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -39,9 +95,13 @@ type SourceDocument struct {
 	ValidFrom *int64 `protobuf:"varint,5,opt,name=valid_from,json=validFrom,proto3,oneof" json:"valid_from,omitempty"`
 	// Free-form string properties copied to the document node.
 	Properties map[string]string `protobuf:"bytes,6,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Transaction time to record for a new version (microseconds); absent = the server's clock.
-	// Lets a corpus load reproduce the same version times (and so the same plan hashes) on every
-	// machine. Must be later than the source's latest version.
+	// Transaction time proposed for a new version (microseconds); absent = the store's clock,
+	// strictly increasing across every writer. Lets a corpus load into an empty store reproduce
+	// the same version times (and so the same plan hashes) on every machine. Must be later than
+	// the source's latest version, no earlier than the latest transaction time the store has
+	// recorded (equal is allowed: one bulk load may stamp all its documents with one time), and
+	// not in the future; otherwise that document is refused (INVALID_ARGUMENT reason in errors).
+	// A time known about the content (written, published) belongs in valid_from.
 	VersionTx     *int64 `protobuf:"varint,7,opt,name=version_tx,json=versionTx,proto3,oneof" json:"version_tx,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -126,6 +186,69 @@ func (x *SourceDocument) GetVersionTx() int64 {
 	return 0
 }
 
+// The source version an accepted document now stands for, so a caller can cite it.
+type IngestedSource struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	SourceId string                 `protobuf:"bytes,1,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
+	// Transaction time of that version (microseconds since the Unix epoch): the version the
+	// document created, or the unchanged latest one.
+	VersionTx     int64         `protobuf:"varint,2,opt,name=version_tx,json=versionTx,proto3" json:"version_tx,omitempty"`
+	Outcome       IngestOutcome `protobuf:"varint,3,opt,name=outcome,proto3,enum=planner.v1.IngestOutcome" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestedSource) Reset() {
+	*x = IngestedSource{}
+	mi := &file_planner_v1_memory_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestedSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestedSource) ProtoMessage() {}
+
+func (x *IngestedSource) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_memory_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestedSource.ProtoReflect.Descriptor instead.
+func (*IngestedSource) Descriptor() ([]byte, []int) {
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *IngestedSource) GetSourceId() string {
+	if x != nil {
+		return x.SourceId
+	}
+	return ""
+}
+
+func (x *IngestedSource) GetVersionTx() int64 {
+	if x != nil {
+		return x.VersionTx
+	}
+	return 0
+}
+
+func (x *IngestedSource) GetOutcome() IngestOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return IngestOutcome_INGEST_OUTCOME_UNSPECIFIED
+}
+
 type IngestError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SourceId      string                 `protobuf:"bytes,1,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
@@ -136,7 +259,7 @@ type IngestError struct {
 
 func (x *IngestError) Reset() {
 	*x = IngestError{}
-	mi := &file_planner_v1_memory_proto_msgTypes[1]
+	mi := &file_planner_v1_memory_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +271,7 @@ func (x *IngestError) String() string {
 func (*IngestError) ProtoMessage() {}
 
 func (x *IngestError) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[1]
+	mi := &file_planner_v1_memory_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +284,7 @@ func (x *IngestError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestError.ProtoReflect.Descriptor instead.
 func (*IngestError) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *IngestError) GetSourceId() string {
@@ -187,18 +310,22 @@ type IngestSummary struct {
 	// Documents whose canonical text equals the latest version (no new version).
 	Unchanged uint64 `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
 	// Documents rejected; see errors.
-	Failed        uint64         `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
-	Errors        []*IngestError `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty"`
-	Spans         uint64         `protobuf:"varint,6,opt,name=spans,proto3" json:"spans,omitempty"`
-	Nodes         uint64         `protobuf:"varint,7,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	Edges         uint64         `protobuf:"varint,8,opt,name=edges,proto3" json:"edges,omitempty"`
+	Failed uint64         `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Errors []*IngestError `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty"`
+	Spans  uint64         `protobuf:"varint,6,opt,name=spans,proto3" json:"spans,omitempty"`
+	Nodes  uint64         `protobuf:"varint,7,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	Edges  uint64         `protobuf:"varint,8,opt,name=edges,proto3" json:"edges,omitempty"`
+	// Of the ingested documents, those whose source already had a version.
+	Replaced uint64 `protobuf:"varint,9,opt,name=replaced,proto3" json:"replaced,omitempty"`
+	// One entry per accepted document (ingested or unchanged), in stream order.
+	Sources       []*IngestedSource `protobuf:"bytes,10,rep,name=sources,proto3" json:"sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *IngestSummary) Reset() {
 	*x = IngestSummary{}
-	mi := &file_planner_v1_memory_proto_msgTypes[2]
+	mi := &file_planner_v1_memory_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -210,7 +337,7 @@ func (x *IngestSummary) String() string {
 func (*IngestSummary) ProtoMessage() {}
 
 func (x *IngestSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[2]
+	mi := &file_planner_v1_memory_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -223,7 +350,7 @@ func (x *IngestSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestSummary.ProtoReflect.Descriptor instead.
 func (*IngestSummary) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *IngestSummary) GetReceived() uint64 {
@@ -282,6 +409,20 @@ func (x *IngestSummary) GetEdges() uint64 {
 	return 0
 }
 
+func (x *IngestSummary) GetReplaced() uint64 {
+	if x != nil {
+		return x.Replaced
+	}
+	return 0
+}
+
+func (x *IngestSummary) GetSources() []*IngestedSource {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
 // A node written through the API. Provenance may be empty (legal, but never evidence).
 type NodeWrite struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -302,7 +443,7 @@ type NodeWrite struct {
 
 func (x *NodeWrite) Reset() {
 	*x = NodeWrite{}
-	mi := &file_planner_v1_memory_proto_msgTypes[3]
+	mi := &file_planner_v1_memory_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +455,7 @@ func (x *NodeWrite) String() string {
 func (*NodeWrite) ProtoMessage() {}
 
 func (x *NodeWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[3]
+	mi := &file_planner_v1_memory_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +468,7 @@ func (x *NodeWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeWrite.ProtoReflect.Descriptor instead.
 func (*NodeWrite) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NodeWrite) GetNodeId() string {
@@ -398,7 +539,7 @@ type SpanRefWrite struct {
 
 func (x *SpanRefWrite) Reset() {
 	*x = SpanRefWrite{}
-	mi := &file_planner_v1_memory_proto_msgTypes[4]
+	mi := &file_planner_v1_memory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +551,7 @@ func (x *SpanRefWrite) String() string {
 func (*SpanRefWrite) ProtoMessage() {}
 
 func (x *SpanRefWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[4]
+	mi := &file_planner_v1_memory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +564,7 @@ func (x *SpanRefWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpanRefWrite.ProtoReflect.Descriptor instead.
 func (*SpanRefWrite) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SpanRefWrite) GetSourceId() string {
@@ -463,7 +604,7 @@ type PutNodeRequest struct {
 
 func (x *PutNodeRequest) Reset() {
 	*x = PutNodeRequest{}
-	mi := &file_planner_v1_memory_proto_msgTypes[5]
+	mi := &file_planner_v1_memory_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +616,7 @@ func (x *PutNodeRequest) String() string {
 func (*PutNodeRequest) ProtoMessage() {}
 
 func (x *PutNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[5]
+	mi := &file_planner_v1_memory_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +629,7 @@ func (x *PutNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNodeRequest.ProtoReflect.Descriptor instead.
 func (*PutNodeRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutNodeRequest) GetNode() *NodeWrite {
@@ -509,7 +650,7 @@ type PutNodeResponse struct {
 
 func (x *PutNodeResponse) Reset() {
 	*x = PutNodeResponse{}
-	mi := &file_planner_v1_memory_proto_msgTypes[6]
+	mi := &file_planner_v1_memory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +662,7 @@ func (x *PutNodeResponse) String() string {
 func (*PutNodeResponse) ProtoMessage() {}
 
 func (x *PutNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[6]
+	mi := &file_planner_v1_memory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +675,7 @@ func (x *PutNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNodeResponse.ProtoReflect.Descriptor instead.
 func (*PutNodeResponse) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{6}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PutNodeResponse) GetNodeId() string {
@@ -567,7 +708,7 @@ type PutEdgeRequest struct {
 
 func (x *PutEdgeRequest) Reset() {
 	*x = PutEdgeRequest{}
-	mi := &file_planner_v1_memory_proto_msgTypes[7]
+	mi := &file_planner_v1_memory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +720,7 @@ func (x *PutEdgeRequest) String() string {
 func (*PutEdgeRequest) ProtoMessage() {}
 
 func (x *PutEdgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[7]
+	mi := &file_planner_v1_memory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +733,7 @@ func (x *PutEdgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutEdgeRequest.ProtoReflect.Descriptor instead.
 func (*PutEdgeRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{7}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PutEdgeRequest) GetSrcNodeId() string {
@@ -646,7 +787,7 @@ type PutEdgeResponse struct {
 
 func (x *PutEdgeResponse) Reset() {
 	*x = PutEdgeResponse{}
-	mi := &file_planner_v1_memory_proto_msgTypes[8]
+	mi := &file_planner_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +799,7 @@ func (x *PutEdgeResponse) String() string {
 func (*PutEdgeResponse) ProtoMessage() {}
 
 func (x *PutEdgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[8]
+	mi := &file_planner_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +812,7 @@ func (x *PutEdgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutEdgeResponse.ProtoReflect.Descriptor instead.
 func (*PutEdgeResponse) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PutEdgeResponse) GetTx() int64 {
@@ -704,10 +845,15 @@ const file_planner_v1_memory_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
 	"\v_valid_fromB\r\n" +
-	"\v_version_tx\"B\n" +
+	"\v_version_tx\"\x81\x01\n" +
+	"\x0eIngestedSource\x12\x1b\n" +
+	"\tsource_id\x18\x01 \x01(\tR\bsourceId\x12\x1d\n" +
+	"\n" +
+	"version_tx\x18\x02 \x01(\x03R\tversionTx\x123\n" +
+	"\aoutcome\x18\x03 \x01(\x0e2\x19.planner.v1.IngestOutcomeR\aoutcome\"B\n" +
 	"\vIngestError\x12\x1b\n" +
 	"\tsource_id\x18\x01 \x01(\tR\bsourceId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf0\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xc2\x02\n" +
 	"\rIngestSummary\x12\x1a\n" +
 	"\breceived\x18\x01 \x01(\x04R\breceived\x12\x1a\n" +
 	"\bingested\x18\x02 \x01(\x04R\bingested\x12\x1c\n" +
@@ -716,7 +862,10 @@ const file_planner_v1_memory_proto_rawDesc = "" +
 	"\x06errors\x18\x05 \x03(\v2\x17.planner.v1.IngestErrorR\x06errors\x12\x14\n" +
 	"\x05spans\x18\x06 \x01(\x04R\x05spans\x12\x14\n" +
 	"\x05nodes\x18\a \x01(\x04R\x05nodes\x12\x14\n" +
-	"\x05edges\x18\b \x01(\x04R\x05edges\"\xa4\x03\n" +
+	"\x05edges\x18\b \x01(\x04R\x05edges\x12\x1a\n" +
+	"\breplaced\x18\t \x01(\x04R\breplaced\x124\n" +
+	"\asources\x18\n" +
+	" \x03(\v2\x1a.planner.v1.IngestedSourceR\asources\"\xa4\x03\n" +
 	"\tNodeWrite\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x16\n" +
 	"\x06labels\x18\x02 \x03(\tR\x06labels\x12E\n" +
@@ -760,7 +909,12 @@ const file_planner_v1_memory_proto_rawDesc = "" +
 	"\v_valid_fromB\v\n" +
 	"\t_valid_to\"!\n" +
 	"\x0fPutEdgeResponse\x12\x0e\n" +
-	"\x02tx\x18\x01 \x01(\x03R\x02tx2\xda\x01\n" +
+	"\x02tx\x18\x01 \x01(\x03R\x02tx*\x86\x01\n" +
+	"\rIngestOutcome\x12\x1e\n" +
+	"\x1aINGEST_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16INGEST_OUTCOME_CREATED\x10\x01\x12\x1b\n" +
+	"\x17INGEST_OUTCOME_REPLACED\x10\x02\x12\x1c\n" +
+	"\x18INGEST_OUTCOME_UNCHANGED\x10\x032\xda\x01\n" +
 	"\x06Memory\x12H\n" +
 	"\rIngestSources\x12\x1a.planner.v1.SourceDocument\x1a\x19.planner.v1.IngestSummary(\x01\x12B\n" +
 	"\aPutNode\x12\x1a.planner.v1.PutNodeRequest\x1a\x1b.planner.v1.PutNodeResponse\x12B\n" +
@@ -779,37 +933,42 @@ func file_planner_v1_memory_proto_rawDescGZIP() []byte {
 	return file_planner_v1_memory_proto_rawDescData
 }
 
-var file_planner_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_planner_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_planner_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_planner_v1_memory_proto_goTypes = []any{
-	(*SourceDocument)(nil),  // 0: planner.v1.SourceDocument
-	(*IngestError)(nil),     // 1: planner.v1.IngestError
-	(*IngestSummary)(nil),   // 2: planner.v1.IngestSummary
-	(*NodeWrite)(nil),       // 3: planner.v1.NodeWrite
-	(*SpanRefWrite)(nil),    // 4: planner.v1.SpanRefWrite
-	(*PutNodeRequest)(nil),  // 5: planner.v1.PutNodeRequest
-	(*PutNodeResponse)(nil), // 6: planner.v1.PutNodeResponse
-	(*PutEdgeRequest)(nil),  // 7: planner.v1.PutEdgeRequest
-	(*PutEdgeResponse)(nil), // 8: planner.v1.PutEdgeResponse
-	nil,                     // 9: planner.v1.SourceDocument.PropertiesEntry
-	nil,                     // 10: planner.v1.NodeWrite.PropertiesEntry
+	(IngestOutcome)(0),      // 0: planner.v1.IngestOutcome
+	(*SourceDocument)(nil),  // 1: planner.v1.SourceDocument
+	(*IngestedSource)(nil),  // 2: planner.v1.IngestedSource
+	(*IngestError)(nil),     // 3: planner.v1.IngestError
+	(*IngestSummary)(nil),   // 4: planner.v1.IngestSummary
+	(*NodeWrite)(nil),       // 5: planner.v1.NodeWrite
+	(*SpanRefWrite)(nil),    // 6: planner.v1.SpanRefWrite
+	(*PutNodeRequest)(nil),  // 7: planner.v1.PutNodeRequest
+	(*PutNodeResponse)(nil), // 8: planner.v1.PutNodeResponse
+	(*PutEdgeRequest)(nil),  // 9: planner.v1.PutEdgeRequest
+	(*PutEdgeResponse)(nil), // 10: planner.v1.PutEdgeResponse
+	nil,                     // 11: planner.v1.SourceDocument.PropertiesEntry
+	nil,                     // 12: planner.v1.NodeWrite.PropertiesEntry
 }
 var file_planner_v1_memory_proto_depIdxs = []int32{
-	9,  // 0: planner.v1.SourceDocument.properties:type_name -> planner.v1.SourceDocument.PropertiesEntry
-	1,  // 1: planner.v1.IngestSummary.errors:type_name -> planner.v1.IngestError
-	10, // 2: planner.v1.NodeWrite.properties:type_name -> planner.v1.NodeWrite.PropertiesEntry
-	4,  // 3: planner.v1.NodeWrite.provenance:type_name -> planner.v1.SpanRefWrite
-	3,  // 4: planner.v1.PutNodeRequest.node:type_name -> planner.v1.NodeWrite
-	0,  // 5: planner.v1.Memory.IngestSources:input_type -> planner.v1.SourceDocument
-	5,  // 6: planner.v1.Memory.PutNode:input_type -> planner.v1.PutNodeRequest
-	7,  // 7: planner.v1.Memory.PutEdge:input_type -> planner.v1.PutEdgeRequest
-	2,  // 8: planner.v1.Memory.IngestSources:output_type -> planner.v1.IngestSummary
-	6,  // 9: planner.v1.Memory.PutNode:output_type -> planner.v1.PutNodeResponse
-	8,  // 10: planner.v1.Memory.PutEdge:output_type -> planner.v1.PutEdgeResponse
-	8,  // [8:11] is the sub-list for method output_type
-	5,  // [5:8] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	11, // 0: planner.v1.SourceDocument.properties:type_name -> planner.v1.SourceDocument.PropertiesEntry
+	0,  // 1: planner.v1.IngestedSource.outcome:type_name -> planner.v1.IngestOutcome
+	3,  // 2: planner.v1.IngestSummary.errors:type_name -> planner.v1.IngestError
+	2,  // 3: planner.v1.IngestSummary.sources:type_name -> planner.v1.IngestedSource
+	12, // 4: planner.v1.NodeWrite.properties:type_name -> planner.v1.NodeWrite.PropertiesEntry
+	6,  // 5: planner.v1.NodeWrite.provenance:type_name -> planner.v1.SpanRefWrite
+	5,  // 6: planner.v1.PutNodeRequest.node:type_name -> planner.v1.NodeWrite
+	1,  // 7: planner.v1.Memory.IngestSources:input_type -> planner.v1.SourceDocument
+	7,  // 8: planner.v1.Memory.PutNode:input_type -> planner.v1.PutNodeRequest
+	9,  // 9: planner.v1.Memory.PutEdge:input_type -> planner.v1.PutEdgeRequest
+	4,  // 10: planner.v1.Memory.IngestSources:output_type -> planner.v1.IngestSummary
+	8,  // 11: planner.v1.Memory.PutNode:output_type -> planner.v1.PutNodeResponse
+	10, // 12: planner.v1.Memory.PutEdge:output_type -> planner.v1.PutEdgeResponse
+	10, // [10:13] is the sub-list for method output_type
+	7,  // [7:10] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_planner_v1_memory_proto_init() }
@@ -818,20 +977,21 @@ func file_planner_v1_memory_proto_init() {
 		return
 	}
 	file_planner_v1_memory_proto_msgTypes[0].OneofWrappers = []any{}
-	file_planner_v1_memory_proto_msgTypes[3].OneofWrappers = []any{}
-	file_planner_v1_memory_proto_msgTypes[7].OneofWrappers = []any{}
+	file_planner_v1_memory_proto_msgTypes[4].OneofWrappers = []any{}
+	file_planner_v1_memory_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_planner_v1_memory_proto_rawDesc), len(file_planner_v1_memory_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   11,
+			NumEnums:      1,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_planner_v1_memory_proto_goTypes,
 		DependencyIndexes: file_planner_v1_memory_proto_depIdxs,
+		EnumInfos:         file_planner_v1_memory_proto_enumTypes,
 		MessageInfos:      file_planner_v1_memory_proto_msgTypes,
 	}.Build()
 	File_planner_v1_memory_proto = out.File

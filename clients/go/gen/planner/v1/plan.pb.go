@@ -319,7 +319,8 @@ type PlanStats struct {
 	CapSkipped uint64 `protobuf:"varint,6,opt,name=cap_skipped,json=capSkipped,proto3" json:"cap_skipped,omitempty"`
 	// Final unused budget when the cap refused a span that fit the remaining budget, else 0.
 	BudgetStrandedByCap uint64 `protobuf:"varint,7,opt,name=budget_stranded_by_cap,json=budgetStrandedByCap,proto3" json:"budget_stranded_by_cap,omitempty"`
-	// The per-source cap in tokens: floor(max_frac_per_source x budget).
+	// The per-source cap in tokens: floor(max_frac_per_source x budget), the product computed in
+	// IEEE-754 double precision and then floored (the seed's rule: 0.29 x 100 gives 28).
 	CapTokens uint64 `protobuf:"varint,8,opt,name=cap_tokens,json=capTokens,proto3" json:"cap_tokens,omitempty"`
 	// True when any candidate's tokens came from the estimator (the budget then carries x0.9).
 	TokenEstimate bool `protobuf:"varint,9,opt,name=token_estimate,json=tokenEstimate,proto3" json:"token_estimate,omitempty"`

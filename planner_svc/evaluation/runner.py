@@ -1,0 +1,187 @@
+"""One evaluation run: the planner (over gRPC) and both baselines at every budget.
+
+For each question the baselines rank once (the cosine baseline's top-k passages, the BM25
+baseline's top documents) and pack once per budget; the server is asked once per budget. All
+three are scored with :mod:`planner_svc.evaluation.metrics` under the same effective budget
+(the requested budget times 0.9, the estimator's margin, since eval counts tokens with the
+estimator).
+
+The report is a JSON-ready dict::
+
+    {"questionFiles": [str], "questionCount": int,
+     "baselines": {"cosineK": int, "bm25TopDocuments": int},
+     "bm25Index": {"documents": int, "seconds": float},
+     "seconds": float,                       # wall time of the whole run
+     "budgets": [{"budget": int, "effectiveBudget": int,
+                  "planner": Aggregate, "cosineBaseline": Aggregate, "bm25Baseline": Aggregate,
+                  "vsStrongerBaseline": judge(...),
+                  "questions": [...]}]}      # per question, only with per_question
+
+in ascending budget order (see :func:`planner_svc.evaluation.metrics.aggregate` and
+:func:`~planner_svc.evaluation.metrics.judge` for the per-system rows).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+# Pins FAISS to one OpenMP thread; must run before anything imports faiss (DESIGN section 8).
+from planner_svc.index import VectorIndex  # isort: skip
+
+from planner_svc.api.planner.v1 import plan_pb2_grpc
+from planner_svc.cliargs import auth_metadata, unavailable_hint
+from planner_svc.core.errors import PlannerError
+from planner_svc.core.tokens import effective_budget
+from planner_svc.embed import default_embedder
+from planner_svc.evaluation.bm25_baseline import TOP_DOCUMENTS, Bm25Baseline
+from planner_svc.evaluation.cosine_baseline import cosine_candidates
+from planner_svc.evaluation.metrics import Outcome, aggregate, declined, judge, score
+from planner_svc.evaluation.packing import PackedPlan, pack_skipping, pack_until_full
+from planner_svc.evaluation.questions import Question
+from planner_svc.evaluation.server_plans import request_plan
+from planner_svc.store import Store
+
+SYSTEMS = ("planner", "cosineBaseline", "bm25Baseline")
+"""Report keys of the systems compared, in report order."""
+
+BASELINES = SYSTEMS[1:]
+
+
+class EvalError(Exception):
+    """The run cannot go on; the message is one line for the user."""
+
+
+class EvalInputError(EvalError):
+    """The run's input is unusable (e.g. the data directory is not a readable store)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalSettings:
+    """What one run measures.
+
+    Attributes:
+        question_files: the files the questions came from (named in the report).
+        budgets: requested budgets, tokens, ascending and distinct.
+        data_dir: the server's data directory (read for the baselines and titles).
+        address: the server, ``HOST:PORT``.
+        cosine_k: passages the cosine baseline considers.
+        timeout_s: deadline of each plan request, seconds.
+        per_question: include each question's outcome in the report.
+    """
+
+    question_files: tuple[str, ...]
+    budgets: tuple[int, ...]
+    data_dir: Path
+    address: str
+    cosine_k: int = 50
+    timeout_s: float = 30.0
+    per_question: bool = False
+
+
+def run_eval(
+    questions: Sequence[Question],
+    settings: EvalSettings,
+    *,
+    warn: Callable[[str], None] = lambda _line: None,
+) -> dict[str, Any]:
+    """Evaluate ``questions`` at every budget of ``settings``.
+
+    Args:
+        warn: receives one-line warnings (e.g. plans citing sources the data directory lacks).
+
+    Returns:
+        The report described in the module docstring.
+
+    Raises:
+        EvalInputError: no store under the data directory, or one this build cannot read.
+        EvalError: a plan request failed other than by a decline.
+    """
+    started = time.perf_counter()
+    data = settings.data_dir
+    if not (data / "store.sqlite").exists():
+        raise EvalInputError(f"no store under {data} (use --data)")
+    now_us = time.time_ns() // 1000
+    budgets = settings.budgets
+    effective = {b: effective_budget(b, None, True) for b in budgets}
+    outcomes: dict[int, dict[str, list[Outcome]]] = {b: {s: [] for s in SYSTEMS} for b in budgets}
+    rows: dict[int, list[dict[str, Any]]] = {b: [] for b in budgets}
+    metadata = auth_metadata()
+    try:
+        store = Store.open(data)
+    except (PlannerError, sqlite3.DatabaseError) as exc:
+        raise EvalInputError(f"cannot open the store: {exc}") from None
+    with store, grpc.insecure_channel(settings.address) as channel:
+        embedder = default_embedder()
+        index = VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
+                                          dim=embedder.dim)
+        t0 = time.perf_counter()
+        bm25 = Bm25Baseline.from_store(store, tx_us=now_us)
+        bm25_seconds = time.perf_counter() - t0
+        titles: dict[str, str | None] = {}
+
+        def title(source_id: str) -> str:
+            if source_id not in titles:
+                titles[source_id] = store.source_title(source_id)
+            return titles[source_id] or source_id
+
+        def scored(q: Question, plan: PackedPlan) -> Outcome:
+            return score(q, [title(s) for s in plan.source_ids], plan.texts, plan.used)
+
+        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        unknown: set[str] = set()
+        for q in questions:
+            cosine_ranked = cosine_candidates(store, index, embedder, q.question,
+                                              k=settings.cosine_k, valid_us=now_us, tx_us=now_us)
+            bm25_ranked = bm25.candidates(q.question)
+            for budget in budgets:
+                try:
+                    got = request_plan(stub, q.question, budget=budget,
+                                       timeout_s=settings.timeout_s, metadata=metadata)
+                except grpc.RpcError as err:
+                    name = err.code().name  # type: ignore[attr-defined]
+                    raise EvalError(f"{name}: {err.details()}"  # type: ignore[attr-defined]
+                                    f"{unavailable_hint(name, settings.address)}") from None
+                planner_titles = [title(s) for s in got.source_ids]
+                unknown.update(s for s in got.source_ids if titles[s] is None)
+                planner = declined(q) if got.refused else score(
+                    q, planner_titles, got.texts, got.used)
+                results = (
+                    planner,
+                    scored(q, pack_until_full(cosine_ranked, effective[budget])),
+                    scored(q, pack_skipping(bm25_ranked, effective[budget])),
+                )
+                for system, outcome in zip(SYSTEMS, results, strict=True):
+                    outcomes[budget][system].append(outcome)
+                if settings.per_question:
+                    rows[budget].append({
+                        "id": q.id, "type": q.type,
+                        **{system: {"covered": list(o.covered), "answer": o.answer_in_plan,
+                                    "declined": o.declined}
+                           for system, o in zip(SYSTEMS, results, strict=True)},
+                    })
+    if unknown:
+        warn(f"the server's plans cite {len(unknown)} source(s) missing from {data} "
+             f"(e.g. {sorted(unknown)[0]}): is --data the server's data directory?")
+    entries: list[dict[str, Any]] = []
+    for budget in budgets:
+        aggs = {system: aggregate(outcomes[budget][system]) for system in SYSTEMS}
+        entry: dict[str, Any] = {"budget": budget, "effectiveBudget": effective[budget], **aggs}
+        entry["vsStrongerBaseline"] = judge(aggs["planner"], {b: aggs[b] for b in BASELINES})
+        if settings.per_question:
+            entry["questions"] = rows[budget]
+        entries.append(entry)
+    return {
+        "questionFiles": list(settings.question_files),
+        "questionCount": len(questions),
+        "baselines": {"cosineK": settings.cosine_k, "bm25TopDocuments": TOP_DOCUMENTS},
+        "bm25Index": {"documents": bm25.size, "seconds": round(bm25_seconds, 3)},
+        "seconds": round(time.perf_counter() - started, 3),
+        "budgets": entries,
+    }
