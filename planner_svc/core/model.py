@@ -1,4 +1,5 @@
-"""The plan model: span coordinates, planned spans, plan stats and the evidence plan.
+"""The plan model: span coordinates, planned spans, plan stats and the evidence plan (and the
+edge direction of graph reads, shared by the store and recall).
 
 Source: seed ``memory-planner`` section "Data model" (EvidencePlan, PlannedSpan, SpanClass).
 All types are frozen; ``PlanStats`` is the one mutable accumulator, filled by recall and
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Literal
 
 PLAN_MODEL = "v1"
 """The plan model version every plan carries and hashes."""
@@ -38,7 +40,13 @@ class CandidateFate(enum.IntEnum):
 
 
 CoordKey = tuple[str, int, int, int]
-"""(source_id, source_version_tx, start, end): the total order every tie breaks on."""
+"""``(source_id, source_version_tx, start, end)`` of a span: microseconds for the version, UTF-8
+byte offsets for the half-open range. The total order every tie breaks on, and the key of every
+span-keyed map (ledger kinds, text slices, pool origins)."""
+
+Direction = Literal["out", "in", "both"]
+"""Which edges of a node a graph read follows: leaving it (``out``), entering it (``in``) or
+both."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

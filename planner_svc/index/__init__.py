@@ -24,6 +24,7 @@ import faiss
 
 faiss.omp_set_num_threads(1)
 
+from planner_svc.index.fresh import FreshIndex  # noqa: E402
 from planner_svc.index.source import VectorHit, VectorRecord, VectorSource  # noqa: E402
 from planner_svc.index.vector_index import (  # noqa: E402
     DEFAULT_BUCKET_US,
@@ -34,6 +35,7 @@ from planner_svc.index.vector_index import (  # noqa: E402
 __all__ = [
     "DEFAULT_BUCKET_US",
     "INDEX_DIRNAME",
+    "FreshIndex",
     "VectorHit",
     "VectorIndex",
     "VectorRecord",

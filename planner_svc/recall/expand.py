@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from planner_svc.recall.ports import Direction, RecallStore
+from planner_svc.core.model import Direction
+from planner_svc.recall.ports import RecallStore
 
 
 def expand(

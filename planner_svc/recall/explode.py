@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from planner_svc.core.config import PlannerConfig
-from planner_svc.core.model import PlannedSpan, PlanStats, SpanClass, SpanRef
-from planner_svc.core.tokens import estimate_tokens
+from planner_svc.core.model import CoordKey, PlannedSpan, PlanStats, SpanClass, SpanRef
+from planner_svc.core.tokens import TokenAccounting, estimate_tokens
 from planner_svc.core.weigh import weigh
-from planner_svc.recall.ports import RecallStore, SpanKey, TokenCounter
+from planner_svc.recall.ports import RecallStore
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,7 +32,7 @@ class Pool:
     """
 
     candidates: tuple[PlannedSpan, ...]
-    origin: Mapping[SpanKey, str]
+    origin: Mapping[CoordKey, str]
     estimate_mode: bool
 
 
@@ -43,7 +43,7 @@ def explode(
     valid_us: int,
     tx_us: int,
     config: PlannerConfig,
-    counter: TokenCounter | None,
+    counter: TokenAccounting | None,
     model: str,
     stats: PlanStats,
     cancelled: Callable[[], bool] = lambda: False,
@@ -55,7 +55,7 @@ def explode(
     """
     node_ids = sorted(scores)
     nodes = store.get_many_as_of(node_ids, valid_us, tx_us)
-    refs: list[tuple[str, SpanKey]] = []
+    refs: list[tuple[str, CoordKey]] = []
     for node_id in node_ids:
         node = nodes.get(node_id)
         if node is None:
@@ -74,7 +74,7 @@ def explode(
     keys = {key for _, key in refs}
     kinds = store.span_kinds(keys)
     texts = store.canonical_slices(keys)
-    best: dict[SpanKey, tuple[PlannedSpan, str]] = {}
+    best: dict[CoordKey, tuple[PlannedSpan, str]] = {}
     estimate_mode = False
     for node_id, key in refs:
         if cancelled():

@@ -13,17 +13,12 @@ from dataclasses import dataclass, field
 from planner_svc.core.config import PlannerConfig
 from planner_svc.core.errors import Cancelled, InsufficientEvidence
 from planner_svc.core.fusion import max_fuse, relative_scores, sharpen
-from planner_svc.core.model import EvidencePlan, PlanStats
+from planner_svc.core.model import CoordKey, EvidencePlan, PlanStats
 from planner_svc.core.plan import build_plan, empty_plan
+from planner_svc.core.tokens import TokenAccounting
 from planner_svc.recall.expand import expand
 from planner_svc.recall.explode import Pool, explode
-from planner_svc.recall.ports import (
-    QueryEmbedder,
-    RecallStore,
-    SpanKey,
-    TokenCounter,
-    VectorSearch,
-)
+from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import PlanQuery
 from planner_svc.recall.semantic import semantic_leg
 from planner_svc.recall.settings import RecallSettings
@@ -41,7 +36,7 @@ class LegTrace:
     semantic: Mapping[str, float] = field(default_factory=dict)
     expanded: Mapping[str, float] = field(default_factory=dict)
     fused: Mapping[str, float] = field(default_factory=dict)
-    origin: Mapping[SpanKey, str] = field(default_factory=dict)
+    origin: Mapping[CoordKey, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,7 +70,7 @@ class EvidencePlanner:
         index: VectorSearch | None,
         embedder: QueryEmbedder | None,
         config: PlannerConfig,
-        counter: TokenCounter | None = None,
+        counter: TokenAccounting | None = None,
         recall: RecallSettings | None = None,
     ) -> None:
         self._store = store

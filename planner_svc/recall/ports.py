@@ -1,56 +1,103 @@
-"""What recall needs from the store, the vector index and the embedder (structural types).
+"""The read ports of recall: what Phase A needs from a store, a vector index and an embedder.
 
-The embedded backends (``planner_svc.store``, ``planner_svc.index``, ``planner_svc.embed``)
-satisfy these; a distributed backend would too, with the same shapes.
+These protocols are the contract a store backend implements. The embedded backends
+(:class:`planner_svc.store.Store`, :class:`planner_svc.index.FreshIndex`,
+:mod:`planner_svc.embed`) satisfy them; a second backend (PostgreSQL) implements the same
+methods with the same shapes, units, orderings and sentinels, and then drops in. Token counting
+is the port :class:`planner_svc.core.tokens.TokenAccounting`; the write ports are in
+:mod:`planner_svc.ingest.ports`.
+
+Conventions every method keeps:
+
+- Times are integer microseconds since the Unix epoch. A read "as of ``(valid_us, tx_us)``"
+  sees the versions whose valid interval ``[valid_from, valid_to)`` contains ``valid_us`` and
+  whose transaction interval ``[tx_from, tx_to)`` contains ``tx_us`` (half-open; an absent upper
+  bound is open).
+- A span coordinate is a :data:`~planner_svc.core.model.CoordKey`
+  ``(source_id, source_version_tx, start, end)``: the version's transaction time in
+  microseconds and a half-open range of UTF-8 byte offsets into that version's canonical text.
+- Batched reads take any iterable (duplicates allowed) and return a mapping holding only the
+  keys found: absence is the sentinel for "no such row", never ``None`` values.
+- Results are deterministic: equal store states give equal results, bit for bit, in the order
+  documented (the plan hash depends on it).
+- Inside :meth:`RecallStore.snapshot` every read of the calling thread sees one committed
+  state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from planner_svc.core.model import SpanRef
+from planner_svc.core.model import CoordKey, Direction, SpanRef
 
-SpanKey = tuple[str, int, int, int]
-Direction = Literal["out", "in", "both"]
+__all__ = [
+    "EdgeView",
+    "NodeVersionView",
+    "QueryEmbedder",
+    "RecallStore",
+    "VectorHitView",
+    "VectorSearch",
+]
 
 
 class NodeVersionView(Protocol):
-    """One live node version: identity, confidence, validity start and provenance spans."""
+    """One node version live at the time of the read."""
 
     @property
-    def node_id(self) -> str: ...
+    def node_id(self) -> str:
+        """The node's stable id (1..1024 characters)."""
+        ...
+
     @property
-    def confidence(self) -> float: ...
+    def confidence(self) -> float:
+        """Confidence of the version, in (0, 1]; the semantic leg decays it with age."""
+        ...
+
     @property
-    def valid_from_us(self) -> int: ...
+    def valid_from_us(self) -> int:
+        """Start of the valid interval, microseconds (the age of the version counts from it)."""
+        ...
+
     @property
-    def provenance(self) -> Sequence[SpanRef]: ...
+    def provenance(self) -> Sequence[SpanRef]:
+        """Spans the version was derived from, sorted and distinct; empty for a node without
+        evidence (it is recalled and counted, but yields no candidate)."""
+        ...
 
 
 class EdgeView(Protocol):
-    """One live edge ``src -> dst`` with weight in [0, 1]."""
+    """One edge version live at the time of the read."""
 
     @property
-    def src(self) -> str: ...
+    def src(self) -> str:
+        """Node id the edge leaves."""
+        ...
+
     @property
-    def dst(self) -> str: ...
+    def dst(self) -> str:
+        """Node id the edge enters."""
+        ...
+
     @property
-    def weight(self) -> float: ...
+    def weight(self) -> float:
+        """Weight in [0, 1], multiplied into hop-expansion scores."""
+        ...
 
 
 class RecallStore(Protocol):
-    """Reads recall performs against the store; every read is as-of (valid_us, tx_us)."""
+    """The store reads of recall; every read is as of ``(valid_us, tx_us)`` or by coordinate."""
 
     def snapshot(self) -> AbstractContextManager[None]:
         """A block whose reads (on the calling thread) all see one committed store state.
 
-        Re-entrant: a nested block joins the running one. Must not block writers (a reader
-        holding a snapshot while another thread or process commits is the normal case).
+        Re-entrant: a nested block joins the running one. Must not block writers: a reader
+        holding a snapshot while another thread or process commits is the normal case, and the
+        reader keeps seeing the state of its first read.
         """
         ...
 
@@ -63,77 +110,106 @@ class RecallStore(Protocol):
         valid_us: int,
         tx_us: int,
         limit: int,
-    ) -> list[tuple[str, float]]: ...
+    ) -> list[tuple[str, float]]:
+        """Full-text search over the text of node versions live as of ``(valid_us, tx_us)``.
+
+        ``query`` is user text: no input may raise a syntax error (the embedded store quotes
+        each word and ORs them, English stop words dropped). Filters are conjunctive: the node
+        carries every label of ``labels`` and every ``key = value`` of ``properties``.
+
+        Returns:
+            At most ``limit`` (>= 0) pairs ``(node_id, score)``, each node once, sorted by
+            score descending, then node id ascending. Higher scores are better; the scale is
+            the backend's (BM25 as ``-bm25()`` in the embedded store) and recall only uses
+            ratios to the best score. With filters but no query word every passing node
+            scores 1.0 and the order is node id; with neither, or ``limit == 0``: ``[]``.
+        """
+        ...
 
     def get_many_as_of(
         self, node_ids: Iterable[str], valid_us: int, tx_us: int
-    ) -> Mapping[str, NodeVersionView]: ...
+    ) -> Mapping[str, NodeVersionView]:
+        """node_id -> its version live as of ``(valid_us, tx_us)``; nodes with no live version
+        are absent (recall counts them as ``nodes_not_live``)."""
+        ...
 
     def edges_as_of(
         self, node_ids: Iterable[str], valid_us: int, tx_us: int, *, direction: Direction = "out"
-    ) -> Sequence[EdgeView]: ...
+    ) -> Sequence[EdgeView]:
+        """Edges live as of ``(valid_us, tx_us)`` that leave (``out``), enter (``in``) or touch
+        (``both``) one of ``node_ids``, each edge once, sorted by ``(src, dst, relation)``."""
+        ...
 
-    def span_kinds(self, keys: Iterable[SpanKey]) -> Mapping[SpanKey, str]: ...
+    def span_kinds(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
+        """Span-ledger kind (``paragraph``, ``heading``, ``cell``, ``code`` or ``body``) of each
+        exact coordinate; keys without a ledger row are absent (recall then uses ``body`` and
+        counts ``kind_missing``)."""
+        ...
 
-    def canonical_slices(self, keys: Iterable[SpanKey]) -> Mapping[SpanKey, str]: ...
+    def canonical_slices(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
+        """Text of each coordinate: bytes ``[start, end)`` of that version's canonical UTF-8
+        text, decoded. Absent when the version does not exist, the range is outside
+        ``0 <= start <= end <= len`` or an offset falls inside a multi-byte character (recall
+        skips the span and counts ``slices_missing``)."""
+        ...
 
 
 class VectorHitView(Protocol):
-    """One candidate of a vector search: a live node version and its stored unit vector.
-
-    ``score`` is the index's own similarity (for ranking candidates only: it may differ in its
-    last bits between processes); ``vector`` is float32 ``(dim,)``.
-    """
+    """One candidate of a vector search: a live node version and its stored vector."""
 
     @property
-    def node_id(self) -> str: ...
+    def node_id(self) -> str:
+        """The node."""
+        ...
+
     @property
-    def version_id(self) -> int: ...
+    def version_id(self) -> int:
+        """The node's version whose vector matched (the store's version id)."""
+        ...
+
     @property
-    def score(self) -> float: ...
+    def score(self) -> float:
+        """The index's own similarity, higher is better. It only ranks candidates: it may differ
+        in its last bits between processes and never enters a weight."""
+        ...
+
     @property
-    def vector(self) -> npt.NDArray[np.float32]: ...
+    def vector(self) -> npt.NDArray[np.float32]:
+        """The stored unit vector of that version, float32 ``(dim,)``: recall recomputes the
+        similarity from it exactly."""
+        ...
 
 
 class VectorSearch(Protocol):
-    """As-of nearest-neighbour candidates over node-version vectors."""
+    """As-of nearest-neighbour candidates over node-version vectors (cosine similarity)."""
 
     def search(
-        self,
-        query: npt.ArrayLike,
-        k: int,
-        *,
-        valid_us: int,
-        tx_us: int,
-        source: Any,
-    ) -> Sequence[VectorHitView]: ...
+        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int
+    ) -> Sequence[VectorHitView]:
+        """The ``k`` (>= 1) nodes most similar to ``query`` (float32 ``(dim,)``, unit norm)
+        among versions live as of ``(valid_us, tx_us)``.
+
+        Returns:
+            At most ``k`` hits, each node once (its best live version), score descending, ties
+            by node id; fewer when fewer nodes are live, ``[]`` when none is. The set must equal
+            a brute-force scan up to the index's float32 rounding: recall re-ranks it exactly.
+
+        Raises:
+            InvalidRequest: (``semantic.vector``) wrong shape, not finite or zero norm;
+                (``semantic.k``) ``k < 1``.
+        """
+        ...
 
 
 class QueryEmbedder(Protocol):
-    """Embeds query text into unit vectors of dimension ``dim``."""
+    """Embeds query text into vectors of the index's space."""
 
     @property
-    def dim(self) -> int: ...
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
-
-
-class TokenCounter(Protocol):
-    """Exact token counts and context windows per model (None = unknown)."""
-
-    def count(self, model: str, text: str) -> int | None: ...
-
-    def context_window(self, model: str) -> int | None: ...
-
-
-__all__ = [
-    "Collection",
-    "EdgeView",
-    "NodeVersionView",
-    "QueryEmbedder",
-    "RecallStore",
-    "SpanKey",
-    "TokenCounter",
-    "VectorHitView",
-    "VectorSearch",
-]
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """float32 array ``(len(texts), dim)``; each row has L2 norm 1, or is all zeros (the
+        "no direction" sentinel) for a text without a known token."""
+        ...

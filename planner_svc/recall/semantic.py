@@ -119,8 +119,7 @@ def semantic_leg(
     if not np.any(vec):  # text with no known token: no direction, so no semantic hit
         return {}
     fetch = max(leg.k + CANDIDATE_MARGIN, 2 * leg.k)
-    hits = rescore(vec, index.search(vec, fetch, valid_us=valid_us, tx_us=tx_us, source=store),
-                   leg.k)
+    hits = rescore(vec, index.search(vec, fetch, valid_us=valid_us, tx_us=tx_us), leg.k)
     if not hits:
         return {}
     if leg.alpha == 1.0:

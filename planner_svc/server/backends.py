@@ -20,12 +20,11 @@ from typing import Any
 import grpc
 import numpy as np
 import numpy.typing as npt
-import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.core.errors import Cancelled, ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
-from planner_svc.index.source import VectorHit
+from planner_svc.index.fresh import FreshIndex
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.settings import ServerSettings
 
@@ -41,53 +40,6 @@ _OUTCOMES = {
 
 def _now_us() -> int:
     return time.time_ns() // 1000
-
-
-class FreshIndex:
-    """Vector search that first catches the index up when the store has moved past it.
-
-    Writes can come from elsewhere (``planner-svc ingest`` on the same data directory, another
-    worker process), so every search compares the store's newest node version with the index's
-    coverage (one indexed SQL lookup) and syncs when behind. Every process and worker therefore
-    answers from the same data.
-    """
-
-    def __init__(self, index: Any, store: Any) -> None:
-        self.index = index
-        self._store = store
-
-    @property
-    def size(self) -> int:
-        """Vectors indexed."""
-        return int(self.index.size)
-
-    def sync(self) -> int:
-        """Catch up now; returns the vectors added."""
-        return int(self.index.sync(self._store, catch_up_only=True))
-
-    def search(
-        self,
-        query: npt.ArrayLike,
-        k: int,
-        *,
-        valid_us: int,
-        tx_us: int,
-        source: Any,
-    ) -> list[VectorHit]:
-        """:meth:`planner_svc.index.VectorIndex.search` on an up-to-date index.
-
-        Runs inside the plan's store snapshot, so the catch-up only ever moves forward to what
-        that snapshot sees; if it fails, the search uses the index as it is (and logs why).
-        """
-        if self._store.max_version_id() > self.index.covered_version_id:
-            try:
-                self.index.sync(self._store, catch_up_only=True)
-            except Exception:
-                structlog.get_logger("planner_svc.server").exception("vector_index.catch_up_failed")
-        hits: list[VectorHit] = self.index.search(
-            query, k, valid_us=valid_us, tx_us=tx_us, source=source
-        )
-        return hits
 
 
 @dataclass(slots=True)

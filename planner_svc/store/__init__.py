@@ -6,12 +6,11 @@ Public surface: :class:`Store` and the records it reads and writes.
 """
 
 from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite, NodeWriteResult
-from planner_svc.store.store import STORE_FILE, Direction, Store
+from planner_svc.store.store import STORE_FILE, Store
 from planner_svc.store.text import canonicalize, fts_or_query
 
 __all__ = [
     "STORE_FILE",
-    "Direction",
     "Edge",
     "EdgeWrite",
     "NodeVersion",

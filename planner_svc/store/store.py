@@ -24,13 +24,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError, InvalidRequest
-from planner_svc.core.model import SPAN_KINDS, CoordKey, SpanRef
+from planner_svc.core.model import SPAN_KINDS, CoordKey, Direction, SpanRef
 from planner_svc.store.records import (
     Edge,
     EdgeWrite,
@@ -50,8 +50,6 @@ from planner_svc.store.text import (
 
 STORE_FILE = "store.sqlite"
 """File name of the database inside the data directory."""
-
-Direction = Literal["out", "in", "both"]
 
 _SYNC_MODES = ("NORMAL", "FULL", "EXTRA")
 _PAGE_ROWS = 2048

@@ -46,8 +46,8 @@ class ScriptedIndex:
         self.noise = noise
         self.queries: list[npt.NDArray[np.float32]] = []
 
-    def search(self, query: npt.ArrayLike, k: int, *, valid_us: int, tx_us: int,
-               source: Any) -> list[VectorHit]:
+    def search(self, query: npt.ArrayLike, k: int, *, valid_us: int, tx_us: int
+               ) -> list[VectorHit]:
         q = np.asarray(query, dtype=np.float32)
         self.queries.append(q)
         out = [

@@ -58,8 +58,8 @@ class _Index:
                      for i, (n, s, v) in enumerate(hits)]
         self.calls: list[int] = []
 
-    def search(self, query: npt.ArrayLike, k: int, *, valid_us: int, tx_us: int,
-               source: Any) -> list[VectorHit]:
+    def search(self, query: npt.ArrayLike, k: int, *, valid_us: int, tx_us: int
+               ) -> list[VectorHit]:
         self.calls.append(k)
         return self.hits[:k]
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from planner_svc.core.config import PlannerConfig
-from planner_svc.core.model import EvidencePlan, PlanStats, SpanRef
+from planner_svc.core.model import CoordKey, EvidencePlan, PlanStats, SpanRef
 from planner_svc.core.plan import build_plan
-from planner_svc.core.tokens import estimate_tokens
+from planner_svc.core.tokens import TokenAccounting, estimate_tokens
 from planner_svc.recall.explode import Pool, explode
 from planner_svc.recall.planner import EvidencePlanner
-from planner_svc.recall.ports import EdgeView, SpanKey, TokenCounter
+from planner_svc.recall.ports import EdgeView
 from planner_svc.recall.request import PlanQuery, StructuredLeg
 from planner_svc.recall.tokens import default_counter
 from planner_svc.tokens import ModelRegistry, ModelSpec, RegistryCounter, TiktokenTokenizer
@@ -39,8 +39,8 @@ class _Node:
 class _Store:
     """Just what ``explode`` and the structured leg read: one span per node."""
 
-    texts: dict[SpanKey, str]
-    node_span: dict[str, SpanKey] = field(default_factory=dict)
+    texts: dict[CoordKey, str]
+    node_span: dict[str, CoordKey] = field(default_factory=dict)
 
     @classmethod
     def of(cls, texts: Sequence[str]) -> _Store:
@@ -65,10 +65,10 @@ class _Store:
                     direction: str = "out") -> Sequence[EdgeView]:
         return []
 
-    def span_kinds(self, keys: Iterable[SpanKey]) -> Mapping[SpanKey, str]:
+    def span_kinds(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
         return {k: "paragraph" for k in keys}
 
-    def canonical_slices(self, keys: Iterable[SpanKey]) -> Mapping[SpanKey, str]:
+    def canonical_slices(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
         return {k: self.texts[k] for k in keys if k in self.texts}
 
     def snapshot(self) -> AbstractContextManager[None]:
@@ -85,13 +85,13 @@ class CharsOver4:
         return 512
 
 
-def _pool(store: _Store, counter: TokenCounter | None, model: str = MODEL) -> Pool:
+def _pool(store: _Store, counter: TokenAccounting | None, model: str = MODEL) -> Pool:
     scores = {n: 1.0 - i / 100 for i, n in enumerate(sorted(store.node_span))}
     return explode(store, scores, valid_us=0, tx_us=0, config=PlannerConfig(), counter=counter,
                    model=model, stats=PlanStats())
 
 
-def _plan(pool: Pool, counter: TokenCounter, requested: int, model: str = MODEL) -> EvidencePlan:
+def _plan(pool: Pool, counter: TokenAccounting, requested: int, model: str = MODEL) -> EvidencePlan:
     return build_plan(pool.candidates, requested_budget=requested,
                       context_window=counter.context_window(model),
                       estimate_mode=pool.estimate_mode, max_frac_per_source=1.0,
