@@ -162,3 +162,18 @@ def fts_phrase_query(phrase: str) -> str | None:
     if not words:
         return None
     return '"' + " ".join(words) + '"'
+
+
+def on_boundary(data: bytes, offset: int) -> bool:
+    """Whether UTF-8 byte ``offset`` of ``data`` starts a code point (or is the end)."""
+    return offset == len(data) or (0 <= offset < len(data) and not 0x80 <= data[offset] <= 0xBF)
+
+
+def slice_utf8(data: bytes, start: int, end: int) -> str | None:
+    """Bytes ``[start, end)`` of UTF-8 ``data`` decoded; None when the range is outside
+    ``0 <= start <= end <= len(data)`` or an offset falls inside a multi-byte character."""
+    if not 0 <= start <= end <= len(data):
+        return None
+    if not (on_boundary(data, start) and on_boundary(data, end)):
+        return None
+    return data[start:end].decode("utf-8")

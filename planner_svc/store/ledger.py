@@ -1,0 +1,105 @@
+"""The span ledger: the structural kind of each span of a source version.
+
+A row ``(source_id, tx, byte_start, byte_end) -> kind`` says what a span of that version's
+canonical text is: ``paragraph``, ``heading``, ``cell``, ``code`` or ``body``. Offsets are UTF-8
+byte offsets on code point boundaries, the range half-open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.model import SPAN_KINDS, CoordKey
+from planner_svc.store.clock import TransactionClock
+from planner_svc.store.text import on_boundary
+
+
+class SpanLedger(TransactionClock):
+    """The span ledger (a part of :class:`planner_svc.store.Store`)."""
+
+    def add_spans(self, source_id: str, tx_us: int, spans: Iterable[tuple[int, int, str]]) -> int:
+        """Record the structural kind of spans of one source version.
+
+        Args:
+            source_id, tx_us: the version.
+            spans: ``(start, end, kind)`` with UTF-8 byte offsets, ``0 <= start < end <= len``,
+                both on code point boundaries, kind in paragraph|heading|cell|code|body.
+                Re-adding a span replaces its kind.
+
+        Returns:
+            Number of rows written.
+
+        Raises:
+            InvalidRequest: (``source_version_tx``) unknown version; (``spans[i]``) a span is
+                out of range, not on a boundary, or has an unknown kind. Nothing is written then.
+        """
+        rows: list[tuple[str, int, int, int, str]] = []
+        with self._write() as conn:
+            found = conn.execute(
+                "SELECT text FROM source_versions WHERE source_id = ? AND tx = ?",
+                (source_id, tx_us),
+            ).fetchone()
+            if found is None:
+                raise InvalidRequest(
+                    "source_version_tx", f"source {source_id!r} has no version {tx_us}"
+                )
+            data = bytes(found[0])
+            for i, (start, end, kind) in enumerate(spans):
+                if kind not in SPAN_KINDS:
+                    raise InvalidRequest(
+                        f"spans[{i}].kind", f"{kind!r} is not one of {', '.join(SPAN_KINDS)}"
+                    )
+                if not (0 <= start < end <= len(data)):
+                    raise InvalidRequest(
+                        f"spans[{i}]", f"[{start}, {end}) is outside [0, {len(data)}) or empty"
+                    )
+                if not (on_boundary(data, start) and on_boundary(data, end)):
+                    raise InvalidRequest(
+                        f"spans[{i}]", f"[{start}, {end}) is not on code point boundaries"
+                    )
+                rows.append((source_id, tx_us, start, end, kind))
+            conn.executemany(
+                "INSERT OR REPLACE INTO spans (source_id, tx, byte_start, byte_end, kind) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            if rows:
+                self._changed()
+        return len(rows)
+
+    def span_kind(self, source_id: str, tx_us: int, start: int, end: int) -> str | None:
+        """Ledger kind of the exact span ``[start, end)`` (UTF-8 bytes); None without a row."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT kind FROM spans WHERE source_id = ? AND tx = ? AND byte_start = ? "
+                "AND byte_end = ?",
+                (source_id, tx_us, start, end),
+            )
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    def span_kinds(self, keys: Iterable[CoordKey]) -> dict[CoordKey, str]:
+        """Batched :meth:`span_kind`: ``(source_id, tx, start, end)`` -> kind; keys without a
+        ledger row are absent. One SQL query."""
+        rows = self._read_batch(
+            "SELECT s.source_id, s.tx, s.byte_start, s.byte_end, s.kind FROM "
+            "(SELECT json_extract(value, '$[0]') AS sid, json_extract(value, '$[1]') AS tx, "
+            "json_extract(value, '$[2]') AS a, json_extract(value, '$[3]') AS b "
+            "FROM json_each(?)) AS k "
+            "JOIN spans AS s ON s.source_id = k.sid AND s.tx = k.tx "
+            "AND s.byte_start = k.a AND s.byte_end = k.b",
+            keys,
+        )
+        return {(r[0], r[1], r[2], r[3]): r[4] for r in rows}
+
+    def spans_of_version(self, source_id: str, tx_us: int) -> list[tuple[int, int, str]]:
+        """Every ledger row of one version as ``(start, end, kind)``, in offset order."""
+        rows = self._conn().execute(
+            "SELECT byte_start, byte_end, kind FROM spans WHERE source_id = ? AND tx = ? "
+            "ORDER BY byte_start, byte_end",
+            (source_id, tx_us),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
