@@ -32,6 +32,7 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "planner_svc.cli", "fetch-corpus"], check=True,
                        cwd=ROOT)
 
+    from planner_svc.clock import wall_clock_us
     from planner_svc.embed import default_embedder
     from planner_svc.ingest import DocumentIn, ingest_documents
     from planner_svc.store import Store
@@ -51,7 +52,7 @@ def main() -> int:
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp)) as store:
             t0 = time.perf_counter()
-            report = ingest_documents(store, embedder, docs, now_us=time.time_ns() // 1000)
+            report = ingest_documents(store, embedder, docs, now_us=wall_clock_us())
             times.append(time.perf_counter() - t0)
     assert report is not None
     median = statistics.median(times)

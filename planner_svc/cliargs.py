@@ -1,16 +1,32 @@
-"""Argument types and error wording shared by the command-line clients.
+"""Argument types shared by the command-line tools.
 
 Each type rejects a bad value at parse time with argparse's usual one-line error, so no command
 reaches the network with a value the server would refuse or the protobuf runtime would crash on.
+Ranges come from :class:`~planner_svc.core.limits.Bounds` declared beside the settings and
+request fields they bound, never from literals here.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
+from typing import Any
 
-DEFAULT_ADDRESS = "127.0.0.1:50151"
+from planner_svc.core.limits import Bounds
+from planner_svc.settings import ENV_AUTH_TOKEN, default_address, read_environment
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "address",
+    "auth_metadata",
+    "bounded",
+    "int_range",
+    "non_empty",
+    "unavailable_hint",
+]
+
+DEFAULT_ADDRESS = default_address()
+"""Where the clients look for a server by default: the default bind address and port."""
 
 
 def address(value: str) -> str:
@@ -39,6 +55,26 @@ def int_range(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def bounded(kind: type[Any], bounds: Bounds | None) -> Callable[[str], Any]:
+    """An ``int`` or ``float`` type accepting the values inside ``bounds`` (any when None)."""
+    if kind is int:
+        if bounds is None:
+            return int
+        return int_range(int(bounds.low), int(bounds.high))
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        if bounds is not None and number not in bounds:
+            raise argparse.ArgumentTypeError(f"{number} is outside {bounds}")
+        return number
+
+    parse.__name__ = "number" if bounds is None else f"number in {bounds}"
+    return parse
+
+
 def non_empty(value: str) -> str:
     """A string with something besides whitespace."""
     if not value.strip():
@@ -51,11 +87,11 @@ def unavailable_hint(code_name: str, target: str) -> str:
     if code_name == "UNAVAILABLE":
         return f" (is `planner-svc serve` running at {target}? pass --address HOST:PORT)"
     if code_name == "UNAUTHENTICATED":
-        return " (set PLANNER_SVC_AUTH_TOKEN to the server's token)"
+        return f" (set {ENV_AUTH_TOKEN} to the server's token)"
     return ""
 
 
 def auth_metadata() -> tuple[tuple[str, str | bytes], ...]:
-    """``authorization: Bearer <token>`` from ``PLANNER_SVC_AUTH_TOKEN``, or no metadata."""
-    token = os.environ.get("PLANNER_SVC_AUTH_TOKEN")
+    """``authorization: Bearer <token>`` from the environment's token, or no metadata."""
+    token = read_environment().auth_token
     return (("authorization", f"Bearer {token}"),) if token else ()

@@ -13,6 +13,16 @@ from dataclasses import fields
 from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.core.config import PlannerConfig
 from planner_svc.core.errors import ConfigError, InvalidRequest
+from planner_svc.core.limits import (
+    BUDGET_TOKENS,
+    EXPAND_DEPTH,
+    FILTER_CHARS,
+    MAX_BUDGET_TOKENS,
+    MAX_FILTER_CHARS,
+    MAX_FILTER_LABELS,
+    MAX_FILTER_PROPERTIES,
+    MAX_LEG_RESULTS,
+)
 from planner_svc.core.model import (
     EvidencePlan,
     Explanation,
@@ -133,19 +143,6 @@ def plan_from_proto(msg: plan_pb2.EvidencePlan) -> EvidencePlan:
     )
 
 
-MAX_BUDGET_TOKENS = 10_000_000
-"""Largest budget a request may ask for, in tokens."""
-MAX_LEG_RESULTS = 1000
-"""Largest ``k`` / ``limit`` a recall leg may ask for."""
-MAX_EXPAND_DEPTH = 2
-MAX_FILTER_LABELS = 32
-"""Most labels a structured query may filter on."""
-MAX_FILTER_PROPERTIES = 32
-"""Most ``key = value`` pairs a structured query may filter on."""
-MAX_FILTER_CHARS = 256
-"""Longest label, property key or property value, in characters (code points)."""
-
-
 def _check_filters(labels: Sequence[str], properties: Mapping[str, str]) -> None:
     """Bound the structured query's filters (count, and each string 1..MAX_FILTER_CHARS).
 
@@ -157,7 +154,7 @@ def _check_filters(labels: Sequence[str], properties: Mapping[str, str]) -> None
             "query.labels", f"at most {MAX_FILTER_LABELS} labels are allowed, got {len(labels)}"
         )
     for i, label in enumerate(labels):
-        if not 1 <= len(label) <= MAX_FILTER_CHARS:
+        if len(label) not in FILTER_CHARS:
             raise InvalidRequest(
                 "query.labels",
                 f"label [{i}] must be 1..{MAX_FILTER_CHARS} characters, got {len(label)}",
@@ -168,12 +165,12 @@ def _check_filters(labels: Sequence[str], properties: Mapping[str, str]) -> None
             f"at most {MAX_FILTER_PROPERTIES} properties are allowed, got {len(properties)}",
         )
     for key, value in sorted(properties.items()):
-        if not 1 <= len(key) <= MAX_FILTER_CHARS:
+        if len(key) not in FILTER_CHARS:
             raise InvalidRequest(
                 "query.properties",
                 f"a key must be 1..{MAX_FILTER_CHARS} characters, got {len(key)}",
             )
-        if not 1 <= len(value) <= MAX_FILTER_CHARS:
+        if len(value) not in FILTER_CHARS:
             raise InvalidRequest(
                 "query.properties",
                 f"the value of {key!r} must be 1..{MAX_FILTER_CHARS} characters, "
@@ -245,14 +242,12 @@ def plan_query_from_proto(
             k=s.k or settings.default_k,
             alpha=alpha,
         )
-    if msg.expand_depth > MAX_EXPAND_DEPTH:
-        raise InvalidRequest(
-            "expand_depth", f"must be in 0..{MAX_EXPAND_DEPTH}, got {msg.expand_depth}"
-        )
+    if msg.expand_depth not in EXPAND_DEPTH:
+        raise InvalidRequest("expand_depth", f"must be in {EXPAND_DEPTH}, got {msg.expand_depth}")
     budget = msg.budget_tokens if msg.HasField("budget_tokens") else config.default_budget_tokens
     if budget < 1:
         raise InvalidRequest("budget_tokens", "must be >= 1 (omit it for the server default)")
-    if budget > MAX_BUDGET_TOKENS:
+    if budget not in BUDGET_TOKENS:
         raise InvalidRequest("budget_tokens", f"must be <= {MAX_BUDGET_TOKENS}, got {budget}")
     try:
         effective = config.with_overrides(

@@ -11,13 +11,22 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import ClassVar
 
 from planner_svc.core.errors import ConfigError
+from planner_svc.core.limits import BUDGET_TOKENS, MAX_BUDGET_TOKENS, Bounds
 
 DEFAULT_KIND_PRIORS: Mapping[str, float] = MappingProxyType(
     {"paragraph": 1.0, "cell": 0.9, "code": 0.9, "body": 1.0, "heading": 0.6}
 )
 """Per-kind weight multipliers; a kind not listed gets 1.0."""
+
+RATIO = Bounds(0.0, 1.0)
+"""A ratio: ``dedup_overlap``, ``cache_discount``."""
+MAX_FRAC_PER_SOURCE = Bounds(0.0, 1.0, low_open=True)
+"""The per-source cap as a fraction of the budget."""
+KIND_PRIOR = Bounds(0.0, 10.0)
+"""A kind prior (weight multiplier)."""
 
 
 def check_ratio(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> None:
@@ -42,8 +51,16 @@ class PlannerConfig:
             duplicates, in [0, 1] (a span contained in another is always a duplicate).
         cache_discount: weight multiplier for CACHE-class spans, in [0, 1].
         kind_priors: weight multiplier per span kind, each in [0, 10].
-        default_budget_tokens: budget when a request names none, > 0.
+        default_budget_tokens: budget when a request names none, tokens, 1..10,000,000.
     """
+
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
+        "max_frac_per_source": MAX_FRAC_PER_SOURCE,
+        "dedup_overlap": RATIO,
+        "cache_discount": RATIO,
+        "default_budget_tokens": BUDGET_TOKENS,
+    })
+    """The allowed interval of each scalar field (validation, flags and their help read it)."""
 
     max_frac_per_source: float = 0.4
     dedup_overlap: float = 0.5
@@ -53,12 +70,14 @@ class PlannerConfig:
 
     def __post_init__(self) -> None:
         check_ratio("max_frac_per_source", self.max_frac_per_source)
-        if self.max_frac_per_source == 0.0:
-            raise ConfigError("max_frac_per_source", "must be in (0, 1], got 0.0")
+        if self.max_frac_per_source not in MAX_FRAC_PER_SOURCE:
+            raise ConfigError(
+                "max_frac_per_source", f"must be in {MAX_FRAC_PER_SOURCE}, got 0.0"
+            )
         check_ratio("dedup_overlap", self.dedup_overlap)
         check_ratio("cache_discount", self.cache_discount)
         for kind, prior in self.kind_priors.items():
-            check_ratio(f"kind_priors.{kind}", prior, high=10.0)
+            check_ratio(f"kind_priors.{kind}", prior, high=KIND_PRIOR.high)
         if (
             isinstance(self.default_budget_tokens, bool)
             or not isinstance(self.default_budget_tokens, int)
@@ -67,6 +86,11 @@ class PlannerConfig:
             raise ConfigError(
                 "default_budget_tokens",
                 f"must be a positive integer, got {self.default_budget_tokens!r}",
+            )
+        if self.default_budget_tokens not in BUDGET_TOKENS:
+            raise ConfigError(
+                "default_budget_tokens",
+                f"must be <= {MAX_BUDGET_TOKENS}, got {self.default_budget_tokens}",
             )
         object.__setattr__(self, "kind_priors", MappingProxyType(dict(self.kind_priors)))
 

@@ -3,13 +3,13 @@
 - :class:`HashingEmbedder`: deterministic feature hashing, numpy only (tests).
 - :class:`Model2VecEmbedder`: a model2vec static model from a local directory (production).
 - :func:`default_embedder`: the model shipped in the repository (``models/minilm-l6-m2v-256``),
-  or the directory named by the environment variable ``PLANNER_SVC_MODEL_DIR``.
+  or another model directory (the server and the commands pass the one the environment names,
+  :data:`planner_svc.settings.ENV_MODEL_DIR`).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 from planner_svc.embed.base import Embedder, normalize_rows
@@ -18,7 +18,7 @@ from planner_svc.embed.model2vec_backend import Model2VecEmbedder, check_model_d
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
-    "MODEL_DIR_ENV",
+    "MODEL_DIR_FIELD",
     "Embedder",
     "HashingEmbedder",
     "Model2VecEmbedder",
@@ -27,27 +27,25 @@ __all__ = [
     "normalize_rows",
 ]
 
-#: Directory name (and embedder name) of the model shipped in the repository.
 DEFAULT_MODEL_NAME = "minilm-l6-m2v-256"
-#: Environment variable that overrides the model directory.
-MODEL_DIR_ENV = "PLANNER_SVC_MODEL_DIR"
+"""Directory name (and embedder name) of the model shipped in the repository."""
+MODEL_DIR_FIELD = "PLANNER_SVC_MODEL_DIR"
+"""The setting errors about the model directory name: the environment variable that sets it."""
 
 
-def default_model_dir() -> Path:
+def default_model_dir(override: Path | None = None) -> Path:
     """Directory of the default model.
 
-    ``$PLANNER_SVC_MODEL_DIR`` when set and non-empty, else ``<repo>/models/minilm-l6-m2v-256``
-    where ``<repo>`` is the directory holding the ``planner_svc`` package (an editable install
-    or a source checkout).
+    ``override`` when given, else ``<repo>/models/minilm-l6-m2v-256`` where ``<repo>`` is the
+    directory holding the ``planner_svc`` package (an editable install or a source checkout).
 
     Raises:
         ConfigError: (``PLANNER_SVC_MODEL_DIR``) the directory is missing or incomplete.
     """
-    override = os.environ.get(MODEL_DIR_ENV, "")
-    if override:
-        return check_model_dir(Path(override), field=MODEL_DIR_ENV)
+    if override is not None:
+        return check_model_dir(override, field=MODEL_DIR_FIELD)
     repo_root = Path(__file__).resolve().parent.parent.parent
-    return check_model_dir(repo_root / "models" / DEFAULT_MODEL_NAME, field=MODEL_DIR_ENV)
+    return check_model_dir(repo_root / "models" / DEFAULT_MODEL_NAME, field=MODEL_DIR_FIELD)
 
 
 @functools.lru_cache(maxsize=4)
@@ -55,8 +53,9 @@ def _load(directory: Path) -> Model2VecEmbedder:
     return Model2VecEmbedder(directory)
 
 
-def default_embedder() -> Embedder:
-    """The default embedder: :class:`Model2VecEmbedder` over :func:`default_model_dir`.
+def default_embedder(model_dir: Path | None = None) -> Embedder:
+    """The default embedder: :class:`Model2VecEmbedder` over :func:`default_model_dir`
+    (``model_dir``, else the repository's model).
 
     Loaded once per resolved directory and shared (embedding is thread-safe: the model is a
     read-only table). Loading takes about half a second and never uses the network.
@@ -64,4 +63,4 @@ def default_embedder() -> Embedder:
     Raises:
         ConfigError: (``PLANNER_SVC_MODEL_DIR``) the model directory is missing or incomplete.
     """
-    return _load(default_model_dir())
+    return _load(default_model_dir(model_dir))

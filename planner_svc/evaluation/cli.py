@@ -15,14 +15,19 @@ import json
 import sys
 from pathlib import Path
 
-from planner_svc.cliargs import DEFAULT_ADDRESS, address, int_range
+from planner_svc.cliargs import DEFAULT_ADDRESS, address, bounded
+from planner_svc.core.limits import BUDGET_TOKENS, LEG_RESULTS, Bounds
+from planner_svc.settings import DEFAULT_DATA_DIR
 
-MAX_BUDGET = 10_000_000
 MAX_BUDGETS = 20
+"""Most budgets one run sweeps."""
+TIMEOUT_S = Bounds(0.0, 3600.0, low_open=True)
+"""Allowed per-plan deadline, seconds."""
 
 
 def budget_list(value: str) -> tuple[int, ...]:
-    """Comma-separated distinct budgets in 1..MAX_BUDGET (at most MAX_BUDGETS), ascending.
+    """Comma-separated distinct budgets in :data:`~planner_svc.core.limits.BUDGET_TOKENS` (at
+    most :data:`MAX_BUDGETS`), ascending.
 
     Raises:
         argparse.ArgumentTypeError: the list is malformed (the message names the problem).
@@ -37,8 +42,8 @@ def budget_list(value: str) -> tuple[int, ...]:
             number = int(part)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{part!r} is not an integer") from None
-        if not 1 <= number <= MAX_BUDGET:
-            raise argparse.ArgumentTypeError(f"budget {number} is outside 1..{MAX_BUDGET}")
+        if number not in BUDGET_TOKENS:
+            raise argparse.ArgumentTypeError(f"budget {number} is outside {BUDGET_TOKENS}")
         if number in budgets:
             raise argparse.ArgumentTypeError(f"budget {number} appears more than once")
         budgets.append(number)
@@ -52,8 +57,8 @@ def _positive_seconds(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 < seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"{seconds} is outside (0, 3600] seconds")
+    if seconds not in TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"{seconds} is outside {TIMEOUT_S} seconds")
     return seconds
 
 
@@ -113,6 +118,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``eval`` subcommand."""
+    from planner_svc.evaluation.runner import EvalSettings
+
+    defaults = EvalSettings(question_files=(), budgets=(1,), data_dir=DEFAULT_DATA_DIR,
+                            address=DEFAULT_ADDRESS)
     parser = subparsers.add_parser(
         "eval", help="score plans of a running server on questions with gold evidence"
     )
@@ -121,17 +130,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                         help="server HOST:PORT")
     budgets = parser.add_mutually_exclusive_group(required=True)
-    budgets.add_argument("--budget", type=int_range(1, MAX_BUDGET),
+    budgets.add_argument("--budget", type=bounded(int, BUDGET_TOKENS),
                          help="requested budget, tokens")
     budgets.add_argument("--budgets", metavar="N,N,...",
                          help="several requested budgets, comma-separated (e.g. 250,500,1000)")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="also draw quality against budget to this PNG")
-    parser.add_argument("--data", default="data/demo",
+    parser.add_argument("--data", default=str(DEFAULT_DATA_DIR),
                         help="the server's data directory (for the baselines and titles)")
-    parser.add_argument("--k", type=int_range(1, 1000), default=50,
-                        help="passages the cosine baseline considers")
-    parser.add_argument("--timeout", type=_positive_seconds, default=30.0,
+    parser.add_argument("--k", type=bounded(int, Bounds(1, LEG_RESULTS.high)),
+                        default=defaults.cosine_k, help="passages the cosine baseline considers")
+    parser.add_argument("--timeout", type=_positive_seconds, default=defaults.timeout_s,
                         help="per-plan deadline, seconds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--per-question", action="store_true",

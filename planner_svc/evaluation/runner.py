@@ -37,6 +37,7 @@ from planner_svc.index import VectorIndex  # isort: skip
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
 from planner_svc.cliargs import auth_metadata, unavailable_hint
+from planner_svc.clock import wall_clock_us
 from planner_svc.core.errors import PlannerError
 from planner_svc.core.tokens import effective_budget
 from planner_svc.embed import default_embedder
@@ -46,6 +47,7 @@ from planner_svc.evaluation.metrics import Outcome, aggregate, declined, judge, 
 from planner_svc.evaluation.packing import PackedPlan, pack_skipping, pack_until_full
 from planner_svc.evaluation.questions import Question
 from planner_svc.evaluation.server_plans import request_plan
+from planner_svc.settings import read_environment
 from planner_svc.store import Store
 
 SYSTEMS = ("planner", "cosineBaseline", "bm25Baseline")
@@ -107,7 +109,7 @@ def run_eval(
     data = settings.data_dir
     if not (data / "store.sqlite").exists():
         raise EvalInputError(f"no store under {data} (use --data)")
-    now_us = time.time_ns() // 1000
+    now_us = wall_clock_us()
     budgets = settings.budgets
     effective = {b: effective_budget(b, None, True) for b in budgets}
     outcomes: dict[int, dict[str, list[Outcome]]] = {b: {s: [] for s in SYSTEMS} for b in budgets}
@@ -118,7 +120,7 @@ def run_eval(
     except (PlannerError, sqlite3.DatabaseError) as exc:
         raise EvalInputError(f"cannot open the store: {exc}") from None
     with store, grpc.insecure_channel(settings.address) as channel:
-        embedder = default_embedder()
+        embedder = default_embedder(read_environment().model_dir)
         index = VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
                                           dim=embedder.dim)
         t0 = time.perf_counter()

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 TEXT_SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain"}
-DEFAULT_DATA = Path("data/demo")
 _FIRST_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 _MAX_ERRORS_SHOWN = 20
 
@@ -30,6 +29,8 @@ _MAX_ERRORS_SHOWN = 20
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ingest`` and ``fetch-corpus`` subcommands."""
     from planner_svc.ingest.corpus import DEFAULT_CACHE
+    from planner_svc.ingest.pipeline import DEFAULT_BATCH_SIZE
+    from planner_svc.settings import DEFAULT_DATA_DIR
 
     ingest = subparsers.add_parser(
         "ingest",
@@ -41,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "path", help="a .md/.markdown/.txt file, a directory, a .jsonl file, or - (stdin JSONL)"
     )
     ingest.add_argument(
-        "--data", type=Path, default=DEFAULT_DATA, help=f"data directory (default {DEFAULT_DATA})"
+        "--data", type=Path, default=DEFAULT_DATA_DIR,
+        help=f"data directory (default {DEFAULT_DATA_DIR})",
     )
     ingest.add_argument(
         "--valid-from",
@@ -58,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="version tx of documents without one, microseconds since the epoch (default now)",
     )
     ingest.add_argument(
-        "--batch-size", type=int, default=256, help="documents embedded together (default 256)"
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+        help=f"documents embedded together (default {DEFAULT_BATCH_SIZE})",
     )
     ingest.add_argument(
         "--no-vectors", action="store_true", help="write no vectors (no semantic recall)"
@@ -158,8 +161,10 @@ def _sources(args: argparse.Namespace) -> tuple[Iterable[object], int | None, li
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    from planner_svc.clock import wall_clock_us
     from planner_svc.core.errors import ConfigError
     from planner_svc.ingest.pipeline import DocumentIn, ingest_documents
+    from planner_svc.settings import read_environment
     from planner_svc.store import Store
 
     try:
@@ -172,7 +177,7 @@ def _ingest(args: argparse.Namespace) -> int:
         from planner_svc.embed import default_embedder
 
         try:
-            embedder = default_embedder()
+            embedder = default_embedder(read_environment().model_dir)
         except ConfigError as exc:
             print(f"planner-svc ingest: {exc}", file=sys.stderr)
             return 2
@@ -192,7 +197,7 @@ def _ingest(args: argparse.Namespace) -> int:
                 store,
                 embedder,
                 documents(),
-                now_us=time.time_ns() // 1000,
+                now_us=wall_clock_us(),
                 progress=not args.quiet,
                 total=total,
                 batch_size=args.batch_size,

@@ -78,6 +78,9 @@ DOCUMENT_LABEL = "document"
 PASSAGE_LABEL = "passage"
 EMBEDDER_META_KEY = "embedder"
 
+DEFAULT_BATCH_SIZE = 256
+"""Documents parsed, embedded and committed together by default."""
+
 FTS_RESOLVE_MAX_TITLES = 64
 """Up to this many new titles, late mentions are found by FTS phrase lookup; above, by a scan."""
 
@@ -565,7 +568,7 @@ def ingest_documents(
     now_us: int,
     progress: bool = False,
     total: int | None = None,
-    batch_size: int = 256,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_passage_bytes: int = DEFAULT_MAX_PASSAGE_BYTES,
     min_passage_bytes: int = DEFAULT_MIN_PASSAGE_BYTES,
 ) -> IngestReport:

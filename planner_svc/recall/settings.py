@@ -9,9 +9,22 @@ unrelated neighbours sit close to the best one), and one hop of decay 0.8.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import ClassVar
 
 from planner_svc.core.errors import ConfigError
+from planner_svc.core.limits import MAX_LEG_RESULTS, Bounds
+
+SHARPNESS = Bounds(0.1, 16.0)
+"""A leg's sharpness exponent."""
+HOP_DECAY = Bounds(0.0, 1.0, low_open=True)
+"""Score multiplier per hop."""
+FRONTIER = Bounds(1, 10000)
+"""Nodes kept per hop; leg hits seeding expansion."""
+DEFAULT_RESULTS = Bounds(1, MAX_LEG_RESULTS)
+"""A leg's default ``k`` / ``limit``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,15 +50,22 @@ class RecallSettings:
     default_k: int = 50
     default_limit: int = 50
 
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
+        "structured_sharpness": SHARPNESS,
+        "semantic_sharpness": SHARPNESS,
+        "hop_decay": HOP_DECAY,
+        "max_frontier": FRONTIER,
+        "expand_seeds": FRONTIER,
+        "default_k": DEFAULT_RESULTS,
+        "default_limit": DEFAULT_RESULTS,
+    })
+    """The allowed interval of each field (validation, flags and their help read it)."""
+
     def __post_init__(self) -> None:
-        for name in ("structured_sharpness", "semantic_sharpness"):
+        for name, bounds in self.BOUNDS.items():
             value = getattr(self, name)
-            if not math.isfinite(value) or not 0.1 <= value <= 16.0:
-                raise ConfigError(name, f"must be in [0.1, 16], got {value!r}")
-        if not math.isfinite(self.hop_decay) or not 0.0 < self.hop_decay <= 1.0:
-            raise ConfigError("hop_decay", f"must be in (0, 1], got {self.hop_decay!r}")
-        for name, high in (("max_frontier", 10000), ("expand_seeds", 10000),
-                           ("default_k", 1000), ("default_limit", 1000)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-                raise ConfigError(name, f"must be an integer in 1..{high}, got {value!r}")
+            if bounds.integral:
+                if isinstance(value, bool) or not isinstance(value, int) or value not in bounds:
+                    raise ConfigError(name, f"must be an integer in {bounds}, got {value!r}")
+            elif not math.isfinite(value) or value not in bounds:
+                raise ConfigError(name, f"must be in {bounds}, got {value!r}")

@@ -20,9 +20,11 @@ from planner_svc.cliargs import (
     DEFAULT_ADDRESS,
     address,
     auth_metadata,
-    int_range,
+    bounded,
     unavailable_hint,
 )
+from planner_svc.core.limits import BUDGET_TOKENS
+from planner_svc.research.planner import DEFAULT_MAX_DEPTH, PlannerSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,15 +47,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     p.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                    help=f"HOST:PORT ({DEFAULT_ADDRESS})")
-    p.add_argument("--budget", type=int_range(1, 10_000_000), default=None,
+    caps = PlannerSettings.BOUNDS
+    p.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
                    help="evidence budget per plan (tokens)")
     p.add_argument(
         "--max-depth",
-        type=int_range(-1, 64),
+        type=bounded(int, caps["max_depth"]),
         default=None,
-        help="follow-up rounds: 0 = server default (2), -1 = none",
+        help=f"follow-up rounds: 0 = server default ({DEFAULT_MAX_DEPTH}), -1 = none",
     )
-    p.add_argument("--replan-every", type=int_range(1, 1000), default=None,
+    p.add_argument("--replan-every", type=bounded(int, caps["replan_every"]), default=None,
                    help="completed leads per replan")
     p.add_argument(
         "--provider",

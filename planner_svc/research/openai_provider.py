@@ -12,7 +12,6 @@ errors, a malformed body or an answer outside the schema fail at once with Provi
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import urllib.error
@@ -32,17 +31,13 @@ from planner_svc.research.provider import (
     parse_answer,
 )
 
-ENV_BASE_URL = "PLANNER_LLM_BASE_URL"
-ENV_MODEL = "PLANNER_LLM_MODEL"
-ENV_API_KEY = "PLANNER_LLM_API_KEY"
-ENV_TIMEOUT_S = "PLANNER_LLM_TIMEOUT_S"
-
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpenAISettings:
-    """Endpoint settings.
+    """Endpoint settings (the server reads them from the ``PLANNER_LLM_*`` variables, see
+    :func:`planner_svc.settings.read_environment`).
 
     Attributes:
         base_url: API root including the version path (``http://127.0.0.1:8000/v1``).
@@ -79,28 +74,6 @@ class OpenAISettings:
             raise ConfigError("backoff_s", "back-off delays must be >= 0")
         if self.max_tokens < 16:
             raise ConfigError("max_tokens", f"{self.max_tokens}; must be >= 16")
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> OpenAISettings | None:
-        """Settings from ``PLANNER_LLM_BASE_URL``, ``PLANNER_LLM_MODEL``,
-        ``PLANNER_LLM_API_KEY`` and ``PLANNER_LLM_TIMEOUT_S``; None when the URL or the model
-        is unset. Raises ConfigError for a malformed value."""
-        env = os.environ if env is None else env
-        base_url = env.get(ENV_BASE_URL, "").strip()
-        model = env.get(ENV_MODEL, "").strip()
-        if not base_url or not model:
-            return None
-        timeout_raw = env.get(ENV_TIMEOUT_S, "").strip()
-        try:
-            timeout_s = float(timeout_raw) if timeout_raw else 30.0
-        except ValueError:
-            raise ConfigError(ENV_TIMEOUT_S, f"{timeout_raw!r} is not a number") from None
-        return cls(
-            base_url=base_url.rstrip("/"),
-            model=model,
-            api_key=env.get(ENV_API_KEY) or None,
-            timeout_s=timeout_s,
-        )
 
 
 class OpenAIProvider:

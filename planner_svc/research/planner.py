@@ -9,9 +9,13 @@ leads.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import ClassVar
 
 from planner_svc.core.errors import ConfigError
+from planner_svc.core.limits import Bounds
 from planner_svc.research.digest import Digest, SubQuestion, render_digest
 from planner_svc.research.provider import PlannerProvider, PlanningRequest, Usage
 
@@ -23,9 +27,12 @@ DEFAULT_MAX_DEPTH = 2
 DEPTH_NONE = -1
 """``max_depth`` value meaning no follow-up round at all (distinct from 0, "unset")."""
 
-MAX_LEADS_PER_ROUND = 16
-MAX_REPLAN_EVERY = 100
-MAX_DEPTH_LIMIT = 8
+LEADS_PER_ROUND = Bounds(1, 16)
+"""Sub-questions (one lead each) a round may add."""
+REPLAN_EVERY = Bounds(1, 100)
+"""Completed leads between replans."""
+MAX_DEPTH = Bounds(DEPTH_NONE, 8)
+"""Follow-up rounds: -1 (none), 0 (unset: the default) or a count."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,15 +55,19 @@ class PlannerSettings:
     replan_every: int = DEFAULT_REPLAN_EVERY
     max_depth: int = 0
 
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
+        "max_initial_leads": LEADS_PER_ROUND,
+        "max_new_leads": LEADS_PER_ROUND,
+        "replan_every": REPLAN_EVERY,
+        "max_depth": MAX_DEPTH,
+    })
+    """The allowed interval of each field (validation, flags and their help read it)."""
+
     def __post_init__(self) -> None:
-        for name, value, low, high in (
-            ("max_initial_leads", self.max_initial_leads, 1, MAX_LEADS_PER_ROUND),
-            ("max_new_leads", self.max_new_leads, 1, MAX_LEADS_PER_ROUND),
-            ("replan_every", self.replan_every, 1, MAX_REPLAN_EVERY),
-            ("max_depth", self.max_depth, DEPTH_NONE, MAX_DEPTH_LIMIT),
-        ):
-            if not low <= value <= high:
-                raise ConfigError(name, f"{value}; allowed range {low}..{high}")
+        for name, bounds in self.BOUNDS.items():
+            value = getattr(self, name)
+            if value not in bounds:
+                raise ConfigError(name, f"{value}; allowed range {bounds}")
 
     @property
     def follow_up_rounds(self) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
@@ -22,6 +21,7 @@ import grpc
 import structlog
 
 from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
+from planner_svc.clock import wall_clock_us
 from planner_svc.core.errors import Cancelled, InvalidRequest, PlannerError
 from planner_svc.research import wire
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS
@@ -132,7 +132,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
             start = wire.start_from_proto(first)
             # One snapshot per session: absent as-of times are pinned to the start, so every
             # sub-question's evidence plan reads the same store state (echoed in the settings).
-            now_us = time.time_ns() // 1000
+            now_us = wall_clock_us()
             start = dataclasses.replace(
                 start,
                 at_valid_us=now_us if start.at_valid_us is None else start.at_valid_us,

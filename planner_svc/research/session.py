@@ -32,6 +32,7 @@ from typing import Protocol
 
 from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.core.errors import InvalidRequest, PlannerError
+from planner_svc.core.limits import MAX_BUDGET_TOKENS
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS, Digest, SubQuestion
 from planner_svc.research.leads import Lead, leads_across
 from planner_svc.research.planner import Planner, PlannerSettings
@@ -71,10 +72,6 @@ class PlanEvidence(Protocol):
     ) -> plan_pb2.EvidencePlan:
         """An evidence plan for ``question_text`` as of the given times (microseconds)."""
         ...
-
-
-MAX_EVIDENCE_BUDGET_TOKENS = 10_000_000
-"""Largest evidence budget a session may ask for (the Plan RPC's own limit), tokens."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,10 +119,10 @@ class SessionStart:
                 )
             if actor in self.actors[:i]:
                 raise InvalidRequest(f"start.actors[{i}]", f"{actor!r} is listed twice")
-        if self.budget_tokens is not None and self.budget_tokens > MAX_EVIDENCE_BUDGET_TOKENS:
+        if self.budget_tokens is not None and self.budget_tokens > MAX_BUDGET_TOKENS:
             raise InvalidRequest(
                 "start.budget_tokens",
-                f"{self.budget_tokens}; must be <= {MAX_EVIDENCE_BUDGET_TOKENS}",
+                f"{self.budget_tokens}; must be <= {MAX_BUDGET_TOKENS}",
             )
         if self.budget_tokens is not None and self.budget_tokens < 1:
             raise InvalidRequest(

@@ -29,7 +29,7 @@ from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2, pl
 from planner_svc.server.auth import BearerTokenInterceptor
 from planner_svc.server.backends import Backends
 from planner_svc.server.servicers import EvidencePlannerServicer, MemoryServicer
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings
 
 log = structlog.get_logger("planner_svc.server")
 
@@ -63,7 +63,6 @@ def _add_research(server: grpc.Server, backends: Backends) -> str:
     """Register the research stream; its sub-question plans come from this server's planner."""
     from planner_svc.api.planner.v1 import research_pb2
     from planner_svc.research.entities import TitleEntityLookup
-    from planner_svc.research.openai_provider import OpenAISettings
     from planner_svc.research.providers import make_provider_factory
     from planner_svc.research.servicer import add_research_servicer
 
@@ -72,35 +71,35 @@ def _add_research(server: grpc.Server, backends: Backends) -> str:
         plan_evidence=backends.plan_question,
         provider_factory=make_provider_factory(
             entities=TitleEntityLookup(backends.store),
-            openai=OpenAISettings.from_env(),
-            cassette_dir=backends.settings.cassette_dir,
+            openai=backends.settings.research.openai,
+            cassette_dir=backends.settings.research.cassette_dir,
         ),
         # Half the handler threads at most, so Plan and health checks always find one.
-        max_sessions=max(1, backends.settings.max_workers // 2),
+        max_sessions=backends.settings.research_sessions,
     )
     return str(research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name)
 
 
 def create_server(settings: ServerSettings, backends: Backends) -> RunningServer:
-    """Build and start a server bound to ``settings.address``; returns it with its port.
+    """Build and start a server bound to ``settings.transport.address``; returns it with its port.
 
     Raises:
         RuntimeError: the address could not be bound.
     """
     interceptors: list[Any] = []
-    if settings.auth_token:
-        interceptors.append(BearerTokenInterceptor(settings.auth_token))
+    if settings.transport.auth_token:
+        interceptors.append(BearerTokenInterceptor(settings.transport.auth_token))
     options = [
-        ("grpc.max_receive_message_length", settings.max_message_bytes),
-        ("grpc.max_send_message_length", settings.max_message_bytes),
-        ("grpc.so_reuseport", 1 if settings.reuse_port else 0),
+        ("grpc.max_receive_message_length", settings.transport.max_message_bytes),
+        ("grpc.max_send_message_length", settings.transport.max_message_bytes),
+        ("grpc.so_reuseport", 1 if settings.transport.reuse_port else 0),
     ]
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=settings.max_workers,
+        futures.ThreadPoolExecutor(max_workers=settings.transport.max_workers,
                                    thread_name_prefix="planner-rpc"),
         interceptors=interceptors,
         options=options,
-        maximum_concurrent_rpcs=settings.max_workers * 16,
+        maximum_concurrent_rpcs=settings.transport.max_workers * 16,
     )
     plan_pb2_grpc.add_EvidencePlannerServicer_to_server(
         EvidencePlannerServicer(backends.planner), server
@@ -118,15 +117,15 @@ def create_server(settings: ServerSettings, backends: Backends) -> RunningServer
          reflection.SERVICE_NAME],
         server,
     )
-    if settings.tls_cert is not None and settings.tls_key is not None:
+    if settings.transport.tls_cert is not None and settings.transport.tls_key is not None:
         creds = grpc.ssl_server_credentials(
-            [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())]
+            [(settings.transport.tls_key.read_bytes(), settings.transport.tls_cert.read_bytes())]
         )
-        port = server.add_secure_port(settings.address, creds)
+        port = server.add_secure_port(settings.transport.address, creds)
     else:
-        port = server.add_insecure_port(settings.address)
+        port = server.add_insecure_port(settings.transport.address)
     if port == 0:
-        raise RuntimeError(f"could not bind {settings.address}")
+        raise RuntimeError(f"could not bind {settings.transport.address}")
     server.start()
     for name in ("", *names):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -135,21 +134,23 @@ def create_server(settings: ServerSettings, backends: Backends) -> RunningServer
 
 def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> int:
     """Open the backends, serve until SIGINT/SIGTERM, then shut down gracefully."""
+    transport = settings.transport
     backends = Backends.open(settings)
     running = create_server(settings, backends)
-    if settings.metrics_port is not None:
+    if transport.metrics_port is not None:
         from prometheus_client import start_http_server
 
         try:
-            start_http_server(settings.metrics_port, addr=settings.host)
+            start_http_server(transport.metrics_port, addr=transport.host)
         except OSError as exc:
             running.stop(0)
             raise RuntimeError(
-                f"cannot serve metrics on {settings.host}:{settings.metrics_port}: {exc.strerror}"
+                f"cannot serve metrics on {transport.host}:{transport.metrics_port}: "
+                f"{exc.strerror}"
             ) from None
     facts = backends.describe()
-    log.info("serving", address=f"{settings.host}:{running.port}", data_dir=str(settings.data_dir),
-             **facts)
+    log.info("serving", address=f"{transport.host}:{running.port}",
+             data_dir=str(settings.data_dir), **facts)
     if not facts["sources"]:
         log.warning("store_empty", data_dir=str(settings.data_dir),
                     hint="every plan will be empty: ingest documents with "
@@ -164,10 +165,9 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
     if ready is not None:
         ready.set()
     stop.wait()
-    log.info("shutting_down", drain_s=settings.drain_s, grace_s=settings.grace_s)
-    running.stop(settings.grace_s, drain_s=settings.drain_s)
+    log.info("shutting_down", drain_s=transport.drain_s, grace_s=transport.grace_s)
+    running.stop(transport.grace_s, drain_s=transport.drain_s)
     return 0
-
 
 
 def _worker_main(settings: ServerSettings, log_json: bool, log_level: str) -> None:
@@ -179,56 +179,28 @@ def _worker_main(settings: ServerSettings, log_json: bool, log_level: str) -> No
 
 
 def serve_workers(
-    settings: ServerSettings, workers: int, *, log_json: bool = True, log_level: str = "info"
+    settings: ServerSettings, *, log_json: bool = True, log_level: str = "info"
 ) -> int:
-    """Serve from ``workers`` processes sharing one port (SO_REUSEPORT), until SIGINT/SIGTERM.
+    """Serve from ``settings.workers`` processes sharing one port (SO_REUSEPORT), until
+    SIGINT/SIGTERM.
 
     The parent opens the backends once first, so the vector index is built or caught up and
     persisted before any worker starts; workers then map the same index files. Workers are
-    started with ``spawn`` (never ``fork`` once gRPC or FAISS exist, DESIGN section 8).
-
-    Raises:
-        ConfigError: ``workers`` < 1 or > 64, or port 0 with several workers.
+    started with ``spawn`` (never ``fork`` once gRPC or FAISS exist, see docs/architecture.md).
     """
-    import dataclasses
     import multiprocessing
 
-    from planner_svc.core.errors import ConfigError
-
-    if not 1 <= workers <= 64:
-        raise ConfigError("workers", f"must be in 1..64, got {workers}")
-    if workers == 1:
+    if settings.workers == 1:
         return serve(settings)
-    if settings.port == 0:
-        raise ConfigError("port", "several workers need a fixed port (0 picks one per process)")
-    if settings.metrics_port is not None:
-        metrics = range(settings.metrics_port, settings.metrics_port + workers)
-        if metrics.stop - 1 > 65535 or settings.port in metrics:
-            raise ConfigError(
-                "metrics_port",
-                f"workers export metrics on {metrics.start}..{metrics.stop - 1}: that range must "
-                f"stay within 1..65535 and leave out the gRPC port {settings.port}",
-            )
     Backends.open(settings).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [
         ctx.Process(
             target=_worker_main,
-            args=(
-                dataclasses.replace(
-                    settings,
-                    reuse_port=True,
-                    # Each worker exports its own metrics: worker i on metrics_port + i.
-                    metrics_port=(
-                        None if settings.metrics_port is None else settings.metrics_port + i
-                    ),
-                ),
-                log_json,
-                log_level,
-            ),
+            args=(settings.worker(i), log_json, log_level),
             name=f"planner-worker-{i}",
         )
-        for i in range(workers)
+        for i in range(settings.workers)
     ]
     stop = threading.Event()
 
@@ -239,7 +211,7 @@ def serve_workers(
     signal.signal(signal.SIGINT, on_signal)
     for proc in procs:
         proc.start()
-    log.info("workers_started", workers=workers, pids=[p.pid for p in procs])
+    log.info("workers_started", workers=settings.workers, pids=[p.pid for p in procs])
     while not stop.wait(0.5):
         if any(not p.is_alive() for p in procs):
             log.error("worker_exited", codes=[p.exitcode for p in procs])
@@ -248,6 +220,6 @@ def serve_workers(
         if proc.is_alive() and proc.pid is not None:
             os.kill(proc.pid, signal.SIGTERM)
     for proc in procs:
-        proc.join(settings.grace_s + 10)
+        proc.join(settings.transport.grace_s + 10)
     failed = [p.exitcode for p in procs if p.exitcode not in (0, None)]
     return 1 if failed and not stop.is_set() else 0

@@ -11,7 +11,6 @@ so versions commit in transaction-time order.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -22,11 +21,12 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
+from planner_svc.clock import wall_clock_us
 from planner_svc.core.errors import Cancelled, ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
 from planner_svc.index.fresh import FreshIndex
 from planner_svc.recall.planner import EvidencePlanner
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings
 
 INGEST_BATCH = 256
 """Documents of an ingest stream committed (and indexed) together."""
@@ -36,10 +36,6 @@ _OUTCOMES = {
     "replaced": memory_pb2.INGEST_OUTCOME_REPLACED,
     "unchanged": memory_pb2.INGEST_OUTCOME_UNCHANGED,
 }
-
-
-def _now_us() -> int:
-    return time.time_ns() // 1000
 
 
 @dataclass(slots=True)
@@ -79,7 +75,7 @@ class Backends:
             from planner_svc.embed import default_embedder
             from planner_svc.index import VectorIndex
 
-            embedder = default_embedder()
+            embedder = default_embedder(settings.model_dir)
             index = FreshIndex(
                 VectorIndex.open_or_build(
                     settings.data_dir, store, embedder_name=embedder.name, dim=embedder.dim
@@ -87,8 +83,8 @@ class Backends:
                 store,
             )
         planner = EvidencePlanner(
-            store, index=index, embedder=embedder, config=settings.planner,
-            counter=default_counter(settings.models_path),
+            store, index=index, embedder=embedder, config=settings.selection,
+            counter=default_counter(settings.models_path), recall=settings.recall,
         )
         return cls(store=store, embedder=embedder, index=index, planner=planner,
                    settings=settings, write_lock=threading.Lock())
@@ -130,7 +126,7 @@ class Backends:
         )
         if self.index is None:
             request.ClearField("semantic")  # store-only server: the structured leg alone
-        query = plan_query_from_proto(request, now_us=_now_us(), config=self.planner.config,
+        query = plan_query_from_proto(request, now_us=wall_clock_us(), config=self.planner.config,
                                       recall=self.planner.recall)
         return plan_result_to_proto(self.planner.plan(query))
 
@@ -183,7 +179,7 @@ class Backends:
         summary = memory_pb2.IngestSummary()
         while batch := read_batch():
             with self.write_lock:
-                report = ingest_documents(self.store, self.embedder, batch, now_us=_now_us())
+                report = ingest_documents(self.store, self.embedder, batch, now_us=wall_clock_us())
                 if self.index is not None:
                     self.index.sync()
             summary.received += report.received
@@ -216,7 +212,7 @@ class Backends:
         if not request.HasField("node"):
             raise InvalidRequest("node", "is required")
         n = request.node
-        now = _now_us()
+        now = wall_clock_us()
         try:
             write = NodeWrite(
                 node_id=n.node_id,
@@ -241,7 +237,7 @@ class Backends:
         with self.write_lock:
             # Node and vector commit together: the index treats every version id up to the
             # store's maximum as covered, so a vector committed later would be missed.
-            with self.store.stamped(None, now_us=_now_us()) as tx:
+            with self.store.stamped(None, now_us=wall_clock_us()) as tx:
                 self.store.check_provenance(
                     [SpanRef(p.source_id, p.source_version_tx, p.start, p.end)
                      for p in n.provenance],
@@ -260,7 +256,7 @@ class Backends:
         Raises:
             InvalidRequest: a field is malformed.
         """
-        now = _now_us()
+        now = wall_clock_us()
         with self.write_lock, self.store.stamped(None, now_us=now) as stamp:
             tx = self.store.put_edge(
                 request.src_node_id,

@@ -6,7 +6,6 @@ No algorithm lives here: recall and selection are in :mod:`planner_svc.recall` a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -14,6 +13,7 @@ import grpc
 import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2, plan_pb2_grpc
+from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.convert import plan_query_from_proto, plan_result_to_proto
 from planner_svc.core.errors import PlannerError
 from planner_svc.recall.planner import EvidencePlanner
@@ -22,15 +22,6 @@ from planner_svc.server.observe import PLAN_SPANS, PLAN_USED_TOKENS, RpcTimer, r
 
 log = structlog.get_logger("planner_svc.server")
 _T = TypeVar("_T")
-
-Clock = Callable[[], int]
-"""Returns now in microseconds since the Unix epoch."""
-
-
-def wall_clock_us() -> int:
-    """Now, in microseconds since the Unix epoch."""
-    return time.time_ns() // 1000
-
 
 class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
     """``planner.v1.EvidencePlanner``: the Plan RPC."""

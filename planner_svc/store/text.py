@@ -18,12 +18,10 @@ import re
 import unicodedata
 
 from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.limits import INT64
 
 MAX_ID_CHARS = 1024
 """Longest accepted source or node id, in characters."""
-
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 
 MAX_QUERY_TERMS = 32
 """At most this many distinct terms of a user query reach FTS5 (the first ones, in order)."""
@@ -100,7 +98,7 @@ def check_time(value: object, *, field: str) -> int:
     """
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidRequest(field, f"expected integer microseconds, got {value!r}")
-    if not INT64_MIN <= value <= INT64_MAX:
+    if value not in INT64:
         raise InvalidRequest(field, f"{value} is outside the signed 64-bit range")
     return value
 

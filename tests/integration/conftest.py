@@ -13,7 +13,7 @@ import pytest
 from planner_svc.api.planner.v1 import memory_pb2_grpc, plan_pb2_grpc
 from planner_svc.server.app import RunningServer, create_server
 from planner_svc.server.backends import Backends
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings, TransportSettings
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "wiki_fixture.jsonl"
 
@@ -78,7 +78,8 @@ def start(settings: ServerSettings) -> Live:
 @pytest.fixture(scope="session")
 def live(fixture_data_dir: Path) -> Iterator[Live]:
     """A server over the fixture for the whole session."""
-    server = start(ServerSettings(data_dir=fixture_data_dir, port=0, max_workers=4))
+    server = start(ServerSettings(data_dir=fixture_data_dir,
+                                  transport=TransportSettings(port=0, max_workers=4)))
     yield server
     server.channel.close()
     server.running.stop(0)

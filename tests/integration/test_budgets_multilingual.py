@@ -12,7 +12,7 @@ import pytest
 
 from planner_svc.api.planner.v1 import memory_pb2
 from planner_svc.server.client import question_request
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import Live, start
 
 pytestmark = pytest.mark.integration
@@ -27,8 +27,8 @@ QUESTIONS = (
 
 @pytest.fixture(scope="module")
 def multilingual(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    live = start(ServerSettings(data_dir=tmp_path_factory.mktemp("ml") / "data", port=0,
-                                max_workers=4))
+    live = start(ServerSettings(data_dir=tmp_path_factory.mktemp("ml") / "data",
+                                transport=TransportSettings(port=0, max_workers=4)))
     docs = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
     summary = live.memory.IngestSources(iter(
         memory_pb2.SourceDocument(source_id=d["sourceId"], title=d["title"],

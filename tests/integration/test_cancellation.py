@@ -16,7 +16,7 @@ from planner_svc.core.config import PlannerConfig
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.app import create_server
 from planner_svc.server.backends import Backends
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings, TransportSettings
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +69,8 @@ class SlowStore:
 
 def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
     store = SlowStore()
-    settings = ServerSettings(data_dir=tmp_path, port=0, semantic=False)
+    settings = ServerSettings(data_dir=tmp_path, semantic=False,
+                              transport=TransportSettings(port=0))
     planner = EvidencePlanner(store, index=None, embedder=None, config=PlannerConfig())
     backends = Backends(store=store, embedder=None, index=None, planner=planner,
                         settings=settings, write_lock=threading.Lock())

@@ -5,7 +5,6 @@ Every test talks to a real server over gRPC, on an empty data directory of its o
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,9 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from planner_svc.api.planner.v1 import memory_pb2
+from planner_svc.clock import wall_clock_us
 from planner_svc.server.client import question_request
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings, TransportSettings
 from planner_svc.store import Store
 from tests.integration.conftest import Live, start
 
@@ -30,7 +30,8 @@ HOUR_US = 3_600_000_000
 
 @pytest.fixture
 def empty(tmp_path: Path) -> Iterator[Live]:
-    server = start(ServerSettings(data_dir=tmp_path / "data", port=0, max_workers=4))
+    server = start(ServerSettings(data_dir=tmp_path / "data",
+                                  transport=TransportSettings(port=0, max_workers=4)))
     yield server
     server.channel.close()
     server.running.stop(0)
@@ -47,16 +48,12 @@ def _ingest(live: Live, *docs: memory_pb2.SourceDocument) -> memory_pb2.IngestSu
     return live.memory.IngestSources(iter(docs), timeout=60)
 
 
-def _now_us() -> int:
-    return time.time_ns() // 1000
-
-
 def test_a_proposed_version_tx_is_never_earlier_than_the_latest_recorded(empty: Live) -> None:
     first = _ingest(empty, _doc("notes/a", "# Alpha\n\nAlpha text.", version_tx=T1))
     assert [(s.source_id, s.version_tx, s.outcome) for s in first.sources] == [
         ("notes/a", T1, memory_pb2.INGEST_OUTCOME_CREATED)
     ]
-    before = _now_us()
+    before = wall_clock_us()
     second = _ingest(
         empty,
         _doc("notes/b", "# Beta\n\nBackdated.", version_tx=T0),
@@ -64,7 +61,7 @@ def test_a_proposed_version_tx_is_never_earlier_than_the_latest_recorded(empty: 
         _doc("notes/d", "# Delta\n\nNo time proposed."),
         _doc("notes/e", "# Epsilon\n\nNo time proposed either."),
         _doc("notes/f", "# Zeta\n\nAt the very beginning of time.", version_tx=INT64_MIN),
-        _doc("notes/g", "# Eta\n\nFrom the future.", version_tx=_now_us() + HOUR_US),
+        _doc("notes/g", "# Eta\n\nFrom the future.", version_tx=wall_clock_us() + HOUR_US),
     )
     assert (second.received, second.ingested, second.failed) == (6, 3, 3)
     reasons = {e.source_id: e.reason for e in second.errors}
@@ -138,7 +135,7 @@ def test_edges_derived_at_ingest_take_the_time_of_the_write_that_derives_them(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    live = start(ServerSettings(data_dir=data, port=0, max_workers=4))
+    live = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0, max_workers=4)))
     try:
         # A bulk load at one fixed time: the mention is found late (the title arrives after
         # the passage naming it) and still carries the load's time.

@@ -11,7 +11,7 @@ import pytest
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
 from planner_svc.server.client import question_request
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import Live, start
 
 pytestmark = pytest.mark.integration
@@ -23,7 +23,8 @@ TX = 1_790_000_000_000_000  # after the fixture's version time, before now
 def fresh(fixture_data_dir: Path, tmp_path: Path) -> Iterator[Live]:
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, port=0, max_workers=4))
+    server = start(ServerSettings(data_dir=data,
+                                  transport=TransportSettings(port=0, max_workers=4)))
     yield server
     server.channel.close()
     server.running.stop(0)
@@ -81,7 +82,8 @@ def test_put_node_rejects_bad_fields(fresh: Live) -> None:
 def test_bearer_token_is_required_when_configured(fixture_data_dir: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, port=0, auth_token="s3cret"))
+    server = start(ServerSettings(data_dir=data,
+                                  transport=TransportSettings(port=0, auth_token="s3cret")))
     try:
         request = question_request("Johnny Cash", budget_tokens=200)
         with pytest.raises(grpc.RpcError) as info:
@@ -104,7 +106,7 @@ def test_running_server_catches_up_with_another_process_ingest(
 
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, port=0))
+    server = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0)))
     try:
         with Store.open(data) as store:  # what `planner-svc ingest --data` does, beside it
             ingest_documents(store, default_embedder(), [DocumentIn(
@@ -133,7 +135,7 @@ def test_cancelled_ingest_keeps_completed_batches(
 
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, port=0))
+    server = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0)))
     release = threading.Event()
     sent = threading.Event()
 
@@ -179,6 +181,7 @@ def test_serve_refuses_a_folder_that_is_not_a_data_directory(tmp_path: Path) -> 
 
     (tmp_path / "notes.md").write_text("# My notes\n")
     with pytest.raises(ConfigError) as info:
-        Backends.open(ServerSettings(data_dir=tmp_path, port=0, semantic=False))
+        Backends.open(ServerSettings(data_dir=tmp_path, semantic=False,
+                                     transport=TransportSettings(port=0)))
     assert info.value.field == "data_dir"
     assert not (tmp_path / "store.sqlite").exists()

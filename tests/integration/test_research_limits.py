@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 from planner_svc.server.client import question_request
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import start
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,8 @@ def test_sessions_beyond_the_limit_are_refused_and_plans_still_run(
 ) -> None:
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, port=0, max_workers=4))  # 2 sessions at most
+    transport = TransportSettings(port=0, max_workers=4)  # 2 sessions at most
+    server = start(ServerSettings(data_dir=data, transport=transport))
     release = threading.Event()
     stub = research_pb2_grpc.ResearchPlannerStub(server.channel)
     calls = []
@@ -62,7 +63,7 @@ def test_sessions_beyond_the_limit_are_refused_and_plans_still_run(
 def test_research_errors_carry_the_request_id(fixture_data_dir: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, port=0))
+    server = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0)))
     try:
         stub = research_pb2_grpc.ResearchPlannerStub(server.channel)
         bad = research_pb2.ResearchEvent()

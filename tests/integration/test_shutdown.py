@@ -12,7 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.server.client import question_request
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import start
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 def test_drain_then_stop(fixture_data_dir: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, port=0))
+    server = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0)))
     health = health_pb2_grpc.HealthStub(server.channel)
     request = question_request("Johnny Cash", budget_tokens=200)
     assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == 1

@@ -15,7 +15,6 @@ import pytest
 from planner_svc.core.errors import ConfigError
 from planner_svc.embed import (
     DEFAULT_MODEL_NAME,
-    MODEL_DIR_ENV,
     Embedder,
     HashingEmbedder,
     Model2VecEmbedder,
@@ -23,6 +22,7 @@ from planner_svc.embed import (
     default_model_dir,
     normalize_rows,
 )
+from planner_svc.settings import ENV_MODEL_DIR, read_environment
 
 REPO_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / DEFAULT_MODEL_NAME
 
@@ -102,8 +102,9 @@ def model() -> Embedder:
 
 
 def test_default_model_dir_is_the_repository_copy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(MODEL_DIR_ENV, raising=False)
-    assert default_model_dir() == REPO_MODEL_DIR
+    monkeypatch.delenv(ENV_MODEL_DIR, raising=False)
+    assert read_environment().model_dir is None
+    assert default_model_dir(read_environment().model_dir) == REPO_MODEL_DIR
 
 
 def test_default_embedder_identity(model: Embedder) -> None:
@@ -226,9 +227,9 @@ def test_model_loads_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_model_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     copy = tmp_path / "other-model"
     shutil.copytree(REPO_MODEL_DIR, copy)
-    monkeypatch.setenv(MODEL_DIR_ENV, str(copy))
-    assert default_model_dir() == copy.resolve()
-    emb = default_embedder()
+    monkeypatch.setenv(ENV_MODEL_DIR, str(copy))
+    assert default_model_dir(read_environment().model_dir) == copy.resolve()
+    emb = default_embedder(read_environment().model_dir)
     assert emb.name == "other-model/ordered-f64"
     assert emb.dim == 256
 
@@ -236,10 +237,10 @@ def test_model_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 def test_missing_model_dir_is_a_config_error_not_a_download(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path / "absent"))
+    monkeypatch.setenv(ENV_MODEL_DIR, str(tmp_path / "absent"))
     with pytest.raises(ConfigError) as info:
-        default_embedder()
-    assert info.value.field == MODEL_DIR_ENV
+        default_embedder(read_environment().model_dir)
+    assert info.value.field == ENV_MODEL_DIR
     assert "absent" in info.value.reason
 
     (tmp_path / "partial").mkdir()

@@ -61,7 +61,8 @@ def test_ingest_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_ingest_single_file_with_vectors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(planner_svc.embed, "default_embedder", lambda: HashingEmbedder(dim=16))
+    monkeypatch.setattr(planner_svc.embed, "default_embedder",
+                        lambda model_dir=None: HashingEmbedder(dim=16))
     monkeypatch.chdir(tmp_path)
     Path("a.md").write_text("# Alpha\n\nOne.\n\nTwo.\n")
     assert main(["ingest", "a.md", "--data", "d", "--quiet"]) == 0

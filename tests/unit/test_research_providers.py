@@ -228,14 +228,16 @@ def test_prompt_delimits_the_question_and_the_digest() -> None:
 
 
 def test_settings_from_env() -> None:
-    assert OpenAISettings.from_env({}) is None
-    s = OpenAISettings.from_env(
+    from planner_svc.settings import read_environment
+
+    assert read_environment({}).openai() is None
+    s = read_environment(
         {
             "PLANNER_LLM_BASE_URL": "http://127.0.0.1:8000/v1/",
             "PLANNER_LLM_MODEL": "m",
             "PLANNER_LLM_TIMEOUT_S": "5",
         }
-    )
+    ).openai()
     assert s is not None
     assert (s.base_url, s.model, s.api_key, s.timeout_s) == (
         "http://127.0.0.1:8000/v1",

@@ -399,9 +399,10 @@ def test_same_events_give_the_same_stream() -> None:
 
 def test_start_budget_beyond_the_plan_limit_is_rejected_at_start() -> None:
     from planner_svc.core.errors import InvalidRequest
-    from planner_svc.research.session import MAX_EVIDENCE_BUDGET_TOKENS, SessionStart
+    from planner_svc.core.limits import MAX_BUDGET_TOKENS
+    from planner_svc.research.session import SessionStart
 
     with pytest.raises(InvalidRequest) as info:
         SessionStart(question="Why?", actors=("web",), session_id="s1",
-                     budget_tokens=MAX_EVIDENCE_BUDGET_TOKENS + 1)
+                     budget_tokens=MAX_BUDGET_TOKENS + 1)
     assert info.value.field == "start.budget_tokens"

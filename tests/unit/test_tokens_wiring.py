@@ -10,7 +10,7 @@ import pytest
 from planner_svc.core.errors import ConfigError
 from planner_svc.server import cli
 from planner_svc.server.backends import Backends
-from planner_svc.server.settings import ServerSettings
+from planner_svc.settings import Environment, ServerSettings, settings_from_flags
 
 
 def _serve_args(*argv: str) -> argparse.Namespace:
@@ -20,8 +20,9 @@ def _serve_args(*argv: str) -> argparse.Namespace:
 
 
 def test_serve_takes_a_models_file() -> None:
-    assert _serve_args("--models", "conf/models.json").models == "conf/models.json"
-    assert _serve_args().models is None
+    given = settings_from_flags(_serve_args("--models", "conf/models.json"), Environment())
+    assert given.models_path == Path("conf/models.json")
+    assert settings_from_flags(_serve_args(), Environment()).models_path is None
     assert ServerSettings(data_dir=Path("d")).models_path is None
 
 

@@ -1,0 +1,419 @@
+"""The server's settings: one frozen, validated tree, the environment, and the ``serve`` flags.
+
+Tree (every node frozen, slotted, keyword-only and validated at construction; an error names the
+field, the value and the allowed range)::
+
+    ServerSettings                 data directory, embedder model, registry, worker processes
+    ├── transport: TransportSettings   bind address, handler threads, message size, shutdown,
+    │                                  metrics, TLS, bearer token
+    ├── selection: PlannerConfig       weighting and selection defaults (planner_svc.core.config)
+    ├── recall: RecallSettings         leg calibration, expansion, default k/limit
+    │                                  (planner_svc.recall.settings)
+    └── research: ResearchSettings     provider cassettes, the OpenAI-compatible endpoint
+
+Each node states its bounds once (a ``BOUNDS`` mapping of :class:`~planner_svc.core.limits.Bounds`
+per field); validation, the flags' argument types and their help text read them, and the flags'
+defaults are the fields' defaults (:data:`SERVE_FLAGS`, :func:`add_serve_flags`,
+:func:`settings_from_flags`). Environment variables are read here and nowhere else
+(:func:`read_environment`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from planner_svc.core.config import PlannerConfig
+from planner_svc.core.errors import ConfigError
+from planner_svc.core.limits import Bounds
+from planner_svc.recall.settings import RecallSettings
+from planner_svc.research.openai_provider import OpenAISettings
+
+__all__ = [
+    "DEFAULT_DATA_DIR",
+    "ENV_AUTH_TOKEN",
+    "ENV_LLM_API_KEY",
+    "ENV_LLM_BASE_URL",
+    "ENV_LLM_MODEL",
+    "ENV_LLM_TIMEOUT_S",
+    "ENV_MODEL_DIR",
+    "SERVE_FLAGS",
+    "Environment",
+    "Flag",
+    "ResearchSettings",
+    "ServerSettings",
+    "TransportSettings",
+    "add_serve_flags",
+    "default_address",
+    "read_environment",
+    "settings_from_flags",
+]
+
+DEFAULT_DATA_DIR = Path("data/demo")
+"""Data directory of every command when none is given (the demo's)."""
+
+ENV_AUTH_TOKEN = "PLANNER_SVC_AUTH_TOKEN"
+"""Bearer token the server requires on every RPC but health and reflection; the clients send it."""
+ENV_MODEL_DIR = "PLANNER_SVC_MODEL_DIR"
+"""Directory of the embedding model, instead of the repository's ``models/minilm-l6-m2v-256``."""
+ENV_LLM_BASE_URL = "PLANNER_LLM_BASE_URL"
+"""Root of an OpenAI-compatible chat-completions API (``http://127.0.0.1:8000/v1``)."""
+ENV_LLM_MODEL = "PLANNER_LLM_MODEL"
+"""Model name sent to that API."""
+ENV_LLM_API_KEY = "PLANNER_LLM_API_KEY"
+"""Bearer token for that API (optional)."""
+ENV_LLM_TIMEOUT_S = "PLANNER_LLM_TIMEOUT_S"
+"""Per-attempt timeout of a model call, seconds (optional)."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransportSettings:
+    """How the gRPC server listens, runs its handlers and shuts down.
+
+    Attributes:
+        host: bind address (loopback by default).
+        port: TCP port, 0..65535; 0 picks a free one (tests).
+        max_workers: gRPC handler threads, 2..256 (open research sessions take at most half).
+        max_message_bytes: largest request/response message, bytes, 1024..2**30.
+        grace_s: graceful-shutdown grace period for in-flight calls, seconds, [0, 300].
+        drain_s: seconds between health turning NOT_SERVING and refusing new calls, so load
+            balancers move traffic away first, [0, 300].
+        reuse_port: allow several processes to share the port (SO_REUSEPORT); off for a single
+            process so a port clash fails loudly.
+        metrics_port: Prometheus /metrics HTTP port on the bind host, 1..65535; None disables it.
+        auth_token: when set, every RPC but health and reflection must send
+            ``authorization: Bearer <token>`` (from :data:`ENV_AUTH_TOKEN`).
+        tls_cert, tls_key: PEM files; both or neither (TLS when both are set).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 50151
+    max_workers: int = 8
+    max_message_bytes: int = 16 * 1024 * 1024
+    grace_s: float = 5.0
+    drain_s: float = 0.0
+    reuse_port: bool = False
+    metrics_port: int | None = None
+    auth_token: str | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
+        "port": Bounds(0, 65535),
+        "max_workers": Bounds(2, 256),
+        "max_message_bytes": Bounds(1024, 1 << 30),
+        "grace_s": Bounds(0.0, 300.0),
+        "drain_s": Bounds(0.0, 300.0),
+        "metrics_port": Bounds(1, 65535),
+    })
+    """The allowed interval of each bounded field."""
+
+    def __post_init__(self) -> None:
+        _check_bounds(self, self.BOUNDS)
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
+        if self.auth_token is not None and not self.auth_token:
+            raise ConfigError("auth_token", "must be non-empty when set")
+
+    @property
+    def address(self) -> str:
+        """``host:port`` to bind (``[host]:port`` for an IPv6 host)."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResearchSettings:
+    """How research sessions plan.
+
+    Attributes:
+        cassette_dir: directory of provider cassettes (``cassette:NAME`` and ``record:NAME``
+            providers); None refuses them.
+        openai: the OpenAI-compatible endpoint for the ``openai`` provider (from the
+            ``PLANNER_LLM_*`` variables); None refuses ``openai``.
+    """
+
+    cassette_dir: Path | None = None
+    openai: OpenAISettings | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSettings:
+    """Everything one server process (or each of its workers) runs with.
+
+    Attributes:
+        data_dir: directory holding ``store.sqlite`` and ``index/``.
+        semantic: open the vector index and embedder (False: a store-only server).
+        model_dir: the embedding model's directory; None = the repository's model.
+        models_path: model registry JSON (context windows, tokenizers); None = the packaged
+            ``planner_svc/data/models.json``.
+        workers: server processes sharing the port, 1..64 (several need a fixed port).
+        transport, selection, recall, research: the subtrees (see the module docstring).
+
+    Raises:
+        ConfigError: a field out of range, or workers that cannot share the port or the
+            metrics ports.
+    """
+
+    data_dir: Path = DEFAULT_DATA_DIR
+    semantic: bool = True
+    model_dir: Path | None = None
+    models_path: Path | None = None
+    workers: int = 1
+    transport: TransportSettings = field(default_factory=TransportSettings)
+    selection: PlannerConfig = field(default_factory=PlannerConfig)
+    recall: RecallSettings = field(default_factory=RecallSettings)
+    research: ResearchSettings = field(default_factory=ResearchSettings)
+
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({"workers": Bounds(1, 64)})
+    """The allowed interval of each bounded field."""
+
+    def __post_init__(self) -> None:
+        _check_bounds(self, self.BOUNDS)
+        if self.workers > 1:
+            t = self.transport
+            if t.port == 0:
+                raise ConfigError(
+                    "port", "several workers need a fixed port (0 picks one per process)"
+                )
+            if t.metrics_port is not None:
+                metrics = range(t.metrics_port, t.metrics_port + self.workers)
+                if metrics.stop - 1 > 65535 or t.port in metrics:
+                    raise ConfigError(
+                        "metrics_port",
+                        f"workers export metrics on {metrics.start}..{metrics.stop - 1}: that "
+                        "range must stay within 1..65535 and leave out the gRPC port "
+                        f"{t.port}",
+                    )
+
+    @property
+    def research_sessions(self) -> int:
+        """Research sessions open at once: half the handler threads (at least one), so Plan
+        and health checks always find a free thread."""
+        return max(1, self.transport.max_workers // 2)
+
+    def worker(self, index: int) -> ServerSettings:
+        """The settings of worker process ``index`` (0-based) of :attr:`workers`: one process
+        on the shared port (SO_REUSEPORT), exporting metrics on ``metrics_port + index``."""
+        t = self.transport
+        return dataclasses.replace(
+            self,
+            workers=1,
+            transport=dataclasses.replace(
+                t,
+                reuse_port=True,
+                metrics_port=None if t.metrics_port is None else t.metrics_port + index,
+            ),
+        )
+
+
+def _check_bounds(settings: object, bounds: Mapping[str, Bounds]) -> None:
+    """Raise ConfigError naming the first field of ``settings`` outside its bounds (None is
+    allowed for optional fields)."""
+    for name, allowed in bounds.items():
+        value = getattr(settings, name)
+        if value is not None and value not in allowed:
+            raise ConfigError(name, f"must be in {allowed}, got {value}")
+
+
+def default_address() -> str:
+    """``HOST:PORT`` of a server started with the default transport settings: the clients'
+    default address."""
+    t = TransportSettings()
+    return f"{t.host}:{t.port}"
+
+
+# --------------------------------------------------------------------------- environment
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Environment:
+    """The variables of the process's environment the service uses, as read (stripped).
+
+    Attributes:
+        auth_token: :data:`ENV_AUTH_TOKEN`; None when unset or empty.
+        model_dir: :data:`ENV_MODEL_DIR`; None when unset or empty.
+        llm_base_url, llm_model, llm_api_key, llm_timeout_s: the ``PLANNER_LLM_*`` variables;
+            ``""`` when unset.
+    """
+
+    auth_token: str | None = None
+    model_dir: Path | None = None
+    llm_base_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""
+    llm_timeout_s: str = ""
+
+    def openai(self) -> OpenAISettings | None:
+        """The endpoint of the ``PLANNER_LLM_*`` variables; None unless both the base URL and
+        the model are set.
+
+        Raises:
+            ConfigError: (``PLANNER_LLM_TIMEOUT_S``) not a number, or a value
+                :class:`~planner_svc.research.openai_provider.OpenAISettings` refuses.
+        """
+        if not self.llm_base_url or not self.llm_model:
+            return None
+        extra: dict[str, Any] = {}
+        if self.llm_timeout_s:
+            try:
+                extra["timeout_s"] = float(self.llm_timeout_s)
+            except ValueError:
+                raise ConfigError(
+                    ENV_LLM_TIMEOUT_S, f"{self.llm_timeout_s!r} is not a number"
+                ) from None
+        return OpenAISettings(
+            base_url=self.llm_base_url.rstrip("/"),
+            model=self.llm_model,
+            api_key=self.llm_api_key or None,
+            **extra,
+        )
+
+
+def read_environment(env: Mapping[str, str] | None = None) -> Environment:
+    """Read every variable the service uses: the only place that reads the environment.
+
+    Args:
+        env: the variables; None reads ``os.environ``.
+    """
+    env = os.environ if env is None else env
+    model_dir = env.get(ENV_MODEL_DIR, "")
+    return Environment(
+        auth_token=env.get(ENV_AUTH_TOKEN) or None,
+        model_dir=Path(model_dir) if model_dir else None,
+        llm_base_url=env.get(ENV_LLM_BASE_URL, "").strip(),
+        llm_model=env.get(ENV_LLM_MODEL, "").strip(),
+        llm_api_key=env.get(ENV_LLM_API_KEY, ""),
+        llm_timeout_s=env.get(ENV_LLM_TIMEOUT_S, "").strip(),
+    )
+
+
+# --------------------------------------------------------------------------- serve flags
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One ``serve`` flag: its name, the settings field it sets and what it means.
+
+    ``path`` is the field's dotted path in :class:`ServerSettings` (``transport.port``); the
+    flag's type, default and range come from that field.
+    """
+
+    name: str
+    path: str
+    help: str
+
+
+SERVE_FLAGS: tuple[Flag, ...] = (
+    Flag("--data", "data_dir", "data directory (store + index)"),
+    Flag("--host", "transport.host", "bind address (default loopback)"),
+    Flag("--port", "transport.port", "TCP port; 0 picks a free one"),
+    Flag("--threads", "transport.max_workers", "gRPC handler threads per worker"),
+    Flag("--workers", "workers",
+         "worker processes sharing the port (SO_REUSEPORT); 1 = this process"),
+    Flag("--grace", "transport.grace_s", "shutdown: seconds in-flight calls get to finish"),
+    Flag("--drain", "transport.drain_s",
+         "shutdown: seconds health reports NOT_SERVING before new calls are refused"),
+    Flag("--metrics-port", "transport.metrics_port", "serve Prometheus /metrics on this port"),
+    Flag("--tls-cert", "transport.tls_cert", "PEM certificate chain (enables TLS)"),
+    Flag("--tls-key", "transport.tls_key", "PEM private key"),
+    Flag("--models", "models_path",
+         "model registry JSON (context windows, tokenizers); "
+         "default: the packaged planner_svc/data/models.json"),
+    Flag("--max-frac-per-source", "selection.max_frac_per_source",
+         "per-source cap as a fraction of the budget"),
+    Flag("--dedup-overlap", "selection.dedup_overlap",
+         "overlap ratio above which spans are duplicates"),
+    Flag("--default-budget", "selection.default_budget_tokens",
+         "budget in tokens when a request names none"),
+    Flag("--structured-sharpness", "recall.structured_sharpness",
+         "exponent on full-text scores relative to the best hit"),
+    Flag("--semantic-sharpness", "recall.semantic_sharpness",
+         "exponent on semantic scores relative to the best hit"),
+    Flag("--hop-decay", "recall.hop_decay", "score multiplier per expansion hop"),
+    Flag("--max-frontier", "recall.max_frontier", "nodes kept per expansion hop"),
+    Flag("--expand-seeds", "recall.expand_seeds", "best leg hits that seed expansion"),
+    Flag("--default-k", "recall.default_k",
+         "semantic neighbours when a request names none"),
+    Flag("--default-limit", "recall.default_limit",
+         "full-text hits when a request names none"),
+    Flag("--cassettes", "research.cassette_dir",
+         "directory for research-provider cassettes (record/replay)"),
+)
+"""The ``serve`` flags, in help order."""
+
+_SUBTREES: Mapping[str, type] = MappingProxyType({
+    "": ServerSettings,
+    "transport": TransportSettings,
+    "selection": PlannerConfig,
+    "recall": RecallSettings,
+    "research": ResearchSettings,
+})
+
+
+def _field(path: str) -> tuple[type, dataclasses.Field[Any]]:
+    owner_path, _, name = path.rpartition(".")
+    owner = _SUBTREES[owner_path]
+    for f in dataclasses.fields(owner):
+        if f.name == name:
+            return owner, f
+    raise KeyError(path)
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def add_serve_flags(parser: argparse.ArgumentParser) -> None:
+    """Add :data:`SERVE_FLAGS` to ``parser``: each flag's type and range from its field's
+    annotation and bounds, its default from the field's default."""
+    from planner_svc.cliargs import bounded
+
+    for flag in SERVE_FLAGS:
+        owner, f = _field(flag.path)
+        bounds: Bounds | None = getattr(owner, "BOUNDS", {}).get(f.name)
+        annotation = str(f.type)
+        default = _default(f)
+        help_text = flag.help if bounds is None else f"{flag.help}; {bounds}"
+        if annotation.startswith("Path"):
+            parser.add_argument(flag.name, type=Path, default=default, help=help_text)
+        elif annotation.startswith(("int", "float")):
+            kind = int if annotation.startswith("int") else float
+            parser.add_argument(flag.name, type=bounded(kind, bounds), default=default,
+                                help=help_text)
+        else:
+            parser.add_argument(flag.name, default=default, help=help_text)
+
+
+def _dest(flag: Flag) -> str:
+    return flag.name.lstrip("-").replace("-", "_")
+
+
+def settings_from_flags(args: argparse.Namespace, environment: Environment) -> ServerSettings:
+    """The settings tree from parsed :data:`SERVE_FLAGS` and the environment.
+
+    Raises:
+        ConfigError: a value out of range or inconsistent (named by its field).
+    """
+    values: dict[str, dict[str, Any]] = {prefix: {} for prefix in _SUBTREES}
+    for flag in SERVE_FLAGS:
+        owner_path, _, name = flag.path.rpartition(".")
+        values[owner_path][name] = getattr(args, _dest(flag))
+    transport = TransportSettings(**values["transport"], auth_token=environment.auth_token)
+    research = ResearchSettings(**values["research"], openai=environment.openai())
+    return ServerSettings(
+        **values[""],
+        model_dir=environment.model_dir,
+        transport=transport,
+        selection=PlannerConfig(**values["selection"]),
+        recall=RecallSettings(**values["recall"]),
+        research=research,
+    )
