@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from planner_svc.server.client import NotServing, wait_serving
+from planner_svc.client.common import NotServing, wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -21,7 +21,7 @@ import grpc
 
 from bench._server import ROOT, git_revision, running_server
 from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.server.client import question_request
+from planner_svc.client.common import question_request
 
 DEFAULT_QUESTIONS = ROOT / "bench" / "eval" / "dev.jsonl"
 

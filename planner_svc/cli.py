@@ -15,11 +15,13 @@ from collections.abc import Sequence
 
 # module path -> provides register(subparsers) adding one or more subcommands
 _SUBCOMMAND_MODULES = (
-    "planner_svc.conformance",
+    "planner_svc.client.select",
     "planner_svc.ingest.cli",
+    "planner_svc.demo.cli",
     "planner_svc.server.cli",
-    "planner_svc.research.cli",
-    "planner_svc.evaluation.cli",
+    "planner_svc.client.plan",
+    "planner_svc.client.research",
+    "planner_svc.client.eval",
 )
 
 

@@ -13,28 +13,18 @@ from collections.abc import Callable
 from typing import Any
 
 from planner_svc.core.limits import Bounds
-from planner_svc.settings import ENV_AUTH_TOKEN, default_address, read_environment
 
-__all__ = [
-    "DEFAULT_ADDRESS",
-    "address",
-    "auth_metadata",
-    "bounded",
-    "int_range",
-    "non_empty",
-    "unavailable_hint",
-]
-
-DEFAULT_ADDRESS = default_address()
-"""Where the clients look for a server by default: the default bind address and port."""
+__all__ = ["address", "bounded", "int_range", "non_empty"]
 
 
 def address(value: str) -> str:
     """``HOST:PORT`` (``[v6]:PORT`` for IPv6) with a port in 1..65535."""
+    from planner_svc.settings import default_address
+
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not HOST:PORT with a port in 1..65535 (e.g. {DEFAULT_ADDRESS})"
+            f"{value!r} is not HOST:PORT with a port in 1..65535 (e.g. {default_address()})"
         )
     return value
 
@@ -80,18 +70,3 @@ def non_empty(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return value
-
-
-def unavailable_hint(code_name: str, target: str) -> str:
-    """Extra advice for a status a user can fix from the command line."""
-    if code_name == "UNAVAILABLE":
-        return f" (is `planner-svc serve` running at {target}? pass --address HOST:PORT)"
-    if code_name == "UNAUTHENTICATED":
-        return f" (set {ENV_AUTH_TOKEN} to the server's token)"
-    return ""
-
-
-def auth_metadata() -> tuple[tuple[str, str | bytes], ...]:
-    """``authorization: Bearer <token>`` from the environment's token, or no metadata."""
-    token = read_environment().auth_token
-    return (("authorization", f"Bearer {token}"),) if token else ()

@@ -22,7 +22,7 @@ from pathlib import Path
 import grpc
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.server.client import NotServing, question_request, render_plan, wait_serving
+from planner_svc.client.common import NotServing, question_request, render_plan, wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = (

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from planner_svc.ingest.corpus import (  # noqa: E402
+from planner_svc.demo.corpus import (  # noqa: E402
     CORPUS_FILE,
     DEFAULT_CACHE,
     fetch_corpus,

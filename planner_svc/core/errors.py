@@ -7,12 +7,30 @@ Hierarchy::
     │   └── ConfigError       a configuration value is out of range (rejected, never clamped)
     ├── InsufficientEvidence  recall produced no span and the caller did not allow ungrounded
     ├── BackendUnavailable    a recall backend the request needs is not configured
+    ├── ProviderError         a research planning model failed (endpoint down, or an answer
+    │                         outside the schema, after retries)
+    ├── CassetteMiss          a replayed research cassette has no recording for a request
+    ├── Overloaded            the server runs as many sessions as it allows; retry later
     └── Cancelled             the caller cancelled, or its deadline passed; work stopped
 
-Each class maps to one gRPC status in one place (:mod:`planner_svc.status`).
+Each class maps to one gRPC status in one place (:mod:`planner_svc.server.errors`). Foreign
+exceptions (HTTP, SQLite, gRPC) are translated into these where they are caught, with
+``raise ... from exc``.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailable",
+    "Cancelled",
+    "CassetteMiss",
+    "ConfigError",
+    "InsufficientEvidence",
+    "InvalidRequest",
+    "Overloaded",
+    "PlannerError",
+    "ProviderError",
+]
 
 
 class PlannerError(Exception):
@@ -44,6 +62,18 @@ class InsufficientEvidence(PlannerError):
 
 class BackendUnavailable(PlannerError):
     """A recall backend the request needs (e.g. the vector index) is not available."""
+
+
+class ProviderError(PlannerError):
+    """The research planning model failed after retries, or answered outside the schema."""
+
+
+class CassetteMiss(PlannerError):
+    """A replaying cassette holds no recording for a request (its key is in the message)."""
+
+
+class Overloaded(PlannerError):
+    """The server already runs as much of this work as it allows at once; retry later."""
 
 
 class Cancelled(PlannerError):

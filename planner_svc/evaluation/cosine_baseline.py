@@ -14,6 +14,9 @@ from typing import Any
 from planner_svc.core.tokens import estimate_tokens
 from planner_svc.evaluation.packing import Candidate
 
+DEFAULT_COSINE_K = 50
+"""Passages the cosine baseline considers by default."""
+
 
 def cosine_candidates(
     store: Any,

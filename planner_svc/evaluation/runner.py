@@ -1,7 +1,9 @@
-"""One evaluation run: the planner (over gRPC) and both baselines at every budget.
+"""One evaluation run: the planner (through a :data:`PlanSource`) and both baselines at every
+budget.
 
 For each question the baselines rank once (the cosine baseline's top-k passages, the BM25
-baseline's top documents) and pack once per budget; the server is asked once per budget. All
+baseline's top documents) and pack once per budget; the planner is asked once per budget (the
+command line asks a running server: :mod:`planner_svc.client.eval`). All
 three are scored with :mod:`planner_svc.evaluation.metrics` under the same effective budget
 (the requested budget times 0.9, the estimator's margin, since eval counts tokens with the
 estimator).
@@ -30,30 +32,61 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
-
-# Pins FAISS to one OpenMP thread; must run before anything imports faiss (DESIGN section 8).
+# Pins FAISS to one OpenMP thread; must run before anything imports faiss (see
+# docs/architecture.md, "Processes and threads").
 from planner_svc.index import VectorIndex  # isort: skip
 
-from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.cliargs import auth_metadata, unavailable_hint
-from planner_svc.clock import wall_clock_us
+from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import PlannerError
 from planner_svc.core.tokens import effective_budget
 from planner_svc.embed import default_embedder
 from planner_svc.evaluation.bm25_baseline import TOP_DOCUMENTS, Bm25Baseline
-from planner_svc.evaluation.cosine_baseline import cosine_candidates
+from planner_svc.evaluation.cosine_baseline import DEFAULT_COSINE_K, cosine_candidates
 from planner_svc.evaluation.metrics import Outcome, aggregate, declined, judge, score
 from planner_svc.evaluation.packing import PackedPlan, pack_skipping, pack_until_full
 from planner_svc.evaluation.questions import Question
-from planner_svc.evaluation.server_plans import request_plan
-from planner_svc.settings import read_environment
 from planner_svc.store import Store
+
+__all__ = [
+    "BASELINES",
+    "SYSTEMS",
+    "EvalError",
+    "EvalInputError",
+    "EvalSettings",
+    "PlanSource",
+    "ServerPlan",
+    "run_eval",
+]
 
 SYSTEMS = ("planner", "cosineBaseline", "bm25Baseline")
 """Report keys of the systems compared, in report order."""
 
 BASELINES = SYSTEMS[1:]
+"""Report keys of the baselines."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerPlan:
+    """What the planner answered for one question.
+
+    Attributes:
+        source_ids, texts: one entry per selected span, parallel (empty when declined).
+        used: tokens the plan spends (0 when declined).
+        refused: the planner declined for insufficient evidence (a plan with no span is also
+            a decline, see :mod:`planner_svc.evaluation.metrics`, but not a refusal).
+    """
+
+    source_ids: tuple[str, ...]
+    texts: tuple[str, ...]
+    used: int
+    refused: bool
+
+
+PlanSource = Callable[[str, int], ServerPlan]
+"""Asks the planner under evaluation for the plan of a question at a requested budget (tokens).
+
+Raises :class:`EvalError` (one line for the user) when it cannot answer other than by declining.
+"""
 
 
 class EvalError(Exception):
@@ -72,30 +105,33 @@ class EvalSettings:
         question_files: the files the questions came from (named in the report).
         budgets: requested budgets, tokens, ascending and distinct.
         data_dir: the server's data directory (read for the baselines and titles).
-        address: the server, ``HOST:PORT``.
         cosine_k: passages the cosine baseline considers.
-        timeout_s: deadline of each plan request, seconds.
         per_question: include each question's outcome in the report.
+        model_dir: the embedding model of the cosine baseline (the server's); None = the
+            repository's model.
     """
 
     question_files: tuple[str, ...]
     budgets: tuple[int, ...]
     data_dir: Path
-    address: str
-    cosine_k: int = 50
-    timeout_s: float = 30.0
+    cosine_k: int = DEFAULT_COSINE_K
     per_question: bool = False
+    model_dir: Path | None = None
 
 
 def run_eval(
     questions: Sequence[Question],
     settings: EvalSettings,
     *,
+    plans: PlanSource,
+    clock: Clock = wall_clock_us,
     warn: Callable[[str], None] = lambda _line: None,
 ) -> dict[str, Any]:
     """Evaluate ``questions`` at every budget of ``settings``.
 
     Args:
+        plans: the planner under evaluation.
+        clock: now, the as-of time of both baselines.
         warn: receives one-line warnings (e.g. plans citing sources the data directory lacks).
 
     Returns:
@@ -103,24 +139,23 @@ def run_eval(
 
     Raises:
         EvalInputError: no store under the data directory, or one this build cannot read.
-        EvalError: a plan request failed other than by a decline.
+        EvalError: from ``plans``: a plan request failed other than by a decline.
     """
     started = time.perf_counter()
     data = settings.data_dir
     if not (data / "store.sqlite").exists():
         raise EvalInputError(f"no store under {data} (use --data)")
-    now_us = wall_clock_us()
+    now_us = clock()
     budgets = settings.budgets
     effective = {b: effective_budget(b, None, True) for b in budgets}
     outcomes: dict[int, dict[str, list[Outcome]]] = {b: {s: [] for s in SYSTEMS} for b in budgets}
     rows: dict[int, list[dict[str, Any]]] = {b: [] for b in budgets}
-    metadata = auth_metadata()
     try:
         store = Store.open(data)
     except (PlannerError, sqlite3.DatabaseError) as exc:
         raise EvalInputError(f"cannot open the store: {exc}") from None
-    with store, grpc.insecure_channel(settings.address) as channel:
-        embedder = default_embedder(read_environment().model_dir)
+    with store:
+        embedder = default_embedder(settings.model_dir)
         index = VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
                                           dim=embedder.dim)
         t0 = time.perf_counter()
@@ -136,20 +171,13 @@ def run_eval(
         def scored(q: Question, plan: PackedPlan) -> Outcome:
             return score(q, [title(s) for s in plan.source_ids], plan.texts, plan.used)
 
-        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
         unknown: set[str] = set()
         for q in questions:
             cosine_ranked = cosine_candidates(store, index, embedder, q.question,
                                               k=settings.cosine_k, valid_us=now_us, tx_us=now_us)
             bm25_ranked = bm25.candidates(q.question)
             for budget in budgets:
-                try:
-                    got = request_plan(stub, q.question, budget=budget,
-                                       timeout_s=settings.timeout_s, metadata=metadata)
-                except grpc.RpcError as err:
-                    name = err.code().name  # type: ignore[attr-defined]
-                    raise EvalError(f"{name}: {err.details()}"  # type: ignore[attr-defined]
-                                    f"{unavailable_hint(name, settings.address)}") from None
+                got = plans(q.question, budget)
                 planner_titles = [title(s) for s in got.source_ids]
                 unknown.update(s for s in got.source_ids if titles[s] is None)
                 planner = declined(q) if got.refused else score(

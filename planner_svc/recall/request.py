@@ -1,13 +1,20 @@
 """The validated, internal form of a plan request (one input dataclass per operation).
 
-Built from ``planner.v1.PlanRequest`` by :func:`planner_svc.convert.plan_query_from_proto`;
-every field is already range-checked, so recall code never re-validates.
+Built from ``planner.v1.PlanRequest`` by
+:func:`planner_svc.server.convert.plan_query_from_proto`, or for a plain question by
+:func:`question_query`; every field is already range-checked, so recall code never
+re-validates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from planner_svc.core.config import PlannerConfig
+from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.limits import BUDGET_TOKENS
+from planner_svc.recall.settings import RecallSettings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,3 +70,58 @@ class PlanQuery:
     explain: bool
     max_frac_per_source: float
     dedup_overlap: float
+
+
+QUESTION_EXPAND_DEPTH = 1
+"""Hop expansion of the default request for a question (one hop over title mentions)."""
+
+
+def question_query(
+    question: str,
+    *,
+    config: PlannerConfig,
+    recall: RecallSettings,
+    now_us: int,
+    semantic: bool = True,
+    budget_tokens: int | None = None,
+    at_valid_us: int | None = None,
+    at_tx_us: int | None = None,
+) -> PlanQuery:
+    """The default query for a natural-language question: both recall legs from its text
+    (the semantic one only when ``semantic``), one hop of expansion, the settings' defaults.
+
+    It is the query the Plan RPC builds from ``planner-svc plan QUESTION``'s request
+    (:func:`planner_svc.client.common.question_request`), so a research sub-question and the
+    same question asked over gRPC get the same plan.
+
+    Args:
+        question: the question text.
+        config: selection defaults (budget, cap, overlap).
+        recall: leg defaults (``k``, ``limit``).
+        now_us: the as-of times when absent, microseconds.
+        semantic: add the semantic leg (False on a server without a vector index).
+        budget_tokens: requested budget, tokens; None takes ``config.default_budget_tokens``.
+        at_valid_us, at_tx_us: as-of times, microseconds; None = ``now_us``.
+
+    Raises:
+        InvalidRequest: (``query.text``) the question is blank; (``budget_tokens``) outside
+            :data:`~planner_svc.core.limits.BUDGET_TOKENS`.
+    """
+    if not question.strip():
+        raise InvalidRequest("query.text", "must be non-empty unless labels or properties filter")
+    budget = config.default_budget_tokens if budget_tokens is None else budget_tokens
+    if budget not in BUDGET_TOKENS:
+        raise InvalidRequest("budget_tokens", f"must be in {BUDGET_TOKENS}, got {budget}")
+    return PlanQuery(
+        structured=StructuredLeg(text=question, limit=recall.default_limit),
+        semantic=SemanticLeg(text=question, k=recall.default_k) if semantic else None,
+        expand_depth=QUESTION_EXPAND_DEPTH,
+        at_valid_us=now_us if at_valid_us is None else at_valid_us,
+        at_tx_us=now_us if at_tx_us is None else at_tx_us,
+        budget_tokens=budget,
+        model="",
+        allow_ungrounded=False,
+        explain=False,
+        max_frac_per_source=config.max_frac_per_source,
+        dedup_overlap=config.dedup_overlap,
+    )

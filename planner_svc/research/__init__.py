@@ -8,9 +8,9 @@ DESIGN section 7. Public surface:
   :class:`OpenAIProvider` (any OpenAI-compatible chat-completions endpoint) and
   :class:`CassetteProvider` (record / replay), resolved per session by
   :func:`make_provider_factory`;
-- :class:`ResearchSession`, the stream protocol without gRPC, and
-  :func:`planner_svc.research.servicer.add_research_servicer` for the server (imported from its
-  module so that this package does not import grpc).
+- :class:`ResearchSession`, the stream protocol without gRPC; it plans each sub-question's
+  evidence through the core-typed port :class:`EvidenceSource` (:class:`PlannerEvidence` over
+  the evidence planner). The gRPC servicer is :mod:`planner_svc.server.research`.
 
 Importing this package is cheap (``planner-svc`` loads its CLI module): names are imported on
 first use.
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         TitleEntityLookup,
         TitleIndex,
     )
+    from planner_svc.research.evidence import EvidenceSource, PlannerEvidence
     from planner_svc.research.leads import Lead, leads_across
     from planner_svc.research.offline import OfflineProvider
     from planner_svc.research.openai_provider import OpenAIProvider, OpenAISettings
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
         BudgetReport,
         ContradictionsReport,
         LeadReport,
-        PlanEvidence,
         ResearchSession,
         SessionStart,
         StopReason,
@@ -87,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "Digest": "planner_svc.research.digest",
     "DigestView": "planner_svc.research.digest",
     "EntityLookup": "planner_svc.research.entities",
+    "EvidenceSource": "planner_svc.research.evidence",
     "Lead": "planner_svc.research.leads",
     "LeadReport": "planner_svc.research.session",
     "NoEntities": "planner_svc.research.entities",
@@ -94,9 +95,9 @@ _EXPORTS: dict[str, str] = {
     "OpenAIProvider": "planner_svc.research.openai_provider",
     "OpenAISettings": "planner_svc.research.openai_provider",
     "Plan": "planner_svc.research.planner",
-    "PlanEvidence": "planner_svc.research.session",
     "Planner": "planner_svc.research.planner",
     "PlannerProvider": "planner_svc.research.provider",
+    "PlannerEvidence": "planner_svc.research.evidence",
     "PlannerSettings": "planner_svc.research.planner",
     "PlanningRequest": "planner_svc.research.provider",
     "ProviderAnswer": "planner_svc.research.provider",
@@ -131,6 +132,7 @@ __all__ = [
     "Digest",
     "DigestView",
     "EntityLookup",
+    "EvidenceSource",
     "Lead",
     "LeadReport",
     "NoEntities",
@@ -138,8 +140,8 @@ __all__ = [
     "OpenAIProvider",
     "OpenAISettings",
     "Plan",
-    "PlanEvidence",
     "Planner",
+    "PlannerEvidence",
     "PlannerProvider",
     "PlannerSettings",
     "PlanningRequest",

@@ -5,7 +5,7 @@ initial round) and ``replan`` (the question and the rendered digest). A provider
 else: never text fetched by a lead. The user's question is delimited in every prompt (it may
 legitimately quote a web page, and the boundary must stay visible).
 
-Exception hierarchy (all :class:`planner_svc.core.errors.PlannerError`)::
+Exceptions (defined with the others in :mod:`planner_svc.core.errors`, re-exported here)::
 
     ProviderError       the model endpoint failed after retries, or answered outside the schema
     CassetteMiss        a replaying cassette has no recording for a request
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from planner_svc.core.errors import Cancelled as Cancelled  # re-exported for providers
-from planner_svc.core.errors import PlannerError
+from planner_svc.core.errors import CassetteMiss as CassetteMiss
+from planner_svc.core.errors import ProviderError as ProviderError
 from planner_svc.research.digest import DigestView
 
 REQUEST_FORMAT = "research-plan/v1"
@@ -32,14 +33,6 @@ MAX_PROPOSAL_CHARS = 300
 """Longest sub-question text kept from a provider; longer proposals are cut."""
 
 PlanKind = Literal["decompose", "replan"]
-
-
-class ProviderError(PlannerError):
-    """The model endpoint failed (after retries) or its answer did not match the schema."""
-
-
-class CassetteMiss(PlannerError):
-    """A replaying cassette holds no recording for a request (its key is in the message)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

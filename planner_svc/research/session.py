@@ -28,12 +28,12 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.core.errors import InvalidRequest, PlannerError
 from planner_svc.core.limits import MAX_BUDGET_TOKENS
+from planner_svc.core.model import EvidencePlan
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS, Digest, SubQuestion
+from planner_svc.research.evidence import EvidenceSource
 from planner_svc.research.leads import Lead, leads_across
 from planner_svc.research.planner import Planner, PlannerSettings
 from planner_svc.research.provider import Cancelled, PlannerProvider, Usage
@@ -53,25 +53,6 @@ class StopReason(enum.IntEnum):
     DEPTH_CAP = 2
     BUDGET = 3
     CANCELLED = 4
-
-
-class PlanEvidence(Protocol):
-    """Plans the evidence of one sub-question (the server passes the EvidencePlanner's).
-
-    Raises a :class:`~planner_svc.core.errors.PlannerError` (e.g. InsufficientEvidence) when no
-    plan can be made; the session reports it on the sub-question instead of failing.
-    """
-
-    def __call__(
-        self,
-        question_text: str,
-        *,
-        at_valid_us: int | None,
-        at_tx_us: int | None,
-        budget_tokens: int | None,
-    ) -> plan_pb2.EvidencePlan:
-        """An evidence plan for ``question_text`` as of the given times (microseconds)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,7 +188,7 @@ class PlannedQuestion:
     """A sub-question as streamed: its state, and its evidence plan or why there is none."""
 
     question: SubQuestion
-    evidence: plan_pb2.EvidencePlan | None
+    evidence: EvidencePlan | None
     evidence_error: str = ""
 
 
@@ -262,7 +243,7 @@ class ResearchSession:
     Args:
         start: the session's parameters.
         provider: answers planner calls.
-        plan_evidence: plans each sub-question's evidence.
+        evidence: plans each sub-question's evidence.
         digest_max_chars: bound of the digest the planner reads (>= 1400, so that any accepted
             question fits).
         cancel: event that abandons the session when set; a new one when None.
@@ -276,14 +257,14 @@ class ResearchSession:
         start: SessionStart,
         *,
         provider: PlannerProvider,
-        plan_evidence: PlanEvidence,
+        evidence: EvidenceSource,
         digest_max_chars: int = DEFAULT_DIGEST_CHARS,
         cancel: threading.Event | None = None,
     ) -> None:
         self.start = start
         self._digest = Digest(start.question.strip(), max_chars=digest_max_chars)
         self._planner = Planner(provider, start.settings)
-        self._plan_evidence = plan_evidence
+        self._evidence = evidence
         self._cancel = cancel or threading.Event()
         self._outstanding: dict[str, Lead] = {}
         self._completed_since_replan = 0
@@ -454,10 +435,10 @@ class ResearchSession:
         out = []
         for q in questions:
             self._check_cancel()
-            evidence: plan_pb2.EvidencePlan | None = None
+            evidence: EvidencePlan | None = None
             error = ""
             try:
-                evidence = self._plan_evidence(
+                evidence = self._evidence.evidence_for(
                     q.text,
                     at_valid_us=self.start.at_valid_us,
                     at_tx_us=self.start.at_tx_us,

@@ -1,4 +1,4 @@
-"""Test doubles for research sessions: a scripted provider and a fake evidence planner.
+"""Test doubles for research sessions: a scripted provider and a fake evidence source.
 
 Used by the research tests and usable by any test that needs a research stream without a model
 or a store.
@@ -10,8 +10,14 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.core.model import PLAN_MODEL
+from planner_svc.core.model import (
+    PLAN_MODEL,
+    EvidencePlan,
+    PlannedSpan,
+    PlanStats,
+    SpanClass,
+    SpanRef,
+)
 from planner_svc.research.provider import PlanningRequest, ProviderAnswer
 
 
@@ -58,29 +64,35 @@ class ScriptedProvider:
             return self._answers[index] if index < len(self._answers) else self._fallback
 
 
-def evidence_plan(question_text: str, spans: int, *, budget: int = 100) -> plan_pb2.EvidencePlan:
+def evidence_plan(question_text: str, spans: int, *, budget: int = 100) -> EvidencePlan:
     """An evidence plan with ``spans`` spans of 5 tokens each from source ``doc:<text>``.
 
     Not a valid hash: ``plan_hash`` is ``fake:<spans>``; the research stream only forwards it.
     """
-    plan = plan_pb2.EvidencePlan(plan_model=PLAN_MODEL, budget=budget)
-    for i in range(spans):
-        ps = plan.spans.add()
-        ps.span.source_id = f"doc:{question_text[:40]}"
-        ps.span.source_version_tx = 1_700_000_000_000_000
-        ps.span.start = i * 100
-        ps.span.end = i * 100 + 40
-        ps.kind = "paragraph"
-        ps.weight = 1.0 / (i + 1)
-        ps.tokens = 5
-    plan.used = 5 * spans
-    plan.plan_hash = f"fake:{spans}"
-    return plan
+    return EvidencePlan(
+        plan_model=PLAN_MODEL,
+        spans=tuple(
+            PlannedSpan(
+                span=SpanRef(f"doc:{question_text[:40]}", 1_700_000_000_000_000, i * 100,
+                             i * 100 + 40),
+                kind="paragraph",
+                span_class=SpanClass.TRUTH,
+                weight=1.0 / (i + 1),
+                tokens=5,
+            )
+            for i in range(spans)
+        ),
+        budget=budget,
+        used=5 * spans,
+        stats=PlanStats(),
+        plan_hash=f"fake:{spans}",
+    )
 
 
 @dataclass
-class FakePlanEvidence:
-    """A ``PlanEvidence`` callable: ``spans_for(text)`` spans per question; records calls.
+class FakeEvidence:
+    """An :class:`~planner_svc.research.evidence.EvidenceSource`: ``spans_for(text)`` spans per
+    question; records calls.
 
     ``gate``, when given, is waited on (up to ``gate_timeout_s``) at the start of every call
     after ``entered`` is set, so a test can hold a call in flight.
@@ -92,19 +104,17 @@ class FakePlanEvidence:
     entered: threading.Event = field(default_factory=threading.Event)
     calls: list[tuple[str, int | None, int | None, int | None]] = field(default_factory=list)
 
-    def __call__(
+    def evidence_for(
         self,
-        question_text: str,
+        question: str,
         *,
         at_valid_us: int | None,
         at_tx_us: int | None,
         budget_tokens: int | None,
-    ) -> plan_pb2.EvidencePlan:
-        """An evidence plan for ``question_text``."""
-        self.calls.append((question_text, at_valid_us, at_tx_us, budget_tokens))
+    ) -> EvidencePlan:
+        """An evidence plan for ``question``."""
+        self.calls.append((question, at_valid_us, at_tx_us, budget_tokens))
         self.entered.set()
         if self.gate is not None:
             self.gate.wait(self.gate_timeout_s)
-        return evidence_plan(
-            question_text, self.spans_for(question_text), budget=budget_tokens or 100
-        )
+        return evidence_plan(question, self.spans_for(question), budget=budget_tokens or 100)

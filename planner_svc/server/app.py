@@ -1,8 +1,10 @@
-"""Server assembly: open the backends, build the gRPC server, run it, shut it down cleanly.
+"""The gRPC server: build it over the services, run it, shut it down cleanly.
 
-``create_server(settings, backends) -> (server, port)`` is separate from running it, so tests
-bind port 0 and talk to a real server. Shutdown order: health NOT_SERVING, ``stop(grace)``,
-then the backends close.
+``create_server(settings, services) -> RunningServer`` (with its bound port) is separate from
+running it, so tests bind port 0 and talk to a real server. It registers the servicers of every
+RPC, standard health and server reflection, the bearer-token interceptor when a token is set,
+and the message size limits. Shutdown order: health NOT_SERVING, ``stop(grace)``, then the
+services close.
 """
 
 from __future__ import annotations
@@ -19,24 +21,36 @@ from typing import Any
 import grpc
 import structlog
 
-# Pins FAISS to one OpenMP thread; must run before anything imports faiss (DESIGN section 8).
+# Pins FAISS to one OpenMP thread; must run before anything imports faiss (see
+# docs/architecture.md, "Processes and threads").
 import planner_svc.index  # noqa: F401  isort: skip
 
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2, plan_pb2_grpc
+from planner_svc.api.planner.v1 import (
+    memory_pb2,
+    memory_pb2_grpc,
+    plan_pb2,
+    plan_pb2_grpc,
+    research_pb2,
+)
 from planner_svc.server.auth import BearerTokenInterceptor
-from planner_svc.server.backends import Backends
+from planner_svc.server.research import add_research_servicer
 from planner_svc.server.servicers import EvidencePlannerServicer, MemoryServicer
+from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings
 
 log = structlog.get_logger("planner_svc.server")
 
-SERVICE_NAMES = (
+__all__ = ["SERVICE_NAMES", "RunningServer", "create_server", "serve", "serve_workers"]
+
+SERVICE_NAMES: tuple[str, ...] = (
     plan_pb2.DESCRIPTOR.services_by_name["EvidencePlanner"].full_name,
     memory_pb2.DESCRIPTOR.services_by_name["Memory"].full_name,
+    research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name,
 )
+"""The planner's own services, registered for health and reflection."""
 
 
 @dataclass(slots=True)
@@ -46,42 +60,22 @@ class RunningServer:
     server: grpc.Server
     port: int
     health: health.HealthServicer
-    backends: Backends
+    services: Services
 
     def stop(self, grace_s: float, *, drain_s: float = 0.0) -> None:
         """Health NOT_SERVING; keep accepting calls for ``drain_s`` seconds while load
         balancers notice; then refuse new calls, give in-flight ones ``grace_s`` seconds, and
-        close the backends."""
+        close the services."""
         self.health.enter_graceful_shutdown()
         if drain_s > 0:
             time.sleep(drain_s)
         self.server.stop(grace_s).wait()
-        self.backends.close()
+        self.services.close()
 
 
-def _add_research(server: grpc.Server, backends: Backends) -> str:
-    """Register the research stream; its sub-question plans come from this server's planner."""
-    from planner_svc.api.planner.v1 import research_pb2
-    from planner_svc.research.entities import TitleEntityLookup
-    from planner_svc.research.providers import make_provider_factory
-    from planner_svc.research.servicer import add_research_servicer
-
-    add_research_servicer(
-        server,
-        plan_evidence=backends.plan_question,
-        provider_factory=make_provider_factory(
-            entities=TitleEntityLookup(backends.store),
-            openai=backends.settings.research.openai,
-            cassette_dir=backends.settings.research.cassette_dir,
-        ),
-        # Half the handler threads at most, so Plan and health checks always find one.
-        max_sessions=backends.settings.research_sessions,
-    )
-    return str(research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name)
-
-
-def create_server(settings: ServerSettings, backends: Backends) -> RunningServer:
-    """Build and start a server bound to ``settings.transport.address``; returns it with its port.
+def create_server(settings: ServerSettings, services: Services) -> RunningServer:
+    """Build and start a server bound to ``settings.transport.address`` over ``services``;
+    returns it with its port.
 
     Raises:
         RuntimeError: the address could not be bound.
@@ -102,14 +96,18 @@ def create_server(settings: ServerSettings, backends: Backends) -> RunningServer
         maximum_concurrent_rpcs=settings.transport.max_workers * 16,
     )
     plan_pb2_grpc.add_EvidencePlannerServicer_to_server(
-        EvidencePlannerServicer(backends.planner), server
+        EvidencePlannerServicer(services.planner), server
     )
     memory_pb2_grpc.add_MemoryServicer_to_server(
-        MemoryServicer(ingest=backends.ingest_stream, put_node=backends.put_node,
-                       put_edge=backends.put_edge),
-        server,
+        MemoryServicer(ingest=services.ingest, memory=services.memory), server
     )
-    names = [*SERVICE_NAMES, _add_research(server, backends)]
+    add_research_servicer(
+        server,
+        evidence=services.evidence,
+        provider_factory=services.providers,
+        max_sessions=settings.research_sessions,
+    )
+    names = list(SERVICE_NAMES)
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -129,14 +127,19 @@ def create_server(settings: ServerSettings, backends: Backends) -> RunningServer
     server.start()
     for name in ("", *names):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server=server, port=port, health=health_servicer, backends=backends)
+    return RunningServer(server=server, port=port, health=health_servicer, services=services)
 
 
 def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> int:
-    """Open the backends, serve until SIGINT/SIGTERM, then shut down gracefully."""
+    """Open the services, serve until SIGINT/SIGTERM, then shut down gracefully.
+
+    Raises:
+        ConfigError: the data directory, the model registry or the embedding model is unusable.
+        RuntimeError: the address (or the metrics port) could not be bound.
+    """
     transport = settings.transport
-    backends = Backends.open(settings)
-    running = create_server(settings, backends)
+    services = Services.open(settings)
+    running = create_server(settings, services)
     if transport.metrics_port is not None:
         from prometheus_client import start_http_server
 
@@ -148,7 +151,7 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
                 f"cannot serve metrics on {transport.host}:{transport.metrics_port}: "
                 f"{exc.strerror}"
             ) from None
-    facts = backends.describe()
+    facts = services.describe()
     log.info("serving", address=f"{transport.host}:{running.port}",
              data_dir=str(settings.data_dir), **facts)
     if not facts["sources"]:
@@ -184,7 +187,7 @@ def serve_workers(
     """Serve from ``settings.workers`` processes sharing one port (SO_REUSEPORT), until
     SIGINT/SIGTERM.
 
-    The parent opens the backends once first, so the vector index is built or caught up and
+    The parent opens the services once first, so the vector index is built or caught up and
     persisted before any worker starts; workers then map the same index files. Workers are
     started with ``spawn`` (never ``fork`` once gRPC or FAISS exist, see docs/architecture.md).
     """
@@ -192,7 +195,7 @@ def serve_workers(
 
     if settings.workers == 1:
         return serve(settings)
-    Backends.open(settings).close()
+    Services.open(settings).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [
         ctx.Process(

@@ -1,21 +1,12 @@
-"""``planner-svc serve`` (run the gRPC server) and ``planner-svc plan`` (its client)."""
+"""``planner-svc serve``: run the gRPC server; its flags come from the settings tree
+(:data:`planner_svc.settings.SERVE_FLAGS`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from planner_svc.cliargs import (
-    DEFAULT_ADDRESS,
-    address,
-    auth_metadata,
-    bounded,
-    non_empty,
-    unavailable_hint,
-)
-from planner_svc.core.config import PlannerConfig
-from planner_svc.core.limits import BUDGET_TOKENS, EXPAND_DEPTH, INT64, LEG_RESULTS
+__all__ = ["register"]
 
 _FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -38,46 +29,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
 
 
-def _plan(args: argparse.Namespace) -> int:
-    import grpc
-    from google.protobuf import json_format
-
-    from planner_svc.api.planner.v1 import plan_pb2_grpc
-    from planner_svc.server.client import question_request, render_explanations, render_plan
-
-    request = question_request(
-        args.question,
-        budget_tokens=args.budget,
-        expand_depth=args.expand_depth,
-        k=args.k,
-        model=args.model,
-        at_valid_us=args.at_valid,
-        at_tx_us=args.at_tx,
-        allow_ungrounded=args.allow_ungrounded,
-        explain=args.explain,
-    )
-    metadata = auth_metadata()
-    with grpc.insecure_channel(args.address) as channel:
-        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
-        try:
-            plan = stub.Plan(request, timeout=args.timeout, metadata=metadata)
-        except grpc.RpcError as err:
-            code = err.code()  # type: ignore[attr-defined]
-            print(f"planner-svc plan: {code.name}: {err.details()}"  # type: ignore[attr-defined]
-                  f"{unavailable_hint(code.name, args.address)}", file=sys.stderr)
-            return 1
-    if args.json:
-        print(json.dumps(json_format.MessageToDict(plan), ensure_ascii=False, indent=2))
-        return 0
-    print(render_plan(plan))
-    if args.explain:
-        print()
-        print(render_explanations(plan))
-    return 0
-
-
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``serve`` and ``plan`` subcommands."""
+    """Add the ``serve`` subcommand."""
     from planner_svc.settings import add_serve_flags
 
     serve = subparsers.add_parser("serve", help="run the gRPC server over a data directory",
@@ -86,28 +39,3 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--pretty-logs", action="store_true", help="console logs instead of JSON")
     serve.set_defaults(func=_serve)
-
-    plan = subparsers.add_parser("plan", help="ask a running server for an evidence plan",
-                                 formatter_class=_FMT)
-    plan.add_argument("question", type=non_empty,
-                      help="the question; both recall legs use its text")
-    plan.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
-                      help="server HOST:PORT")
-    plan.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
-                      help="budget in tokens (default: the server's, "
-                           f"{PlannerConfig().default_budget_tokens} unless configured)")
-    plan.add_argument("--expand-depth", type=bounded(int, EXPAND_DEPTH), default=1,
-                      help="hop expansion depth")
-    plan.add_argument("--k", type=bounded(int, LEG_RESULTS), default=0,
-                      help="semantic neighbours (0 = server default)")
-    plan.add_argument("--model", default="", help="model for exact token accounting")
-    plan.add_argument("--at-valid", type=bounded(int, INT64), default=None,
-                      help="as-of valid time, µs since the epoch")
-    plan.add_argument("--at-tx", type=bounded(int, INT64), default=None,
-                      help="as-of transaction time, µs since the epoch")
-    plan.add_argument("--allow-ungrounded", action="store_true",
-                      help="empty plan instead of an error when nothing is found")
-    plan.add_argument("--explain", action="store_true", help="show every candidate's fate")
-    plan.add_argument("--json", action="store_true", help="print the plan as proto3 JSON")
-    plan.add_argument("--timeout", type=float, default=30.0, help="deadline, seconds")
-    plan.set_defaults(func=_plan)

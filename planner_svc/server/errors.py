@@ -1,22 +1,101 @@
-"""Abort an RPC with the status :mod:`planner_svc.status` maps an exception to.
+"""The one table from domain errors to gRPC statuses, applied by every servicer.
 
-Unexpected errors become INTERNAL with a generic message and an error id that is also logged
-with the traceback; rejected requests are logged at info level. The request id rides along in
-the trailing metadata next to the rich status details.
+=====================  ======================================================================
+InvalidRequest         INVALID_ARGUMENT + google.rpc.BadRequest with one field violation
+InsufficientEvidence   FAILED_PRECONDITION + google.rpc.ErrorInfo{INSUFFICIENT_EVIDENCE}
+BackendUnavailable     FAILED_PRECONDITION + google.rpc.ErrorInfo{BACKEND_UNAVAILABLE}
+CassetteMiss           FAILED_PRECONDITION (the replayed cassette lacks a recording)
+ProviderError          UNAVAILABLE (the planning model's endpoint is down or answers garbage)
+Overloaded             RESOURCE_EXHAUSTED (retry later)
+Cancelled              CANCELLED
+other PlannerError     FAILED_PRECONDITION
+anything else          INTERNAL with a generic message and an error id, logged with the
+                       traceback
+=====================  ======================================================================
+
+(ConfigError is an InvalidRequest.) :func:`abort_with` applies the table: it logs a rejected
+request at info level (an internal error at error level, with its id) and aborts the RPC with
+the rich status in ``grpc-status-details-bin`` and the request id in the trailing metadata.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import grpc
 import structlog
-from google.rpc import code_pb2
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
 
-from planner_svc.status import status_for, to_grpc
+from planner_svc.core.errors import (
+    BackendUnavailable,
+    Cancelled,
+    CassetteMiss,
+    InsufficientEvidence,
+    InvalidRequest,
+    Overloaded,
+    PlannerError,
+    ProviderError,
+)
+
+__all__ = [
+    "ERROR_DOMAIN",
+    "GrpcStatus",
+    "abort_with",
+    "code_name",
+    "rich",
+    "status_for",
+    "to_grpc",
+]
+
+ERROR_DOMAIN = "planner.v1"
+"""``ErrorInfo.domain`` of every error detail the service sends."""
 
 log = structlog.get_logger("planner_svc.server")
+
+
+def rich(code: int, message: str, *details: Any) -> status_pb2.Status:
+    """A google.rpc.Status with each detail packed."""
+    status = status_pb2.Status(code=code, message=message)
+    for detail in details:
+        packed = any_pb2.Any()
+        packed.Pack(detail)
+        status.details.append(packed)
+    return status
+
+
+def status_for(exc: BaseException) -> tuple[status_pb2.Status, bool]:
+    """The rich status the table maps ``exc`` to, and whether it is an unexpected (internal)
+    error."""
+    if isinstance(exc, InvalidRequest):
+        violation = error_details_pb2.BadRequest.FieldViolation(
+            field=exc.field, description=exc.reason
+        )
+        return (
+            rich(code_pb2.INVALID_ARGUMENT, f"invalid {exc.field}: {exc.reason}",
+                 error_details_pb2.BadRequest(field_violations=[violation])),
+            False,
+        )
+    if isinstance(exc, InsufficientEvidence):
+        info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE", domain=ERROR_DOMAIN)
+        message = f"insufficient evidence: {exc}; set allow_ungrounded for an empty plan"
+        return rich(code_pb2.FAILED_PRECONDITION, message, info), False
+    if isinstance(exc, BackendUnavailable):
+        info = error_details_pb2.ErrorInfo(reason="BACKEND_UNAVAILABLE", domain=ERROR_DOMAIN)
+        return rich(code_pb2.FAILED_PRECONDITION, str(exc), info), False
+    if isinstance(exc, CassetteMiss):
+        return rich(code_pb2.FAILED_PRECONDITION, str(exc)), False
+    if isinstance(exc, ProviderError):
+        return rich(code_pb2.UNAVAILABLE, f"planner model: {exc}"), False
+    if isinstance(exc, Overloaded):
+        return rich(code_pb2.RESOURCE_EXHAUSTED, str(exc)), False
+    if isinstance(exc, Cancelled):
+        return rich(code_pb2.CANCELLED, "request cancelled"), False
+    if isinstance(exc, PlannerError):
+        return rich(code_pb2.FAILED_PRECONDITION, str(exc)), False
+    return rich(code_pb2.INTERNAL, "internal error"), True
 
 
 def code_name(exc: BaseException) -> str:
@@ -25,8 +104,32 @@ def code_name(exc: BaseException) -> str:
     return str(code_pb2.Code.Name(status.code))
 
 
+class GrpcStatus(grpc.Status):  # type: ignore[misc]
+    """A concrete grpc.Status (the grpc class is an abstract record)."""
+
+    def __init__(
+        self, code: grpc.StatusCode, details: str, trailing_metadata: tuple[Any, ...] = ()
+    ) -> None:
+        self.code = code
+        self.details = details
+        self.trailing_metadata = trailing_metadata
+
+
+def to_grpc(status: status_pb2.Status, *extra_trailers: tuple[str, str]) -> grpc.Status:
+    """The status to abort with: rich details in ``grpc-status-details-bin`` plus trailers."""
+    converted = rpc_status.to_status(status)
+    if not extra_trailers:
+        return converted
+    return GrpcStatus(converted.code, converted.details,
+                      (*converted.trailing_metadata, *extra_trailers))
+
+
 def abort_with(context: grpc.ServicerContext, exc: BaseException, **log_fields: object) -> NoReturn:
-    """Abort the RPC with the status mapped from ``exc`` (never returns)."""
+    """Abort the RPC with the status the table maps ``exc`` to (never returns).
+
+    ``log_fields`` go on the log line; a ``request_id`` among them also rides in the trailing
+    metadata as ``x-request-id``.
+    """
     status, internal = status_for(exc)
     if internal:
         error_id = uuid.uuid4().hex[:12]

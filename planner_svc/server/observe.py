@@ -10,11 +10,29 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import uuid
 
+import grpc
 import structlog
 from prometheus_client import Counter, Histogram
 
-from planner_svc.status import request_id as request_id
+__all__ = [
+    "PLAN_SPANS",
+    "PLAN_USED_TOKENS",
+    "RPC_LATENCY",
+    "RPC_TOTAL",
+    "RpcTimer",
+    "configure_logging",
+    "request_id",
+]
+
+def request_id(context: grpc.ServicerContext) -> str:
+    """The caller's ``x-request-id`` metadata (first 64 characters) or a fresh id."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-request-id" and isinstance(value, str) and value:
+            return value[:64]
+    return uuid.uuid4().hex
+
 
 RPC_LATENCY = Histogram(
     "planner_rpc_duration_seconds",

@@ -1,7 +1,10 @@
-"""Thin servicers: convert proto <-> internal types, delegate, map errors.
+"""Thin servicers of ``EvidencePlanner`` and ``Memory``: convert, delegate, map errors.
 
 No algorithm lives here: recall and selection are in :mod:`planner_svc.recall` and
-:mod:`planner_svc.core`, ingestion in :mod:`planner_svc.ingest`.
+:mod:`planner_svc.core`, ingestion in :mod:`planner_svc.ingest`, node and edge writes in
+:mod:`planner_svc.memory`. Conversion is :mod:`planner_svc.server.convert`; errors map through
+the one table of :mod:`planner_svc.server.errors`. The research stream's servicer is
+:mod:`planner_svc.server.research`.
 """
 
 from __future__ import annotations
@@ -14,17 +17,26 @@ import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2, plan_pb2_grpc
 from planner_svc.clock import Clock, wall_clock_us
-from planner_svc.convert import plan_query_from_proto, plan_result_to_proto
-from planner_svc.core.errors import PlannerError
+from planner_svc.ingest.service import IngestService
+from planner_svc.memory.service import MemoryService
 from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.server import convert
 from planner_svc.server.errors import abort_with, code_name
 from planner_svc.server.observe import PLAN_SPANS, PLAN_USED_TOKENS, RpcTimer, request_id
+
+__all__ = ["EvidencePlannerServicer", "MemoryServicer"]
 
 log = structlog.get_logger("planner_svc.server")
 _T = TypeVar("_T")
 
+
 class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
-    """``planner.v1.EvidencePlanner``: the Plan RPC."""
+    """``planner.v1.EvidencePlanner``: the Plan RPC.
+
+    Args:
+        planner: plans the validated query.
+        clock: now, for absent as-of times.
+    """
 
     def __init__(self, planner: EvidencePlanner, *, clock: Clock = wall_clock_us) -> None:
         self._planner = planner
@@ -33,17 +45,18 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
     def Plan(
         self, request: plan_pb2.PlanRequest, context: grpc.ServicerContext
     ) -> plan_pb2.EvidencePlan:
-        """Validate, plan, convert; errors map to statuses in one place."""
+        """Validate, plan, convert; the work stops between recall stages once the caller
+        cancels or its deadline passes."""
         rid = request_id(context)
         context.set_trailing_metadata((("x-request-id", rid),))
         with RpcTimer("Plan") as timer:
             try:
-                query = plan_query_from_proto(
+                query = convert.plan_query_from_proto(
                     request, now_us=self._clock(), config=self._planner.config,
                     recall=self._planner.recall,
                 )
                 result = self._planner.plan(query, cancelled=lambda: not context.is_active())
-                reply = plan_result_to_proto(result)
+                reply = convert.plan_result_to_proto(result)
             except Exception as exc:
                 timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method="Plan",
@@ -58,42 +71,66 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
 class MemoryServicer(memory_pb2_grpc.MemoryServicer):
     """``planner.v1.Memory``: bulk ingest and API-written nodes and edges.
 
-    ``ingest(documents, *, cancelled)`` takes an iterator of SourceDocument messages and a
-    cancellation check and returns an IngestSummary; it is provided by the server assembly so
-    this class stays free of storage details.
+    Args:
+        ingest: writes document streams.
+        memory: writes single nodes and edges.
+        clock: now, for a node's absent ``valid_from``.
     """
 
     def __init__(
-        self,
-        *,
-        ingest: Callable[..., memory_pb2.IngestSummary],
-        put_node: Callable[[memory_pb2.PutNodeRequest], memory_pb2.PutNodeResponse],
-        put_edge: Callable[[memory_pb2.PutEdgeRequest], memory_pb2.PutEdgeResponse],
+        self, *, ingest: IngestService, memory: MemoryService, clock: Clock = wall_clock_us
     ) -> None:
         self._ingest = ingest
-        self._put_node = put_node
-        self._put_edge = put_edge
+        self._memory = memory
+        self._clock = clock
 
     def IngestSources(
         self, request_iterator: Iterator[memory_pb2.SourceDocument], context: grpc.ServicerContext
     ) -> memory_pb2.IngestSummary:
         """Ingest every streamed document; bad documents are reported in the summary."""
-        return self._call(
-            "IngestSources", context,
-            lambda: self._ingest(request_iterator, cancelled=lambda: not context.is_active()),
-        )
+
+        def ingest() -> memory_pb2.IngestSummary:
+            report = self._ingest.ingest(
+                convert.documents_from_proto(request_iterator),
+                cancelled=lambda: not context.is_active(),
+            )
+            return convert.summary_to_proto(report)
+
+        return self._call("IngestSources", context, ingest)
 
     def PutNode(
         self, request: memory_pb2.PutNodeRequest, context: grpc.ServicerContext
     ) -> memory_pb2.PutNodeResponse:
         """Write one node version."""
-        return self._call("PutNode", context, lambda: self._put_node(request))
+
+        def put_node() -> memory_pb2.PutNodeResponse:
+            write = convert.node_write_from_proto(request, now_us=self._clock())
+            result = self._memory.put_node(
+                write,
+                provenance=convert.provenance_from_proto(request.node),
+                provenance_field="node.provenance",
+            )
+            return memory_pb2.PutNodeResponse(node_id=result.node_id, tx=result.tx_us)
+
+        return self._call("PutNode", context, put_node)
 
     def PutEdge(
         self, request: memory_pb2.PutEdgeRequest, context: grpc.ServicerContext
     ) -> memory_pb2.PutEdgeResponse:
         """Write one edge version."""
-        return self._call("PutEdge", context, lambda: self._put_edge(request))
+
+        def put_edge() -> memory_pb2.PutEdgeResponse:
+            tx = self._memory.put_edge(
+                request.src_node_id,
+                request.dst_node_id,
+                request.relation,
+                request.weight,
+                valid_from_us=request.valid_from if request.HasField("valid_from") else None,
+                valid_to_us=request.valid_to if request.HasField("valid_to") else None,
+            )
+            return memory_pb2.PutEdgeResponse(tx=tx)
+
+        return self._call("PutEdge", context, put_edge)
 
     @staticmethod
     def _call(method: str, context: grpc.ServicerContext, fn: Callable[[], _T]) -> _T:
@@ -102,7 +139,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServicer):
         with RpcTimer(method) as timer:
             try:
                 result = fn()
-            except (PlannerError, Exception) as exc:
+            except Exception as exc:
                 timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method=method,
                            duration_us=timer.elapsed_us)

@@ -17,7 +17,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from planner_svc.conformance import plan_for_request
+from planner_svc.client.select import plan_for_request
 
 
 def span(

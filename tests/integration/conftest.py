@@ -12,7 +12,7 @@ import pytest
 
 from planner_svc.api.planner.v1 import memory_pb2_grpc, plan_pb2_grpc
 from planner_svc.server.app import RunningServer, create_server
-from planner_svc.server.backends import Backends
+from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings, TransportSettings
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "wiki_fixture.jsonl"
@@ -62,8 +62,8 @@ class Live:
 
 
 def start(settings: ServerSettings) -> Live:
-    """Open backends and start a server for ``settings`` (port 0 = ephemeral)."""
-    running = create_server(settings, Backends.open(settings))
+    """Open the services and start a server for ``settings`` (port 0 = ephemeral)."""
+    running = create_server(settings, Services.open(settings))
     address = f"127.0.0.1:{running.port}"
     channel = grpc.insecure_channel(address)
     return Live(

@@ -11,7 +11,7 @@ import bpe_openai
 import pytest
 
 from planner_svc.api.planner.v1 import memory_pb2
-from planner_svc.server.client import question_request
+from planner_svc.client.common import question_request
 from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import Live, start
 

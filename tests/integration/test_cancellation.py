@@ -15,7 +15,7 @@ from planner_svc.api.planner.v1 import plan_pb2, plan_pb2_grpc
 from planner_svc.core.config import PlannerConfig
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.app import create_server
-from planner_svc.server.backends import Backends
+from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings, TransportSettings
 
 pytestmark = pytest.mark.integration
@@ -72,9 +72,9 @@ def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
     settings = ServerSettings(data_dir=tmp_path, semantic=False,
                               transport=TransportSettings(port=0))
     planner = EvidencePlanner(store, index=None, embedder=None, config=PlannerConfig())
-    backends = Backends(store=store, embedder=None, index=None, planner=planner,
-                        settings=settings, write_lock=threading.Lock())
-    running = create_server(settings, backends)
+    services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
+                                 index=None, planner=planner)
+    running = create_server(settings, services)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = plan_pb2_grpc.EvidencePlannerStub(channel)

@@ -11,7 +11,7 @@ import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.cli import main
-from planner_svc.evaluation.server_plans import is_decline
+from planner_svc.client.eval import is_decline
 from tests.integration.conftest import Live
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from planner_svc.server.client import question_request
+from planner_svc.client.common import question_request
 from tests.integration.conftest import Live
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from planner_svc.api.planner.v1 import memory_pb2
+from planner_svc.client.common import question_request
 from planner_svc.clock import wall_clock_us
-from planner_svc.server.client import question_request
 from planner_svc.settings import ServerSettings, TransportSettings
 from planner_svc.store import Store
 from tests.integration.conftest import Live, start

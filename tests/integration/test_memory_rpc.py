@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from planner_svc.api.planner.v1 import memory_pb2, plan_pb2
-from planner_svc.server.client import question_request
+from planner_svc.client.common import question_request
 from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import Live, start
 
@@ -130,7 +130,7 @@ def test_cancelled_ingest_keeps_completed_batches(
     import threading
     import time
 
-    from planner_svc.server.backends import INGEST_BATCH
+    from planner_svc.ingest.service import STREAM_BATCH as INGEST_BATCH
     from planner_svc.store import Store
 
     data = tmp_path / "data"
@@ -177,11 +177,11 @@ def fresh_plan_ok(server: Live) -> bool:
 
 def test_serve_refuses_a_folder_that_is_not_a_data_directory(tmp_path: Path) -> None:
     from planner_svc.core.errors import ConfigError
-    from planner_svc.server.backends import Backends
+    from planner_svc.server.services import Services
 
     (tmp_path / "notes.md").write_text("# My notes\n")
     with pytest.raises(ConfigError) as info:
-        Backends.open(ServerSettings(data_dir=tmp_path, semantic=False,
+        Services.open(ServerSettings(data_dir=tmp_path, semantic=False,
                                      transport=TransportSettings(port=0)))
     assert info.value.field == "data_dir"
     assert not (tmp_path / "store.sqlite").exists()

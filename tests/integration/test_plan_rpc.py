@@ -9,9 +9,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.convert import plan_from_proto
+from planner_svc.client.common import question_request
 from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
-from planner_svc.server.client import question_request
+from planner_svc.server.convert import plan_from_proto
 from tests.integration.conftest import Live
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
-from planner_svc.server.client import question_request
+from planner_svc.client.common import question_request
 from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import start
 

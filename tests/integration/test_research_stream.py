@@ -19,12 +19,12 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
-from planner_svc.research import cli
+from planner_svc.client import research as cli
 from planner_svc.research.openai_provider import OpenAISettings
 from planner_svc.research.providers import make_provider_factory
-from planner_svc.research.servicer import add_research_servicer
 from planner_svc.research.session import StopReason
-from planner_svc.research.testing import FakePlanEvidence
+from planner_svc.research.testing import FakeEvidence
+from planner_svc.server.research import add_research_servicer
 
 pytestmark = pytest.mark.integration
 
@@ -34,21 +34,28 @@ QUESTION = "What caused the 2021 outage and how was it fixed? Who reported it fi
 @dataclass
 class Served:
     address: str
-    evidence: FakePlanEvidence
+    evidence: FakeEvidence
     ended: queue.Queue[tuple[str, StopReason | None]] = field(default_factory=queue.Queue)
 
 
 def serve(
-    evidence: FakePlanEvidence, *, cassette_dir: Path | None = None, openai_url: str | None = None
+    evidence: FakeEvidence,
+    *,
+    cassette_dir: Path | None = None,
+    openai_url: str | None = None,
+    retries: int = 3,
 ) -> tuple[grpc.Server, Served]:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=4), options=[("grpc.so_reuseport", 0)]
     )
     served = Served(address="", evidence=evidence)
-    openai = OpenAISettings(base_url=openai_url, model="tiny") if openai_url else None
+    openai = (
+        OpenAISettings(base_url=openai_url, model="tiny", max_retries=retries)
+        if openai_url else None
+    )
     add_research_servicer(
         server,
-        plan_evidence=evidence,
+        evidence=evidence,
         provider_factory=make_provider_factory(cassette_dir=cassette_dir, openai=openai),
         on_session_end=lambda sid, reason: served.ended.put((sid, reason)),
     )
@@ -60,7 +67,7 @@ def serve(
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    server, info = serve(FakePlanEvidence(spans_for=lambda text: 0 if "fixed" in text else 2))
+    server, info = serve(FakeEvidence(spans_for=lambda text: 0 if "fixed" in text else 2))
     try:
         yield info
     finally:
@@ -251,7 +258,7 @@ def test_unknown_provider_is_an_invalid_start(served: Served) -> None:
 
 def test_client_cancellation_stops_work_at_once() -> None:
     gate = threading.Event()
-    evidence = FakePlanEvidence(gate=gate)
+    evidence = FakeEvidence(gate=gate)
     server, info = serve(evidence)
     try:
         with grpc.insecure_channel(info.address) as channel:
@@ -330,7 +337,7 @@ class ChatServer:
 
 def test_same_events_and_same_cassette_give_the_same_stream(tmp_path: Path) -> None:
     chat = ChatServer()
-    server, info = serve(FakePlanEvidence(), cassette_dir=tmp_path, openai_url=chat.url)
+    server, info = serve(FakeEvidence(), cassette_dir=tmp_path, openai_url=chat.url)
 
     def session(provider: str) -> list[research_pb2.ResearchUpdate]:
         event = start_event(max_depth=1, replan_every=2)
@@ -362,7 +369,7 @@ def test_same_events_and_same_cassette_give_the_same_stream(tmp_path: Path) -> N
 
 def test_a_replayed_cassette_miss_is_failed_precondition(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("")
-    server, info = serve(FakePlanEvidence(), cassette_dir=tmp_path)
+    server, info = serve(FakeEvidence(), cassette_dir=tmp_path)
     try:
         event = start_event()
         event.start.provider = "cassette:empty.jsonl"
@@ -371,5 +378,22 @@ def test_a_replayed_cassette_miss_is_failed_precondition(tmp_path: Path) -> None
         assert isinstance(err.value, grpc.Call)
         assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert "no recording" in (err.value.details() or "")
+    finally:
+        server.stop(grace=None)
+
+
+def test_a_model_endpoint_that_is_down_is_unavailable() -> None:
+    chat = ChatServer()
+    chat.close()  # nothing listens there any more
+    server, info = serve(FakeEvidence(), openai_url=chat.url, retries=0)
+    try:
+        event = start_event()
+        event.start.provider = "openai"
+        with pytest.raises(grpc.RpcError) as err:
+            stream(info.address, [event])
+        assert isinstance(err.value, grpc.Call)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert (err.value.details() or "").startswith("planner model: ")
+        assert info.ended.get(timeout=5)[1] is None  # the session ended with an error
     finally:
         server.stop(grace=None)

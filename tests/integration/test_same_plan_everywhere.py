@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
+from planner_svc.client.common import question_request, wait_serving
 from planner_svc.core.model import SpanRef
-from planner_svc.server.client import question_request, wait_serving
 from planner_svc.store import NodeWrite, Store
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.server.client import question_request, wait_serving
+from planner_svc.client.common import question_request, wait_serving
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from planner_svc.server.client import question_request
+from planner_svc.client.common import question_request
 from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import start
 

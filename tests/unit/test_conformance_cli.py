@@ -13,9 +13,9 @@ import pytest
 from google.protobuf import json_format
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.conformance import plan_for_request
-from planner_svc.convert import plan_from_proto
+from planner_svc.client.select import plan_for_request
 from planner_svc.core.plan_hash import plan_hash
+from planner_svc.server.convert import plan_from_proto
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "-m", "planner_svc.cli", "select"]

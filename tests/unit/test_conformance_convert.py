@@ -11,14 +11,6 @@ import pytest
 from google.protobuf import json_format
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.convert import (
-    explanation_to_proto,
-    plan_from_proto,
-    plan_to_proto,
-    planned_span_from_proto,
-    planned_span_to_proto,
-    stats_to_proto,
-)
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import (
     CandidateFate,
@@ -30,6 +22,14 @@ from planner_svc.core.model import (
     SpanRef,
 )
 from planner_svc.core.plan_hash import plan_hash
+from planner_svc.server.convert import (
+    explanation_to_proto,
+    plan_from_proto,
+    plan_to_proto,
+    planned_span_from_proto,
+    planned_span_to_proto,
+    stats_to_proto,
+)
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 

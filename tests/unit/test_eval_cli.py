@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from planner_svc.cli import main
-from planner_svc.evaluation.cli import budget_list
+from planner_svc.client.eval import budget_list
 
 GOOD = json.dumps({"id": "s1", "type": "single", "question": "Who?", "gold": ["A"],
                    "answer": "x"}) + "\n"

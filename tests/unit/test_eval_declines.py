@@ -11,14 +11,10 @@ from google.rpc import code_pb2, error_details_pb2
 from grpc_status import rpc_status
 
 from planner_svc.api.planner.v1 import plan_pb2
+from planner_svc.client.eval import error_reasons, is_decline, request_plan
 from planner_svc.core.errors import BackendUnavailable, InsufficientEvidence, PlannerError
-from planner_svc.evaluation.server_plans import (
-    ServerPlan,
-    error_reasons,
-    is_decline,
-    request_plan,
-)
-from planner_svc.status import rich, status_for
+from planner_svc.evaluation.runner import ServerPlan
+from planner_svc.server.errors import rich, status_for
 
 
 class FakeRpcError(grpc.RpcError):

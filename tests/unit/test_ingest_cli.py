@@ -11,8 +11,8 @@ import pytest
 
 import planner_svc.embed
 from planner_svc.cli import main
+from planner_svc.demo import corpus
 from planner_svc.embed import HashingEmbedder
-from planner_svc.ingest import corpus
 from planner_svc.store import Store
 
 T1 = corpus.CORPUS_TIME_US

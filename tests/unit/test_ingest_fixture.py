@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from planner_svc.demo.corpus import CORPUS_TIME_US, wiki_source_id
 from planner_svc.embed import HashingEmbedder
 from planner_svc.ingest import ingest_documents
-from planner_svc.ingest.corpus import CORPUS_TIME_US, read_jsonl, wiki_source_id
+from planner_svc.ingest.jsonl import read_jsonl
 from planner_svc.ingest.pipeline import DocumentIn
 from planner_svc.store import Store
 

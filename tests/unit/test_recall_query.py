@@ -5,15 +5,11 @@ from __future__ import annotations
 import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.convert import (
-    MAX_FILTER_CHARS,
-    MAX_FILTER_LABELS,
-    MAX_FILTER_PROPERTIES,
-    plan_query_from_proto,
-)
 from planner_svc.core.config import PlannerConfig
 from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.limits import MAX_FILTER_CHARS, MAX_FILTER_LABELS, MAX_FILTER_PROPERTIES
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.server.convert import plan_query_from_proto
 
 NOW = 1_800_000_000_000_000
 

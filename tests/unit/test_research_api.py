@@ -15,8 +15,9 @@ def test_public_names_are_pinned_and_resolve() -> None:
             "DEFAULT_MAX_NEW_LEADS", "DEFAULT_REPLAN_EVERY", "DEPTH_NONE", "BudgetReport",
             "Cancelled", "CassetteMiss", "CassetteProvider", "ContradictionsReport", "DeadEnd",
             "Digest", "DigestView", "EntityLookup", "Lead", "LeadReport", "NoEntities",
-            "OfflineProvider", "OpenAIProvider", "OpenAISettings", "Plan", "PlanEvidence",
-            "Planner", "PlannerProvider", "PlannerSettings", "PlanningRequest", "ProviderAnswer",
+            "OfflineProvider", "OpenAIProvider", "OpenAISettings", "Plan", "EvidenceSource",
+            "Planner", "PlannerEvidence", "PlannerProvider", "PlannerSettings", "PlanningRequest",
+            "ProviderAnswer",
             "ProviderError", "ProviderFactory", "ResearchSession", "SessionStart", "StopReason",
             "SubQuestion", "TitleEntityLookup", "TitleIndex", "Usage", "leads_across",
             "make_provider_factory", "normalize_text", "render_digest",
@@ -30,7 +31,7 @@ def test_public_names_are_pinned_and_resolve() -> None:
 
 def test_cli_module_imports_neither_grpc_nor_protobuf() -> None:
     code = (
-        "import sys, planner_svc.research.cli; "
+        "import sys, planner_svc.client.research; "
         "print(sorted(m for m in ('grpc', 'google.protobuf') if m in sys.modules))"
     )
     out = subprocess.run(

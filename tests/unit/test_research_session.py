@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from planner_svc.core.errors import InsufficientEvidence, InvalidRequest
-from planner_svc.research import wire
+from planner_svc.core.model import EvidencePlan
 from planner_svc.research.offline import OfflineProvider
 from planner_svc.research.planner import PlannerSettings
 from planner_svc.research.provider import Cancelled, PlannerProvider, ProviderAnswer
@@ -24,7 +24,8 @@ from planner_svc.research.session import (
     StopReason,
     Update,
 )
-from planner_svc.research.testing import FakePlanEvidence, ScriptedProvider
+from planner_svc.research.testing import FakeEvidence, ScriptedProvider
+from planner_svc.server.convert import research as wire
 
 QUESTION = "What caused the 2021 outage and how was it fixed? Who reported it first?"
 
@@ -32,11 +33,11 @@ QUESTION = "What caused the 2021 outage and how was it fixed? Who reported it fi
 def make(
     *,
     provider: PlannerProvider | None = None,
-    evidence: FakePlanEvidence | None = None,
+    evidence: FakeEvidence | None = None,
     actors: tuple[str, ...] = ("web", "academic"),
     **settings: int,
-) -> tuple[ResearchSession, FakePlanEvidence]:
-    evidence = evidence or FakePlanEvidence()
+) -> tuple[ResearchSession, FakeEvidence]:
+    evidence = evidence or FakeEvidence()
     start = SessionStart(
         question=QUESTION,
         actors=actors,
@@ -45,7 +46,7 @@ def make(
         budget_tokens=300,
         session_id="s1",
     )
-    return ResearchSession(start, provider=provider or OfflineProvider(), plan_evidence=evidence), (
+    return ResearchSession(start, provider=provider or OfflineProvider(), evidence=evidence), (
         evidence
     )
 
@@ -118,7 +119,7 @@ def test_full_offline_session_ends_done_when_every_sub_question_has_claims() -> 
 
 
 def test_dead_end_leads_to_a_rephrased_follow_up_lead() -> None:
-    evidence = FakePlanEvidence(spans_for=lambda text: 0 if "fixed" in text else 2)
+    evidence = FakeEvidence(spans_for=lambda text: 0 if "fixed" in text else 2)
     session, _ = make(evidence=evidence)
     init = initial(session)
     out: list[Update] = []
@@ -343,16 +344,18 @@ def test_cancel_stops_pending_evidence_planning() -> None:
     cancel = threading.Event()
     calls: list[str] = []
 
-    def plan_evidence(text: str, **_: int | None) -> object:
-        calls.append(text)
-        cancel.set()  # the caller cancels while the first plan is being made
-        return FakePlanEvidence()(text, at_valid_us=None, at_tx_us=None, budget_tokens=None)
+    class CancellingEvidence(FakeEvidence):
+        def evidence_for(self, question: str, **times: int | None) -> EvidencePlan:
+            calls.append(question)
+            cancel.set()  # the caller cancels while the first plan is being made
+            return super().evidence_for(question, at_valid_us=None, at_tx_us=None,
+                                        budget_tokens=None)
 
     start = SessionStart(question=QUESTION, actors=("web",), session_id="s1")
     session = ResearchSession(
         start,
         provider=OfflineProvider(),
-        plan_evidence=plan_evidence,  # type: ignore[arg-type]
+        evidence=CancellingEvidence(),  # type: ignore[arg-type]
         cancel=cancel,
     )
     with pytest.raises(Cancelled):
@@ -362,14 +365,15 @@ def test_cancel_stops_pending_evidence_planning() -> None:
 
 
 def test_evidence_failures_are_reported_on_the_sub_question() -> None:
-    def plan_evidence(text: str, **_: int | None) -> object:
-        raise InsufficientEvidence("recall found no span")
+    class NoEvidence(FakeEvidence):
+        def evidence_for(self, question: str, **times: int | None) -> EvidencePlan:
+            raise InsufficientEvidence("recall found no span")
 
     start = SessionStart(question="Why?", actors=("web",), session_id="s1")
     session = ResearchSession(
         start,
         provider=OfflineProvider(),
-        plan_evidence=plan_evidence,  # type: ignore[arg-type]
+        evidence=NoEvidence(),  # type: ignore[arg-type]
     )
     init = initial(session)
     assert init.questions[0].evidence is None

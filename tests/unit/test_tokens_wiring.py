@@ -1,4 +1,5 @@
-"""The registry reaches the server: ``serve --models``, ``ServerSettings.models_path``, backends."""
+"""The registry reaches the server: ``serve --models``, ``ServerSettings.models_path``, the
+services' planner."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ from pathlib import Path
 import pytest
 
 from planner_svc.core.errors import ConfigError
+from planner_svc.core.model import EvidencePlan
+from planner_svc.ingest import DocumentIn
+from planner_svc.recall.request import PlanQuery, StructuredLeg
+from planner_svc.recall.tokens import default_counter
 from planner_svc.server import cli
-from planner_svc.server.backends import Backends
+from planner_svc.server.services import Services
 from planner_svc.settings import Environment, ServerSettings, settings_from_flags
+
+T0 = 1_700_000_000_000_000
 
 
 def _serve_args(*argv: str) -> argparse.Namespace:
@@ -26,37 +33,54 @@ def test_serve_takes_a_models_file() -> None:
     assert ServerSettings(data_dir=Path("d")).models_path is None
 
 
-def test_backends_plan_with_the_configured_registry(tmp_path: Path) -> None:
+def _plan_as(services: Services, model: str, budget: int) -> EvidencePlan:
+    """The plan of a one-document store for a structured query, counted for ``model``."""
+    report = services.ingest.ingest(iter([DocumentIn(
+        source_id="notes/otters", title="Otters",
+        text="# Otters\n\nSea otters rest in kelp forests and hold hands while they sleep.\n",
+        valid_from_us=T0, version_tx_us=T0,
+    )]))
+    assert not report.errors, report.errors
+    query = PlanQuery(
+        structured=StructuredLeg(text="otters kelp"), semantic=None, expand_depth=0,
+        at_valid_us=T0, at_tx_us=T0, budget_tokens=budget, model=model,
+        allow_ungrounded=False, explain=False, max_frac_per_source=1.0, dedup_overlap=0.5,
+    )
+    return services.planner.plan(query).plan
+
+
+def test_services_plan_with_the_configured_registry(tmp_path: Path) -> None:
     registry = tmp_path / "models.json"
     registry.write_text('{"models": {"house-llm": {"context_window": 2048}}}')
-    backends = Backends.open(
+    services = Services.open(
         ServerSettings(data_dir=tmp_path / "data", semantic=False, models_path=registry)
     )
     try:
-        counter = backends.planner._counter
-        assert counter is not None
-        assert counter.context_window("house-llm") == 2048
-        assert counter.context_window("minilm-l6") is None
+        house = _plan_as(services, "house-llm", 5000)  # window 2048: B = 1024, estimated
+        assert (house.budget, house.stats.token_estimate) == (1024 * 9 // 10, True)
+        unknown = _plan_as(services, "minilm-l6", 5000)  # not in this registry: no ceiling
+        assert (unknown.budget, unknown.stats.token_estimate) == (4500, True)
     finally:
-        backends.close()
+        services.close()
 
 
-def test_backends_default_to_the_packaged_registry(tmp_path: Path) -> None:
-    backends = Backends.open(ServerSettings(data_dir=tmp_path / "data", semantic=False))
+def test_services_default_to_the_packaged_registry(tmp_path: Path) -> None:
+    services = Services.open(ServerSettings(data_dir=tmp_path / "data", semantic=False))
     try:
-        counter = backends.planner._counter
-        assert counter is not None
-        assert counter.context_window("minilm-l6") == 512
-        assert counter.count("minilm-l6", "Hello world") == 2
+        plan = _plan_as(services, "minilm-l6", 5000)  # window 512, counted exactly
+        assert (plan.budget, plan.stats.token_estimate) == (256, False)
+        exact = default_counter().count("minilm-l6", plan.spans[0].text)
+        assert plan.spans[0].tokens == exact
+        assert default_counter().count("minilm-l6", "Hello world") == 2
     finally:
-        backends.close()
+        services.close()
 
 
 def test_an_invalid_registry_stops_start_up(tmp_path: Path) -> None:
     registry = tmp_path / "models.json"
     registry.write_text('{"models": {"gpt-4o": {"context_window": 0}}}')
     with pytest.raises(ConfigError) as caught:
-        Backends.open(
+        Services.open(
             ServerSettings(data_dir=tmp_path / "data", semantic=False, models_path=registry)
         )
     assert caught.value.field == "models.gpt-4o.context_window"

@@ -16,13 +16,8 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
-from planner_svc.cliargs import (
-    DEFAULT_ADDRESS,
-    address,
-    auth_metadata,
-    bounded,
-    unavailable_hint,
-)
+from planner_svc.cliargs import address, bounded
+from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
 from planner_svc.core.limits import BUDGET_TOKENS
 from planner_svc.research.planner import DEFAULT_MAX_DEPTH, PlannerSettings
 

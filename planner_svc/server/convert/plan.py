@@ -1,6 +1,6 @@
-"""The one place that converts between protobuf messages and core types.
+"""Plan messages <-> core types: requests, spans, plans, stats, explanations.
 
-Servicers, the conformance command and the clients all go through here, so field paths in
+Servicers, the ``select`` command and the clients all go through here, so field paths in
 errors (``pool[3].weight``) and the proto3 JSON names stay consistent.
 """
 

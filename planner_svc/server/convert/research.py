@@ -1,7 +1,8 @@
-"""Conversion between the research protos and the session's internal types (one place).
+"""Research stream messages <-> the session's types: events in, updates out.
 
 Every malformed field becomes :class:`~planner_svc.core.errors.InvalidRequest` with the field's
-path in the event (``start.caps.max_depth``, ``lead_result.dead_end.cause``).
+path in the event (``start.caps.max_depth``, ``lead_result.dead_end.cause``). A sub-question's
+evidence plan is converted once, by :func:`planner_svc.server.convert.plan.plan_to_proto`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from planner_svc.research.session import (
     SessionStart,
     Update,
 )
+from planner_svc.server.convert.plan import plan_to_proto
 
 
 def derive_session_id(start: research_pb2.StartSession) -> str:
@@ -114,7 +116,7 @@ def _question(q: SubQuestion, out: research_pb2.SubQuestion) -> None:
 def _planned(p: PlannedQuestion, out: research_pb2.SubQuestion) -> None:
     _question(p.question, out)
     if p.evidence is not None:
-        out.evidence.CopyFrom(p.evidence)
+        out.evidence.CopyFrom(plan_to_proto(p.evidence))
     out.evidence_error = p.evidence_error
 
 

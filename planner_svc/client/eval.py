@@ -1,5 +1,11 @@
 """``planner-svc eval``: plan quality of a running server against two baselines.
 
+The server side of an evaluation lives here: :class:`GrpcPlans` asks a running server for each
+plan (the request ``planner-svc plan`` sends for a question: both recall legs from the question
+text, one hop) and recognises a decline: ``FAILED_PRECONDITION`` carrying
+``google.rpc.ErrorInfo{reason: INSUFFICIENT_EVIDENCE}``; any other failure, including a
+``FAILED_PRECONDITION`` with another reason or none, is an error of the run.
+
 Reads one or more question files, runs :func:`planner_svc.evaluation.runner.run_eval` at one
 budget (``--budget N``) or several (``--budgets 250,500,...``), and prints one table per budget
 or (``--json``) the report as one JSON object; ``--plot FILE.png`` also draws quality against
@@ -13,12 +19,38 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from planner_svc.cliargs import DEFAULT_ADDRESS, address, bounded
+from planner_svc.cliargs import address, bounded
+from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
 from planner_svc.core.limits import BUDGET_TOKENS, LEG_RESULTS, Bounds
+from planner_svc.evaluation.cosine_baseline import DEFAULT_COSINE_K
 from planner_svc.settings import DEFAULT_DATA_DIR
 
+if TYPE_CHECKING:
+    import grpc
+
+    from planner_svc.evaluation.runner import ServerPlan
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "INSUFFICIENT_EVIDENCE",
+    "MAX_BUDGETS",
+    "TIMEOUT_S",
+    "GrpcPlans",
+    "budget_list",
+    "error_reasons",
+    "is_decline",
+    "register",
+    "request_plan",
+]
+
+INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
+"""``ErrorInfo.reason`` of a plan declined for lack of evidence."""
+DEFAULT_TIMEOUT_S = 30.0
+"""Deadline of each plan request by default, seconds."""
 MAX_BUDGETS = 20
 """Most budgets one run sweeps."""
 TIMEOUT_S = Bounds(0.0, 3600.0, low_open=True)
@@ -62,6 +94,111 @@ def _positive_seconds(value: str) -> float:
     return seconds
 
 
+def error_reasons(err: grpc.RpcError) -> list[str]:
+    """The ``ErrorInfo.reason`` of every ErrorInfo in the rich status details of ``err``
+    (``grpc-status-details-bin``), in order; empty when there are none or the details are
+    malformed or disagree with the call's code and message."""
+    from google.protobuf.message import DecodeError
+    from google.rpc import error_details_pb2
+    from grpc_status import rpc_status
+
+    try:
+        status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    except (ValueError, DecodeError):
+        return []
+    if status is None:
+        return []
+    reasons: list[str] = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            reasons.append(info.reason)
+    return reasons
+
+
+def is_decline(err: grpc.RpcError) -> bool:
+    """Whether ``err`` is the server declining for insufficient evidence:
+    ``FAILED_PRECONDITION`` with an ErrorInfo whose reason is ``INSUFFICIENT_EVIDENCE``."""
+    import grpc
+
+    code = err.code()  # type: ignore[attr-defined]
+    return code == grpc.StatusCode.FAILED_PRECONDITION and INSUFFICIENT_EVIDENCE in error_reasons(
+        err
+    )
+
+
+def request_plan(
+    stub: Any,
+    question: str,
+    *,
+    budget: int,
+    timeout_s: float,
+    metadata: Sequence[tuple[str, str | bytes]] = (),
+) -> ServerPlan:
+    """Ask ``stub`` (an ``EvidencePlannerStub``) for the plan of ``question``.
+
+    Args:
+        budget: requested budget, tokens.
+        timeout_s: the call's deadline, seconds.
+        metadata: call metadata (e.g. authorization).
+
+    Raises:
+        grpc.RpcError: any failure other than a decline (see :func:`is_decline`).
+    """
+    import grpc
+
+    from planner_svc.client.common import question_request
+    from planner_svc.evaluation.runner import ServerPlan
+
+    try:
+        plan = stub.Plan(question_request(question, budget_tokens=budget),
+                         timeout=timeout_s, metadata=tuple(metadata))
+    except grpc.RpcError as err:
+        if is_decline(err):
+            return ServerPlan(source_ids=(), texts=(), used=0, refused=True)
+        raise
+    return ServerPlan(source_ids=tuple(s.span.source_id for s in plan.spans),
+                      texts=tuple(s.text for s in plan.spans), used=int(plan.used),
+                      refused=False)
+
+
+class GrpcPlans:
+    """A :data:`~planner_svc.evaluation.runner.PlanSource` over a running server's Plan RPC.
+
+    Args:
+        channel: a channel to the server.
+        address: the server's ``HOST:PORT`` (named in errors).
+        timeout_s: deadline of each plan request, seconds.
+    """
+
+    def __init__(self, channel: grpc.Channel, *, address: str, timeout_s: float) -> None:
+        from planner_svc.api.planner.v1 import plan_pb2_grpc
+
+        self._stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        self._address = address
+        self._timeout_s = timeout_s
+        self._metadata = auth_metadata()
+
+    def __call__(self, question: str, budget: int) -> ServerPlan:
+        """The server's plan of ``question`` at ``budget`` tokens (a decline is ``refused``).
+
+        Raises:
+            EvalError: the request failed other than by a decline (one line, with a hint).
+        """
+        import grpc
+
+        from planner_svc.evaluation.runner import EvalError
+
+        try:
+            return request_plan(self._stub, question, budget=budget, timeout_s=self._timeout_s,
+                                metadata=self._metadata)
+        except grpc.RpcError as err:
+            name = err.code().name  # type: ignore[attr-defined]
+            raise EvalError(f"{name}: {err.details()}"  # type: ignore[attr-defined]
+                            f"{unavailable_hint(name, self._address)}") from None
+
+
 def _fail(message: str, code: int) -> int:
     print(f"planner-svc eval: {message}", file=sys.stderr)
     return code
@@ -85,22 +222,26 @@ def _run(args: argparse.Namespace) -> int:
     if plot is not None and not plot.parent.is_dir():
         return _fail(f"cannot write the plot: no folder {plot.parent}", 2)
 
+    import grpc
+
     from planner_svc.evaluation.report import report_text
     from planner_svc.evaluation.runner import EvalError, EvalInputError, EvalSettings, run_eval
+    from planner_svc.settings import read_environment
 
     settings = EvalSettings(
         question_files=tuple(args.questions),
         budgets=budgets,
         data_dir=Path(args.data),
-        address=args.address,
         cosine_k=args.k,
-        timeout_s=args.timeout,
         per_question=args.per_question,
+        model_dir=read_environment().model_dir,
     )
     try:
-        report = run_eval(questions, settings,
-                          warn=lambda line: print(f"planner-svc eval: warning: {line}",
-                                                  file=sys.stderr))
+        with grpc.insecure_channel(args.address) as channel:
+            plans = GrpcPlans(channel, address=args.address, timeout_s=args.timeout)
+            report = run_eval(questions, settings, plans=plans,
+                              warn=lambda line: print(f"planner-svc eval: warning: {line}",
+                                                      file=sys.stderr))
     except EvalInputError as exc:
         return _fail(str(exc), 2)
     except EvalError as exc:
@@ -118,10 +259,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``eval`` subcommand."""
-    from planner_svc.evaluation.runner import EvalSettings
-
-    defaults = EvalSettings(question_files=(), budgets=(1,), data_dir=DEFAULT_DATA_DIR,
-                            address=DEFAULT_ADDRESS)
     parser = subparsers.add_parser(
         "eval", help="score plans of a running server on questions with gold evidence"
     )
@@ -139,8 +276,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--data", default=str(DEFAULT_DATA_DIR),
                         help="the server's data directory (for the baselines and titles)")
     parser.add_argument("--k", type=bounded(int, Bounds(1, LEG_RESULTS.high)),
-                        default=defaults.cosine_k, help="passages the cosine baseline considers")
-    parser.add_argument("--timeout", type=_positive_seconds, default=defaults.timeout_s,
+                        default=DEFAULT_COSINE_K, help="passages the cosine baseline considers")
+    parser.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT_S,
                         help="per-plan deadline, seconds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--per-question", action="store_true",

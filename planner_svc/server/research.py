@@ -1,10 +1,6 @@
-"""The ``ResearchPlanner`` gRPC servicer: converts events and updates, delegates to
-:class:`~planner_svc.research.session.ResearchSession`, and maps errors to status codes.
-
-Error mapping (the stream ends; the server keeps serving): the provider's own errors first —
-CassetteMiss is FAILED_PRECONDITION, ProviderError UNAVAILABLE — then the shared table of
-:mod:`planner_svc.status` (InvalidRequest is INVALID_ARGUMENT with a field violation; anything
-unexpected is INTERNAL with a generic message and a logged error id).
+"""The ``ResearchPlanner`` servicer: converts events and updates, delegates to
+:class:`~planner_svc.research.session.ResearchSession`, and maps errors with the one table of
+:mod:`planner_svc.server.errors` (the stream ends; the server keeps serving).
 
 When the caller cancels (or its deadline passes) the session's cancel event is set from gRPC's
 callback thread, so pending work stops at its next check and nothing more is sent.
@@ -14,27 +10,34 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 
 import grpc
 import structlog
 
 from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
-from planner_svc.clock import wall_clock_us
-from planner_svc.core.errors import Cancelled, InvalidRequest, PlannerError
-from planner_svc.research import wire
+from planner_svc.clock import Clock, wall_clock_us
+from planner_svc.core.errors import Cancelled, InvalidRequest, Overloaded, PlannerError
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS
-from planner_svc.research.provider import CassetteMiss, ProviderError
+from planner_svc.research.evidence import EvidenceSource
 from planner_svc.research.providers import ProviderFactory, make_provider_factory
 from planner_svc.research.session import (
     MAX_QUESTION_CHARS,
-    PlanEvidence,
     ResearchSession,
     StopReason,
     Update,
 )
-from planner_svc.status import GrpcStatus, request_id, status_for, to_grpc, with_trailers
+from planner_svc.server import convert
+from planner_svc.server.errors import abort_with
+from planner_svc.server.observe import request_id
+
+__all__ = [
+    "MIN_SERVICER_DIGEST_CHARS",
+    "SERVICE_NAME",
+    "ResearchPlannerServicer",
+    "SessionEndHook",
+    "add_research_servicer",
+]
 
 _log = structlog.get_logger("planner_svc.research")
 
@@ -43,28 +46,24 @@ SessionEndHook = Callable[[str, StopReason | None], None]
 the stream failed with an error)."""
 
 MIN_SERVICER_DIGEST_CHARS = MAX_QUESTION_CHARS + 400
+"""Smallest digest bound a servicer accepts, characters: the longest question fits."""
 
 SERVICE_NAME: str = research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name
 """``planner.v1.ResearchPlanner``: for health and reflection registration."""
-
-
-def invalid_argument_status(exc: InvalidRequest) -> grpc.Status:
-    """INVALID_ARGUMENT carrying a BadRequest detail with one field violation for ``exc``."""
-    status, _ = status_for(exc)
-    return to_grpc(status)
 
 
 class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
     """Serves ``planner.v1.ResearchPlanner/Research``; one worker thread per open stream.
 
     Args:
-        plan_evidence: plans each sub-question's evidence.
+        evidence: plans each sub-question's evidence.
         provider_factory: makes each session's planning provider from its ``provider`` string.
         digest_max_chars: bound of each session's digest in characters, >= 1400.
         on_session_end: optional hook, see :data:`SessionEndHook`.
         max_sessions: open sessions allowed at once, >= 1. Each holds a server thread for its
             whole life, so the server keeps threads free for Plan and health checks by
-            refusing further sessions with RESOURCE_EXHAUSTED.
+            refusing further sessions (Overloaded: RESOURCE_EXHAUSTED).
+        clock: now, which pins a session's absent as-of times at its start.
 
     Raises:
         ValueError: ``digest_max_chars`` below 1400 or ``max_sessions`` below 1.
@@ -73,11 +72,12 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
     def __init__(
         self,
         *,
-        plan_evidence: PlanEvidence,
+        evidence: EvidenceSource,
         provider_factory: ProviderFactory,
         digest_max_chars: int = DEFAULT_DIGEST_CHARS,
         on_session_end: SessionEndHook | None = None,
         max_sessions: int = 4,
+        clock: Clock = wall_clock_us,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions: {max_sessions}; must be >= 1")
@@ -87,10 +87,11 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
             raise ValueError(
                 f"digest_max_chars: {digest_max_chars}; must be >= {MIN_SERVICER_DIGEST_CHARS}"
             )
-        self._plan_evidence = plan_evidence
+        self._evidence = evidence
         self._provider_factory = provider_factory
         self._digest_max_chars = digest_max_chars
         self._on_session_end = on_session_end
+        self._clock = clock
 
     def Research(
         self,
@@ -105,10 +106,13 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
         rid = request_id(context)
         context.set_trailing_metadata((("x-request-id", rid),))
         if not self._slots.acquire(blocking=False):
-            context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{self._max_sessions} research sessions are open, the most this server "
-                "runs at once; retry later",
+            abort_with(
+                context,
+                Overloaded(
+                    f"{self._max_sessions} research sessions are open, the most this server "
+                    "runs at once; retry later"
+                ),
+                request_id=rid, method="Research",
             )
         try:
             yield from self._research(request_iterator, context, rid)
@@ -124,15 +128,15 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
         cancel = threading.Event()
         context.add_callback(cancel.set)
         session: ResearchSession | None = None
-        failure: grpc.Status | None = None
+        failure: Exception | None = None
         try:
             first = next(request_iterator, None)
             if first is None:
                 raise InvalidRequest("start", "the stream closed before a start event")
-            start = wire.start_from_proto(first)
+            start = convert.start_from_proto(first)
             # One snapshot per session: absent as-of times are pinned to the start, so every
             # sub-question's evidence plan reads the same store state (echoed in the settings).
-            now_us = wall_clock_us()
+            now_us = self._clock()
             start = dataclasses.replace(
                 start,
                 at_valid_us=now_us if start.at_valid_us is None else start.at_valid_us,
@@ -141,7 +145,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
             session = ResearchSession(
                 start,
                 provider=self._provider_factory(start.provider),
-                plan_evidence=self._plan_evidence,
+                evidence=self._evidence,
                 digest_max_chars=self._digest_max_chars,
                 cancel=cancel,
             )
@@ -149,24 +153,18 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
                       actors=list(start.actors))
             yield from _send(session.begin())
             for raw in request_iterator:
-                yield from _send(session.handle(wire.event_from_proto(raw)))
+                yield from _send(session.handle(convert.event_from_proto(raw)))
                 if session.finished:
                     return
             yield from _send(session.close_input())
         except Cancelled:
             return
-        except CassetteMiss as exc:
-            failure = GrpcStatus(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        except ProviderError as exc:
-            failure = GrpcStatus(grpc.StatusCode.UNAVAILABLE, f"planner model: {exc}")
         except PlannerError as exc:
-            failure = to_grpc(status_for(exc)[0])
-        except Exception:
+            failure = exc
+        except Exception as exc:
             if cancel.is_set():
                 return  # the request iterator raises once the caller has cancelled
-            error_id = uuid.uuid4().hex[:12]
-            _log.exception("research.internal_error", request_id=rid, error_id=error_id)
-            failure = GrpcStatus(grpc.StatusCode.INTERNAL, f"internal error (id {error_id})")
+            failure = exc
         finally:
             if session is not None:
                 if cancel.is_set():
@@ -182,40 +180,43 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
                 if self._on_session_end is not None:
                     self._on_session_end(session.start.session_id, reason)
         if failure is not None:
-            context.abort_with_status(with_trailers(failure, ("x-request-id", rid)))
+            abort_with(context, failure, request_id=rid, method="Research")
 
 
 def _send(updates: Iterable[Update]) -> Iterator[research_pb2.ResearchUpdate]:
     for update in updates:
-        yield wire.update_to_proto(update)
+        yield convert.update_to_proto(update)
 
 
 def add_research_servicer(
     server: grpc.Server,
     *,
-    plan_evidence: PlanEvidence,
+    evidence: EvidenceSource,
     provider_factory: ProviderFactory | None = None,
     digest_max_chars: int = DEFAULT_DIGEST_CHARS,
     on_session_end: SessionEndHook | None = None,
     max_sessions: int = 4,
+    clock: Clock = wall_clock_us,
 ) -> None:
     """Register ``planner.v1.ResearchPlanner`` on ``server`` (before ``server.start()``).
 
     Args:
         server: the gRPC server. Each open stream holds one of its worker threads.
-        plan_evidence: the EvidencePlanner's planning function (see
-            :class:`~planner_svc.research.session.PlanEvidence`).
+        evidence: plans each sub-question's evidence (see
+            :class:`~planner_svc.research.evidence.EvidenceSource`).
         provider_factory: resolves each session's ``provider``; None = offline only (see
             :func:`~planner_svc.research.providers.make_provider_factory`).
         digest_max_chars: digest bound in characters, >= 1400.
         on_session_end: optional hook (metrics, tests).
         max_sessions: open sessions allowed at once (RESOURCE_EXHAUSTED beyond).
+        clock: now, for sessions that name no as-of times.
     """
     servicer = ResearchPlannerServicer(
-        plan_evidence=plan_evidence,
+        evidence=evidence,
         provider_factory=provider_factory or make_provider_factory(),
         digest_max_chars=digest_max_chars,
         on_session_end=on_session_end,
         max_sessions=max_sessions,
+        clock=clock,
     )
     research_pb2_grpc.add_ResearchPlannerServicer_to_server(servicer, server)

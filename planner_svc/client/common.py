@@ -1,6 +1,8 @@
-"""Client helpers: build the default PlanRequest for a question and render plans.
+"""What the gRPC clients share: the default request for a question, plan rendering, and
+waiting for a server to serve (the address and token: :mod:`planner_svc.client.connection`).
 
-Shared by ``planner-svc plan``, ``eval`` and ``research`` so every client asks the same way.
+Shared by ``planner-svc plan``, ``eval`` and ``research`` (and the demo and benchmarks) so every
+client asks the same way.
 """
 
 from __future__ import annotations
@@ -14,6 +16,16 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import plan_pb2
+from planner_svc.recall.request import QUESTION_EXPAND_DEPTH
+
+__all__ = [
+    "FATE_NAMES",
+    "NotServing",
+    "question_request",
+    "render_explanations",
+    "render_plan",
+    "wait_serving",
+]
 
 FATE_NAMES = {
     plan_pb2.CANDIDATE_FATE_PACKED: "packed",
@@ -22,13 +34,14 @@ FATE_NAMES = {
     plan_pb2.CANDIDATE_FATE_BUDGET_FULL: "budget full",
     plan_pb2.CANDIDATE_FATE_CAP_BLOCKED: "cap blocked",
 }
+"""How ``--explain`` names each candidate fate."""
 
 
 def question_request(
     question: str,
     *,
     budget_tokens: int | None = None,
-    expand_depth: int = 1,
+    expand_depth: int = QUESTION_EXPAND_DEPTH,
     k: int = 0,
     limit: int = 0,
     model: str = "",
@@ -39,7 +52,8 @@ def question_request(
 ) -> plan_pb2.PlanRequest:
     """The default request for a natural-language question: both legs from the question text.
 
-    ``k`` / ``limit`` of 0 take the server defaults; budget None takes the server default.
+    ``k`` / ``limit`` of 0 take the server defaults; budget None takes the server default. With
+    the defaults it is the wire form of :func:`planner_svc.recall.request.question_query`.
     """
     request = plan_pb2.PlanRequest(
         query=plan_pb2.StructuredQuery(text=question, limit=limit),

