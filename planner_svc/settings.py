@@ -6,7 +6,7 @@ field, the value and the allowed range)::
     ServerSettings                 data directory, embedder model, registry, worker processes
     ├── transport: TransportSettings   bind address, handler threads, message size, shutdown,
     │                                  metrics, TLS, bearer token
-    ├── selection: PlannerConfig       weighting and selection defaults (planner_svc.core.config)
+    ├── selection: SelectionSettings   weighting and selection defaults (planner_svc.core.config)
     ├── recall: RecallSettings         leg calibration, expansion, default k/limit
     │                                  (planner_svc.recall.settings)
     └── research: ResearchSettings     provider cassettes, the OpenAI-compatible endpoint
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import ConfigError
 from planner_svc.core.limits import Bounds
 from planner_svc.recall.settings import RecallSettings
@@ -165,7 +165,7 @@ class ServerSettings:
     models_path: Path | None = None
     workers: int = 1
     transport: TransportSettings = field(default_factory=TransportSettings)
-    selection: PlannerConfig = field(default_factory=PlannerConfig)
+    selection: SelectionSettings = field(default_factory=SelectionSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     research: ResearchSettings = field(default_factory=ResearchSettings)
 
@@ -349,7 +349,7 @@ SERVE_FLAGS: tuple[Flag, ...] = (
 _SUBTREES: Mapping[str, type] = MappingProxyType({
     "": ServerSettings,
     "transport": TransportSettings,
-    "selection": PlannerConfig,
+    "selection": SelectionSettings,
     "recall": RecallSettings,
     "research": ResearchSettings,
 })
@@ -413,7 +413,7 @@ def settings_from_flags(args: argparse.Namespace, environment: Environment) -> S
         **values[""],
         model_dir=environment.model_dir,
         transport=transport,
-        selection=PlannerConfig(**values["selection"]),
+        selection=SelectionSettings(**values["selection"]),
         recall=RecallSettings(**values["recall"]),
         research=research,
     )

@@ -8,7 +8,7 @@ import sys
 
 from planner_svc.cliargs import address, bounded, non_empty
 from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.limits import BUDGET_TOKENS, EXPAND_DEPTH, INT64, LEG_RESULTS
 from planner_svc.recall.request import QUESTION_EXPAND_DEPTH
 
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="server HOST:PORT")
     plan.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
                       help="budget in tokens (default: the server's, "
-                           f"{PlannerConfig().default_budget_tokens} unless configured)")
+                           f"{SelectionSettings().default_budget_tokens} unless configured)")
     plan.add_argument("--expand-depth", type=bounded(int, EXPAND_DEPTH),
                       default=QUESTION_EXPAND_DEPTH,
                       help="hop expansion depth")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
 from planner_svc.core.limits import BUDGET_TOKENS
-from planner_svc.research.planner import DEFAULT_MAX_DEPTH, PlannerSettings
+from planner_svc.research.planner import DEFAULT_MAX_DEPTH, ResearchCaps
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     p.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                    help=f"HOST:PORT ({DEFAULT_ADDRESS})")
-    caps = PlannerSettings.BOUNDS
+    caps = ResearchCaps.BOUNDS
     p.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
                    help="evidence budget per plan (tokens)")
     p.add_argument(

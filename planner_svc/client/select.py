@@ -26,13 +26,13 @@ from typing import Any, TextIO
 from google.protobuf import json_format
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import PLAN_MODEL
 from planner_svc.core.plan import build_plan
 from planner_svc.server.convert import plan_to_proto, planned_span_from_proto
 
-_DEFAULTS = PlannerConfig()
+_DEFAULTS = SelectionSettings()
 _JSON_NAMES = {"max_frac_per_source": "maxFracPerSource", "dedup_overlap": "dedupOverlap"}
 """Core setting names -> their proto3 JSON spelling, for error field paths."""
 

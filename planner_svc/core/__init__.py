@@ -5,7 +5,7 @@ Nothing here performs I/O or imports grpc, faiss, sqlite or a clock; ``now`` and
 arguments. Everything is deterministic.
 """
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import (
     ConfigError,
     InsufficientEvidence,
@@ -31,8 +31,8 @@ __all__ = [
     "InvalidRequest",
     "PlanStats",
     "PlannedSpan",
-    "PlannerConfig",
     "PlannerError",
+    "SelectionSettings",
     "SpanClass",
     "SpanRef",
 ]

@@ -42,7 +42,7 @@ def check_ratio(name: str, value: float, *, low: float = 0.0, high: float = 1.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlannerConfig:
+class SelectionSettings:
     """Selection and weighting settings.
 
     Attributes:
@@ -106,9 +106,9 @@ class PlannerConfig:
 
     def with_overrides(
         self, *, max_frac_per_source: float | None = None, dedup_overlap: float | None = None
-    ) -> PlannerConfig:
+    ) -> SelectionSettings:
         """A copy with per-request overrides applied (validated the same way)."""
-        return PlannerConfig(
+        return SelectionSettings(
             max_frac_per_source=(
                 self.max_frac_per_source if max_frac_per_source is None else max_frac_per_source
             ),
@@ -119,5 +119,5 @@ class PlannerConfig:
         )
 
 
-def _config_from_fields(fields: dict[str, object]) -> PlannerConfig:
-    return PlannerConfig(**fields)  # type: ignore[arg-type]
+def _config_from_fields(fields: dict[str, object]) -> SelectionSettings:
+    return SelectionSettings(**fields)  # type: ignore[arg-type]

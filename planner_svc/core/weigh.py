@@ -7,11 +7,11 @@ which the plan hash encodes bit for bit.
 
 from __future__ import annotations
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.model import SpanClass
 
 
-def weigh(score: float, kind: str, span_class: SpanClass, config: PlannerConfig) -> float:
+def weigh(score: float, kind: str, span_class: SpanClass, config: SelectionSettings) -> float:
     """Weight of one span exploded from a node with fused score ``score``.
 
     Args:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.model import CoordKey, PlannedSpan, PlanStats, SpanClass, SpanRef
 from planner_svc.core.tokens import TokenAccounting, estimate_tokens
 from planner_svc.core.weigh import weigh
@@ -42,7 +42,7 @@ def explode(
     *,
     valid_us: int,
     tx_us: int,
-    config: PlannerConfig,
+    config: SelectionSettings,
     counter: TokenAccounting | None,
     model: str,
     stats: PlanStats,

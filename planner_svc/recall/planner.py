@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import Cancelled, InsufficientEvidence
 from planner_svc.core.fusion import max_fuse, relative_scores, sharpen
 from planner_svc.core.model import CoordKey, EvidencePlan, PlanStats
@@ -19,7 +19,7 @@ from planner_svc.core.tokens import TokenAccounting
 from planner_svc.recall.expand import expand
 from planner_svc.recall.explode import Pool, explode
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
-from planner_svc.recall.request import PlanQuery
+from planner_svc.recall.request import EvidenceQuery
 from planner_svc.recall.semantic import semantic_leg
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.structured import structured_leg
@@ -40,7 +40,7 @@ class LegTrace:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlanResult:
+class EvidenceResult:
     """A plan and, when explain was asked, the leg trace behind its candidates."""
 
     plan: EvidencePlan
@@ -69,7 +69,7 @@ class EvidencePlanner:
         *,
         index: VectorSearch | None,
         embedder: QueryEmbedder | None,
-        config: PlannerConfig,
+        config: SelectionSettings,
         counter: TokenAccounting | None = None,
         recall: RecallSettings | None = None,
     ) -> None:
@@ -81,8 +81,8 @@ class EvidencePlanner:
         self.recall = recall or RecallSettings()
 
     def plan(
-        self, query: PlanQuery, *, cancelled: Callable[[], bool] = lambda: False
-    ) -> PlanResult:
+        self, query: EvidenceQuery, *, cancelled: Callable[[], bool] = lambda: False
+    ) -> EvidenceResult:
         """Recall, select and hash.
 
         Raises:
@@ -99,7 +99,7 @@ class EvidencePlanner:
         self._check(cancelled)
         if not pool.candidates:
             if query.allow_ungrounded:
-                return PlanResult(plan=empty_plan(stats))
+                return EvidenceResult(plan=empty_plan(stats))
             raise InsufficientEvidence(
                 f"recall found no evidence span ({len(legs.fused)} nodes recalled, "
                 f"{stats.nodes_without_spans} without spans, {stats.slices_missing} slices missing)"
@@ -119,10 +119,10 @@ class EvidencePlanner:
             recall_stats=stats,
             explain=query.explain,
         )
-        return PlanResult(plan=plan, trace=legs if query.explain else None)
+        return EvidenceResult(plan=plan, trace=legs if query.explain else None)
 
     def _recall(
-        self, query: PlanQuery, stats: PlanStats, cancelled: Callable[[], bool]
+        self, query: EvidenceQuery, stats: PlanStats, cancelled: Callable[[], bool]
     ) -> tuple[LegTrace, Pool]:
         """Phase A: the legs, their fusion and the candidate pool (every store read)."""
         valid_us, tx_us = query.at_valid_us, query.at_tx_us

@@ -1,7 +1,7 @@
 """The validated, internal form of a plan request (one input dataclass per operation).
 
 Built from ``planner.v1.PlanRequest`` by
-:func:`planner_svc.server.convert.plan_query_from_proto`, or for a plain question by
+:func:`planner_svc.server.convert.evidence_query_from_proto`, or for a plain question by
 :func:`question_query`; every field is already range-checked, so recall code never
 re-validates.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.limits import BUDGET_TOKENS
 from planner_svc.recall.settings import RecallSettings
@@ -45,7 +45,7 @@ class SemanticLeg:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlanQuery:
+class EvidenceQuery:
     """A validated plan request.
 
     Attributes:
@@ -79,14 +79,14 @@ QUESTION_EXPAND_DEPTH = 1
 def question_query(
     question: str,
     *,
-    config: PlannerConfig,
+    config: SelectionSettings,
     recall: RecallSettings,
     now_us: int,
     semantic: bool = True,
     budget_tokens: int | None = None,
     at_valid_us: int | None = None,
     at_tx_us: int | None = None,
-) -> PlanQuery:
+) -> EvidenceQuery:
     """The default query for a natural-language question: both recall legs from its text
     (the semantic one only when ``semantic``), one hop of expansion, the settings' defaults.
 
@@ -112,7 +112,7 @@ def question_query(
     budget = config.default_budget_tokens if budget_tokens is None else budget_tokens
     if budget not in BUDGET_TOKENS:
         raise InvalidRequest("budget_tokens", f"must be in {BUDGET_TOKENS}, got {budget}")
-    return PlanQuery(
+    return EvidenceQuery(
         structured=StructuredLeg(text=question, limit=recall.default_limit),
         semantic=SemanticLeg(text=question, k=recall.default_k) if semantic else None,
         expand_depth=QUESTION_EXPAND_DEPTH,

@@ -3,8 +3,8 @@
 DESIGN section 7. Public surface:
 
 - :class:`Digest` (bounded, thread-safe view of a session) and :func:`render_digest`;
-- :class:`Planner` with :class:`PlannerSettings`, and :func:`leads_across`;
-- providers behind :class:`PlannerProvider`: :class:`OfflineProvider` (default, no model),
+- :class:`ResearchPlanner` with :class:`ResearchCaps`, and :func:`leads_across`;
+- providers behind :class:`ResearchProvider`: :class:`OfflineProvider` (default, no model),
   :class:`OpenAIProvider` (any OpenAI-compatible chat-completions endpoint) and
   :class:`CassetteProvider` (record / replay), resolved per session by
   :func:`make_provider_factory`;
@@ -48,17 +48,17 @@ if TYPE_CHECKING:
         DEFAULT_MAX_NEW_LEADS,
         DEFAULT_REPLAN_EVERY,
         DEPTH_NONE,
-        Plan,
-        Planner,
-        PlannerSettings,
+        ResearchCaps,
+        ResearchPlanner,
+        ResearchStep,
     )
     from planner_svc.research.provider import (
         Cancelled,
         CassetteMiss,
-        PlannerProvider,
-        PlanningRequest,
         ProviderAnswer,
         ProviderError,
+        ProviderRequest,
+        ResearchProvider,
         Usage,
     )
     from planner_svc.research.providers import ProviderFactory, make_provider_factory
@@ -94,12 +94,12 @@ _EXPORTS: dict[str, str] = {
     "OfflineProvider": "planner_svc.research.offline",
     "OpenAIProvider": "planner_svc.research.openai_provider",
     "OpenAISettings": "planner_svc.research.openai_provider",
-    "Plan": "planner_svc.research.planner",
-    "Planner": "planner_svc.research.planner",
-    "PlannerProvider": "planner_svc.research.provider",
+    "ResearchStep": "planner_svc.research.planner",
+    "ResearchPlanner": "planner_svc.research.planner",
+    "ResearchProvider": "planner_svc.research.provider",
     "PlannerEvidence": "planner_svc.research.evidence",
-    "PlannerSettings": "planner_svc.research.planner",
-    "PlanningRequest": "planner_svc.research.provider",
+    "ResearchCaps": "planner_svc.research.planner",
+    "ProviderRequest": "planner_svc.research.provider",
     "ProviderAnswer": "planner_svc.research.provider",
     "ProviderError": "planner_svc.research.provider",
     "ProviderFactory": "planner_svc.research.providers",
@@ -139,16 +139,16 @@ __all__ = [
     "OfflineProvider",
     "OpenAIProvider",
     "OpenAISettings",
-    "Plan",
-    "Planner",
     "PlannerEvidence",
-    "PlannerProvider",
-    "PlannerSettings",
-    "PlanningRequest",
     "ProviderAnswer",
     "ProviderError",
     "ProviderFactory",
+    "ProviderRequest",
+    "ResearchCaps",
+    "ResearchPlanner",
+    "ResearchProvider",
     "ResearchSession",
+    "ResearchStep",
     "SessionStart",
     "StopReason",
     "SubQuestion",

@@ -16,15 +16,15 @@ from typing import Any
 
 from planner_svc.research.provider import (
     CassetteMiss,
-    PlannerProvider,
-    PlanningRequest,
     ProviderAnswer,
     ProviderError,
+    ProviderRequest,
+    ResearchProvider,
 )
 
 
 class CassetteProvider:
-    """:class:`~planner_svc.research.provider.PlannerProvider` backed by a cassette file.
+    """:class:`~planner_svc.research.provider.ResearchProvider` backed by a cassette file.
 
     Args:
         path: the JSON Lines file; may be missing when recording.
@@ -37,7 +37,7 @@ class CassetteProvider:
     """
 
     def __init__(
-        self, path: Path, *, inner: PlannerProvider | None = None, label: str | None = None
+        self, path: Path, *, inner: ResearchProvider | None = None, label: str | None = None
     ) -> None:
         self._path = path
         self._inner = inner
@@ -61,7 +61,7 @@ class CassetteProvider:
             return len(self._answers)
 
     def propose(
-        self, request: PlanningRequest, *, cancel: threading.Event | None = None
+        self, request: ProviderRequest, *, cancel: threading.Event | None = None
     ) -> ProviderAnswer:
         """The recorded answer for ``request``; on a miss, record ``inner``'s or raise.
 

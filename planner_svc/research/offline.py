@@ -22,7 +22,7 @@ import threading
 
 from planner_svc.research.digest import DigestView, normalize_text
 from planner_svc.research.entities import STOPWORDS, EntityLookup, NoEntities
-from planner_svc.research.provider import PlanningRequest, ProviderAnswer, Usage
+from planner_svc.research.provider import ProviderAnswer, ProviderRequest, Usage
 
 OFFLINE_MODEL = "offline"
 
@@ -130,7 +130,7 @@ def entity_question(title: str) -> str:
 
 
 class OfflineProvider:
-    """:class:`~planner_svc.research.provider.PlannerProvider` from the question's structure,
+    """:class:`~planner_svc.research.provider.ResearchProvider` from the question's structure,
     the knowledge graph (through ``entities``) and the digest. Deterministic; no model, no I/O
     beyond the entity lookup; usage is zero with model ``offline``.
 
@@ -147,14 +147,14 @@ class OfflineProvider:
         return "offline"
 
     def propose(
-        self, request: PlanningRequest, *, cancel: threading.Event | None = None
+        self, request: ProviderRequest, *, cancel: threading.Event | None = None
     ) -> ProviderAnswer:
         """Decompose or replan as described in the module docstring."""
         if request.kind == "decompose" or request.digest is None:
             return self._decompose(request)
         return self._replan(request, request.digest)
 
-    def _decompose(self, request: PlanningRequest) -> ProviderAnswer:
+    def _decompose(self, request: ProviderRequest) -> ProviderAnswer:
         titles = self._entities.find_entities(request.question)
         clauses = with_antecedents(split_clauses(request.question), self._entities)
         proposals = _distinct([*clauses, *(entity_question(t) for t in titles)], set())
@@ -166,7 +166,7 @@ class OfflineProvider:
             usage=Usage(model=OFFLINE_MODEL),
         )
 
-    def _replan(self, request: PlanningRequest, view: DigestView) -> ProviderAnswer:
+    def _replan(self, request: ProviderRequest, view: DigestView) -> ProviderAnswer:
         disputed = view.contradictions > 0
         open_qs = view.open()
         closed = () if disputed else tuple(q.id for q in open_qs if q.claims > 0)

@@ -23,9 +23,9 @@ from typing import Any
 from planner_svc.core.errors import ConfigError
 from planner_svc.research.provider import (
     Cancelled,
-    PlanningRequest,
     ProviderAnswer,
     ProviderError,
+    ProviderRequest,
     Usage,
     build_messages,
     parse_answer,
@@ -77,7 +77,7 @@ class OpenAISettings:
 
 
 class OpenAIProvider:
-    """:class:`~planner_svc.research.provider.PlannerProvider` over a chat-completions
+    """:class:`~planner_svc.research.provider.ResearchProvider` over a chat-completions
     endpoint. Thread-safe; counts calls, HTTP attempts and tokens.
 
     Args:
@@ -102,7 +102,7 @@ class OpenAIProvider:
         return "openai"
 
     def propose(
-        self, request: PlanningRequest, *, cancel: threading.Event | None = None
+        self, request: ProviderRequest, *, cancel: threading.Event | None = None
     ) -> ProviderAnswer:
         """One chat-completion call; see the module docstring for retries and validation.
 

@@ -1,9 +1,10 @@
-"""The planner: the initial decomposition, replans against the digest, and when to replan.
+"""The research planner: the initial decomposition, replans against the digest, and when to
+replan.
 
-Source: DESIGN section 7 and the research planner reference ("Planner", "Plan", the default
-constants, "DepthNone"). The two model calls of a session happen here and nowhere else; what
-runs between them is bookkeeping, so planner cost grows with the number of replans, not of
-leads.
+Source: the research planner reference ("Planner", "Plan", the default constants, "DepthNone"),
+named :class:`ResearchPlanner` and :class:`ResearchStep` here. The two model calls of a session
+happen here and nowhere else; what runs between them is bookkeeping, so planner cost grows with
+the number of replans, not of leads.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import ClassVar
 from planner_svc.core.errors import ConfigError
 from planner_svc.core.limits import Bounds
 from planner_svc.research.digest import Digest, SubQuestion, render_digest
-from planner_svc.research.provider import PlannerProvider, PlanningRequest, Usage
+from planner_svc.research.provider import ProviderRequest, ResearchProvider, Usage
 
 DEFAULT_MAX_INITIAL_LEADS = 4
 DEFAULT_MAX_NEW_LEADS = 3
@@ -36,7 +37,7 @@ MAX_DEPTH = Bounds(DEPTH_NONE, 8)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlannerSettings:
+class ResearchCaps:
     """Bounds of one session's planning.
 
     Attributes:
@@ -83,7 +84,7 @@ class PlannerSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Plan:
+class ResearchStep:
     """What one planning step produced.
 
     Attributes:
@@ -107,19 +108,19 @@ class Plan:
     depth_capped: bool = False
 
 
-class Planner:
+class ResearchPlanner:
     """Decomposes a question and decides what to research next.
 
     Args:
         provider: answers planning requests.
-        settings: the session's bounds.
+        caps: the session's bounds.
     """
 
-    def __init__(self, provider: PlannerProvider, settings: PlannerSettings | None = None) -> None:
+    def __init__(self, provider: ResearchProvider, caps: ResearchCaps | None = None) -> None:
         self.provider = provider
-        self.settings = settings or PlannerSettings()
+        self.caps = caps or ResearchCaps()
 
-    def initial(self, digest: Digest, *, cancel: threading.Event | None = None) -> Plan:
+    def initial(self, digest: Digest, *, cancel: threading.Event | None = None) -> ResearchStep:
         """The first round: decompose ``digest.question`` into at most ``max_initial_leads``
         sub-questions and register them in ``digest``.
 
@@ -129,24 +130,26 @@ class Planner:
         Raises:
             ProviderError, CassetteMiss, Cancelled: from the provider.
         """
-        request = PlanningRequest(
+        request = ProviderRequest(
             kind="decompose",
             question=digest.question,
             digest_text="",
-            max_questions=self.settings.max_initial_leads,
+            max_questions=self.caps.max_initial_leads,
         )
         answer = self.provider.propose(request, cancel=cancel)
-        added = _register(digest, answer.questions, self.settings.max_initial_leads)
+        added = _register(digest, answer.questions, self.caps.max_initial_leads)
         if not added and not digest.questions():
             added = digest.add_questions([digest.question])
-        return Plan(
+        return ResearchStep(
             questions=tuple(added),
             rationale=answer.rationale,
             usage=answer.usage,
             model_called=True,
         )
 
-    def replan(self, digest: Digest, *, depth: int, cancel: threading.Event | None = None) -> Plan:
+    def replan(
+        self, digest: Digest, *, depth: int, cancel: threading.Event | None = None
+    ) -> ResearchStep:
         """A follow-up round from the digest: at most ``max_new_leads`` new sub-questions.
 
         Args:
@@ -163,20 +166,20 @@ class Planner:
             ProviderError, CassetteMiss, Cancelled: from the provider.
         """
         if self.depth_exhausted(depth):
-            return Plan(depth_capped=True, rationale=self.depth_cap_reason())
+            return ResearchStep(depth_capped=True, rationale=self.depth_cap_reason())
         view = digest.snapshot()
-        request = PlanningRequest(
+        request = ProviderRequest(
             kind="replan",
             question=digest.question,
             digest_text=render_digest(view),
-            max_questions=self.settings.max_new_leads,
+            max_questions=self.caps.max_new_leads,
             digest=view,
         )
         answer = self.provider.propose(request, cancel=cancel)
         open_ids = {q.id for q in view.open()}
         answered = tuple(dict.fromkeys(a for a in answer.answered if a in open_ids))
-        added = _register(digest, answer.questions, self.settings.max_new_leads)
-        return Plan(
+        added = _register(digest, answer.questions, self.caps.max_new_leads)
+        return ResearchStep(
             questions=tuple(added),
             answered=answered,
             done=answer.done,
@@ -188,15 +191,15 @@ class Planner:
     def should_replan(self, completed_since_last_replan: int, queue_empty: bool) -> bool:
         """True every ``replan_every`` completed leads (exactly at the boundary and beyond) or
         when no dispatched lead is outstanding."""
-        return queue_empty or completed_since_last_replan >= self.settings.replan_every
+        return queue_empty or completed_since_last_replan >= self.caps.replan_every
 
     def depth_exhausted(self, depth: int) -> bool:
         """True when ``depth`` replan rounds already reach the cap (always, for -1)."""
-        return depth >= self.settings.follow_up_rounds
+        return depth >= self.caps.follow_up_rounds
 
     def depth_cap_reason(self) -> str:
         """One line naming the cap, for the stop reason; makes no call."""
-        s = self.settings
+        s = self.caps
         if s.max_depth == DEPTH_NONE:
             return "follow-up rounds disabled (max_depth=-1): initial decomposition only"
         shown = f"max_depth={s.max_depth}" if s.max_depth else "max_depth unset, default"

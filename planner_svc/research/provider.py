@@ -32,11 +32,11 @@ REQUEST_FORMAT = "research-plan/v1"
 MAX_PROPOSAL_CHARS = 300
 """Longest sub-question text kept from a provider; longer proposals are cut."""
 
-PlanKind = Literal["decompose", "replan"]
+RequestKind = Literal["decompose", "replan"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlanningRequest:
+class ProviderRequest:
     """One planner call.
 
     Attributes:
@@ -50,7 +50,7 @@ class PlanningRequest:
             rendered text does not, for a model.
     """
 
-    kind: PlanKind
+    kind: RequestKind
     question: str
     digest_text: str
     max_questions: int
@@ -140,7 +140,7 @@ class ProviderAnswer:
 
 
 @runtime_checkable
-class PlannerProvider(Protocol):
+class ResearchProvider(Protocol):
     """Anything that answers planning requests.
 
     ``name`` identifies the provider in the session's echoed settings. ``propose`` may be
@@ -155,7 +155,7 @@ class PlannerProvider(Protocol):
         ...
 
     def propose(
-        self, request: PlanningRequest, *, cancel: threading.Event | None = None
+        self, request: ProviderRequest, *, cancel: threading.Event | None = None
     ) -> ProviderAnswer:
         """Answer one planning request."""
         ...
@@ -260,7 +260,7 @@ def _fence(tag: str, text: str) -> str:
     return f"<{tag}>\n{escaped}\n</{tag}>"
 
 
-def build_messages(request: PlanningRequest) -> list[dict[str, str]]:
+def build_messages(request: ProviderRequest) -> list[dict[str, str]]:
     """Chat messages for ``request``: a system prompt with the schema, then the delimited
     question (and, for a replan, the delimited digest) and the task.
 

@@ -18,9 +18,9 @@ from planner_svc.research.cassette import CassetteProvider
 from planner_svc.research.entities import EntityLookup
 from planner_svc.research.offline import OfflineProvider
 from planner_svc.research.openai_provider import OpenAIProvider, OpenAISettings
-from planner_svc.research.provider import PlannerProvider
+from planner_svc.research.provider import ResearchProvider
 
-ProviderFactory = Callable[[str], PlannerProvider]
+ProviderFactory = Callable[[str], ResearchProvider]
 """Makes a fresh provider for one session from its ``provider`` string.
 
 Raises InvalidRequest (field ``start.provider``) for an unknown or unavailable name, and
@@ -43,7 +43,7 @@ def make_provider_factory(
         cassette_dir: directory of cassette files; None = ``cassette:``/``record:`` refused.
     """
 
-    def factory(spec: str) -> PlannerProvider:
+    def factory(spec: str) -> ResearchProvider:
         spec = spec.strip()
         if spec in ("", "offline"):
             return OfflineProvider(entities)
@@ -68,7 +68,7 @@ def make_provider_factory(
             path = cassette_dir / name
             if mode == "cassette":
                 return CassetteProvider(path, label=name)
-            inner: PlannerProvider = (
+            inner: ResearchProvider = (
                 OpenAIProvider(openai) if openai is not None else OfflineProvider(entities)
             )
             return CassetteProvider(path, inner=inner, label=name)

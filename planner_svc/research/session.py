@@ -6,8 +6,8 @@ update returned:
 1. :meth:`ResearchSession.begin` makes the initial plan (one model call, then one evidence plan
    per sub-question) and dispatches one lead per sub-question.
 2. :meth:`ResearchSession.handle` takes a lead result, a contradiction count or a budget report.
-   After a lead result, when :meth:`Planner.should_replan` holds, the session reaches a replan
-   point and decides, in this order and before any model call:
+   After a lead result, when :meth:`ResearchPlanner.should_replan` holds, the session reaches a
+   replan point and decides, in this order and before any model call:
 
    a. depth cap reached: end with DEPTH_CAP once no lead is outstanding (until then, wait);
    b. budget reported exhausted: end with BUDGET;
@@ -35,8 +35,8 @@ from planner_svc.core.model import EvidencePlan
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS, Digest, SubQuestion
 from planner_svc.research.evidence import EvidenceSource
 from planner_svc.research.leads import Lead, leads_across
-from planner_svc.research.planner import Planner, PlannerSettings
-from planner_svc.research.provider import Cancelled, PlannerProvider, Usage
+from planner_svc.research.planner import ResearchCaps, ResearchPlanner
+from planner_svc.research.provider import Cancelled, ResearchProvider, Usage
 
 MAX_QUESTION_CHARS = 1000
 MAX_ACTORS = 16
@@ -62,7 +62,7 @@ class SessionStart:
     Attributes:
         question: the research question, 1..1000 characters after stripping.
         actors: actor types, 1..16, distinct, each matching ``[a-z][a-z0-9_-]{0,31}``.
-        settings: planning bounds.
+        caps: planning bounds.
         at_valid_us, at_tx_us: as-of times for evidence plans (microseconds); None = now.
         budget_tokens: evidence budget per sub-question plan (tokens, >= 1); None = default.
         provider: the requested provider name (resolved by the caller's provider factory).
@@ -74,7 +74,7 @@ class SessionStart:
 
     question: str
     actors: tuple[str, ...]
-    settings: PlannerSettings = field(default_factory=PlannerSettings)
+    caps: ResearchCaps = field(default_factory=ResearchCaps)
     at_valid_us: int | None = None
     at_tx_us: int | None = None
     budget_tokens: int | None = None
@@ -256,14 +256,14 @@ class ResearchSession:
         self,
         start: SessionStart,
         *,
-        provider: PlannerProvider,
+        provider: ResearchProvider,
         evidence: EvidenceSource,
         digest_max_chars: int = DEFAULT_DIGEST_CHARS,
         cancel: threading.Event | None = None,
     ) -> None:
         self.start = start
         self._digest = Digest(start.question.strip(), max_chars=digest_max_chars)
-        self._planner = Planner(provider, start.settings)
+        self._planner = ResearchPlanner(provider, start.caps)
         self._evidence = evidence
         self._cancel = cancel or threading.Event()
         self._outstanding: dict[str, Lead] = {}
@@ -291,7 +291,7 @@ class ResearchSession:
 
     @property
     def model_calls(self) -> int:
-        """Planner calls made so far."""
+        """Planning-provider calls made so far."""
         return self._model_calls
 
     def cancel(self) -> None:
@@ -311,10 +311,10 @@ class ResearchSession:
             raise InvalidRequest("start", "the session has already started")
         self._started = True
         self._check_cancel()
-        plan = self._planner.initial(self._digest, cancel=self._cancel)
+        step = self._planner.initial(self._digest, cancel=self._cancel)
         self._model_calls += 1
-        leads = self._dispatch(plan.questions, depth=0)
-        planned = self._with_evidence(plan.questions)
+        leads = self._dispatch(step.questions, depth=0)
+        planned = self._with_evidence(step.questions)
         return [
             InitialUpdate(
                 start=self.start,
@@ -322,8 +322,8 @@ class ResearchSession:
                 digest_max_chars=self._digest.max_chars,
                 questions=planned,
                 leads=leads,
-                rationale=plan.rationale,
-                usage=plan.usage,
+                rationale=step.rationale,
+                usage=step.usage,
             )
         ]
 
@@ -391,28 +391,28 @@ class ResearchSession:
         if budget is not None and budget <= 0:
             return [self._stop(StopReason.BUDGET, "a replan was due with the budget exhausted")]
         self._check_cancel()
-        plan = planner.replan(self._digest, depth=self._rounds, cancel=self._cancel)
+        step = planner.replan(self._digest, depth=self._rounds, cancel=self._cancel)
         self._model_calls += 1
         self._rounds += 1
         self._completed_since_replan = 0
-        for qid in plan.answered:
+        for qid in step.answered:
             self._digest.mark_answered(qid)
-        if plan.done:
-            return [self._stop(StopReason.DONE, f"planner judged it complete: {plan.rationale}")]
+        if step.done:
+            return [self._stop(StopReason.DONE, f"planner judged it complete: {step.rationale}")]
         if self._digest.complete():
             return [self._stop(StopReason.DONE, "every sub-question is answered")]
-        if not plan.questions and not self._outstanding:
+        if not step.questions and not self._outstanding:
             return [self._stop(StopReason.DONE, "nothing new to research and no lead outstanding")]
-        leads = self._dispatch(plan.questions, depth=self._rounds)
-        planned = self._with_evidence(plan.questions)
+        leads = self._dispatch(step.questions, depth=self._rounds)
+        planned = self._with_evidence(step.questions)
         return [
             ReplanUpdate(
                 round=self._rounds,
                 questions=planned,
                 leads=leads,
-                answered=plan.answered,
-                rationale=plan.rationale,
-                usage=plan.usage,
+                answered=step.answered,
+                rationale=step.rationale,
+                usage=step.usage,
                 open_ids=tuple(q.id for q in self._digest.open()),
             )
         ]

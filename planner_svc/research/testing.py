@@ -18,7 +18,7 @@ from planner_svc.core.model import (
     SpanClass,
     SpanRef,
 )
-from planner_svc.research.provider import PlanningRequest, ProviderAnswer
+from planner_svc.research.provider import ProviderAnswer, ProviderRequest
 
 
 class ScriptedProvider:
@@ -41,7 +41,7 @@ class ScriptedProvider:
         self._fallback = fallback or ProviderAnswer()
         self._name = name
         self._lock = threading.Lock()
-        self.requests: list[PlanningRequest] = []
+        self.requests: list[ProviderRequest] = []
 
     @property
     def name(self) -> str:
@@ -55,7 +55,7 @@ class ScriptedProvider:
             return len(self.requests)
 
     def propose(
-        self, request: PlanningRequest, *, cancel: threading.Event | None = None
+        self, request: ProviderRequest, *, cancel: threading.Event | None = None
     ) -> ProviderAnswer:
         """The next prepared answer (or the fallback)."""
         with self._lock:

@@ -51,12 +51,12 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
         context.set_trailing_metadata((("x-request-id", rid),))
         with RpcTimer("Plan") as timer:
             try:
-                query = convert.plan_query_from_proto(
+                query = convert.evidence_query_from_proto(
                     request, now_us=self._clock(), config=self._planner.config,
                     recall=self._planner.recall,
                 )
                 result = self._planner.plan(query, cancelled=lambda: not context.is_active())
-                reply = convert.plan_result_to_proto(result)
+                reply = convert.evidence_result_to_proto(result)
             except Exception as exc:
                 timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method="Plan",

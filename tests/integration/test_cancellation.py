@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2, plan_pb2_grpc
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.server.app import create_server
 from planner_svc.server.services import Services
@@ -71,7 +71,7 @@ def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
     store = SlowStore()
     settings = ServerSettings(data_dir=tmp_path, semantic=False,
                               transport=TransportSettings(port=0))
-    planner = EvidencePlanner(store, index=None, embedder=None, config=PlannerConfig())
+    planner = EvidencePlanner(store, index=None, embedder=None, config=SelectionSettings())
     services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
                                  index=None, planner=planner)
     running = create_server(settings, services)

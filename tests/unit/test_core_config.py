@@ -1,4 +1,5 @@
-"""PlannerConfig validation: out-of-range values are rejected (never clamped), naming the field."""
+"""SelectionSettings validation: out-of-range values are rejected (never clamped), naming the
+field."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from planner_svc.core.config import PlannerConfig, check_ratio
+from planner_svc.core.config import SelectionSettings, check_ratio
 from planner_svc.core.errors import ConfigError, InvalidRequest
 
 
 def test_defaults() -> None:
-    config = PlannerConfig()
+    config = SelectionSettings()
     assert config.max_frac_per_source == 0.4
     assert config.dedup_overlap == 0.5
     assert config.cache_discount == 0.5
@@ -46,7 +47,7 @@ def test_out_of_range_is_rejected_naming_the_field(
     kwargs: dict[str, Any], field: str, fragment: str
 ) -> None:
     with pytest.raises(ConfigError) as info:
-        PlannerConfig(**kwargs)
+        SelectionSettings(**kwargs)
     assert info.value.field == field
     assert fragment in info.value.reason
     assert str(info.value).startswith(f"{field}: ")
@@ -68,14 +69,14 @@ def test_out_of_range_is_rejected_naming_the_field(
     ],
 )
 def test_boundaries_are_accepted_unchanged(kwargs: dict[str, Any]) -> None:
-    config = PlannerConfig(**kwargs)
+    config = SelectionSettings(**kwargs)
     for name, value in kwargs.items():
         got = getattr(config, name)
         assert (dict(got) if name == "kind_priors" else got) == value
 
 
 def test_never_clamps_overrides() -> None:
-    base = PlannerConfig()
+    base = SelectionSettings()
     with pytest.raises(ConfigError) as info:
         base.with_overrides(dedup_overlap=1.2)
     assert info.value.field == "dedup_overlap"
@@ -85,7 +86,7 @@ def test_never_clamps_overrides() -> None:
 
 
 def test_overrides_copy_and_keep_the_rest() -> None:
-    base = PlannerConfig(cache_discount=0.25, kind_priors={"heading": 0.3})
+    base = SelectionSettings(cache_discount=0.25, kind_priors={"heading": 0.3})
     derived = base.with_overrides(max_frac_per_source=0.7)
     assert derived.max_frac_per_source == 0.7
     assert derived.dedup_overlap == 0.5
@@ -97,7 +98,7 @@ def test_overrides_copy_and_keep_the_rest() -> None:
 
 def test_kind_priors_are_read_only_and_detached_from_the_callers_dict() -> None:
     priors = {"heading": 0.6}
-    config = PlannerConfig(kind_priors=priors)
+    config = SelectionSettings(kind_priors=priors)
     priors["heading"] = 9.0
     assert config.kind_priors["heading"] == 0.6
     with pytest.raises(TypeError):

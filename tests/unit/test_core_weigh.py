@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from planner_svc.core.config import DEFAULT_KIND_PRIORS, PlannerConfig
+from planner_svc.core.config import DEFAULT_KIND_PRIORS, SelectionSettings
 from planner_svc.core.model import SpanClass
 from planner_svc.core.weigh import weigh
 
@@ -14,7 +14,7 @@ def bits(x: float) -> str:
 
 
 def test_truth_span_is_score_times_prior() -> None:
-    config = PlannerConfig()
+    config = SelectionSettings()
     assert weigh(0.8, "paragraph", SpanClass.TRUTH, config) == 0.8
     assert weigh(0.8, "heading", SpanClass.TRUTH, config) == 0.48
     assert weigh(0.5, "cell", SpanClass.TRUTH, config) == 0.45
@@ -23,29 +23,29 @@ def test_truth_span_is_score_times_prior() -> None:
 
 
 def test_unknown_kind_gets_prior_one() -> None:
-    config = PlannerConfig(kind_priors={"heading": 0.6})
+    config = SelectionSettings(kind_priors={"heading": 0.6})
     assert weigh(0.37, "table-of-contents", SpanClass.TRUTH, config) == 0.37
     # "paragraph" is absent from this config's priors: 1.0, not the default table's value.
     assert weigh(0.37, "paragraph", SpanClass.TRUTH, config) == 0.37
 
 
 def test_cache_discount_applies_only_to_cache_class() -> None:
-    config = PlannerConfig(cache_discount=0.25)
+    config = SelectionSettings(cache_discount=0.25)
     assert weigh(0.8, "paragraph", SpanClass.CACHE, config) == 0.2
     assert weigh(0.8, "paragraph", SpanClass.TRUTH, config) == 0.8
-    default = PlannerConfig()
+    default = SelectionSettings()
     assert default.cache_discount == 0.5
     assert weigh(0.9, "body", SpanClass.CACHE, default) == 0.45
 
 
 def test_cache_discount_zero_gives_zero_weight() -> None:
-    config = PlannerConfig(cache_discount=0.0)
+    config = SelectionSettings(cache_discount=0.0)
     assert weigh(0.9, "heading", SpanClass.CACHE, config) == 0.0
 
 
 def test_association_order_is_score_times_prior_then_discount() -> None:
     # (0.11 * 0.6) * 0.3 and 0.11 * (0.6 * 0.3) are different doubles; the former is the rule.
-    config = PlannerConfig(cache_discount=0.3)
+    config = SelectionSettings(cache_discount=0.3)
     w = weigh(0.11, "heading", SpanClass.CACHE, config)
     assert bits(w) == "3f94467381d7dbf5"
     assert w == 0.0198
@@ -61,4 +61,4 @@ def test_default_priors_table() -> None:
         "body": 1.0,
         "heading": 0.6,
     }
-    assert dict(PlannerConfig().kind_priors) == dict(DEFAULT_KIND_PRIORS)
+    assert dict(SelectionSettings().kind_priors) == dict(DEFAULT_KIND_PRIORS)

@@ -11,13 +11,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.fusion import sharpen
 from planner_svc.core.model import SpanRef
 from planner_svc.core.plan_hash import plan_hash
 from planner_svc.index import VectorHit
 from planner_svc.recall.planner import EvidencePlanner
-from planner_svc.recall.request import PlanQuery, SemanticLeg, StructuredLeg
+from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.structured import normalise_scores
 from planner_svc.store import NodeWrite, Store
@@ -92,8 +92,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def _query(*, structured: StructuredLeg | None = None, semantic: SemanticLeg | None = None,
-           at_valid_us: int = T0, at_tx_us: int = 100, expand_depth: int = 0) -> PlanQuery:
-    return PlanQuery(
+           at_valid_us: int = T0, at_tx_us: int = 100, expand_depth: int = 0) -> EvidenceQuery:
+    return EvidenceQuery(
         structured=structured, semantic=semantic, expand_depth=expand_depth,
         at_valid_us=at_valid_us, at_tx_us=at_tx_us, budget_tokens=1000, model="",
         allow_ungrounded=True, explain=True, max_frac_per_source=1.0, dedup_overlap=0.5,
@@ -102,7 +102,7 @@ def _query(*, structured: StructuredLeg | None = None, semantic: SemanticLeg | N
 
 def _planner(store: Store, index: ScriptedIndex | None = None,
              embedder: ZeroEmbedder | None = None) -> EvidencePlanner:
-    return EvidencePlanner(store, index=index, embedder=embedder, config=PlannerConfig(),
+    return EvidencePlanner(store, index=index, embedder=embedder, config=SelectionSettings(),
                            recall=RecallSettings())
 
 

@@ -1,15 +1,15 @@
-"""Validation of a PlanRequest into the internal PlanQuery (``plan_query_from_proto``)."""
+"""Validation of a PlanRequest into the internal EvidenceQuery (``evidence_query_from_proto``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.limits import MAX_FILTER_CHARS, MAX_FILTER_LABELS, MAX_FILTER_PROPERTIES
 from planner_svc.recall.settings import RecallSettings
-from planner_svc.server.convert import plan_query_from_proto
+from planner_svc.server.convert import evidence_query_from_proto
 
 NOW = 1_800_000_000_000_000
 
@@ -19,7 +19,7 @@ def _query(**kw: object) -> plan_pb2.PlanRequest:
 
 
 def _convert(msg: plan_pb2.PlanRequest) -> object:
-    return plan_query_from_proto(msg, now_us=NOW, config=PlannerConfig())
+    return evidence_query_from_proto(msg, now_us=NOW, config=SelectionSettings())
 
 
 def test_filter_bounds_are_the_documented_ones() -> None:
@@ -30,8 +30,8 @@ def test_filters_at_the_bounds_are_accepted() -> None:
     labels = [f"l{i}" for i in range(MAX_FILTER_LABELS - 1)] + ["x" * MAX_FILTER_CHARS]
     props = {f"k{i}": "v" for i in range(MAX_FILTER_PROPERTIES - 1)}
     props["k" * MAX_FILTER_CHARS] = "v" * MAX_FILTER_CHARS
-    query = plan_query_from_proto(
-        _query(labels=labels, properties=props), now_us=NOW, config=PlannerConfig()
+    query = evidence_query_from_proto(
+        _query(labels=labels, properties=props), now_us=NOW, config=SelectionSettings()
     )
     assert query.structured is not None
     assert query.structured.labels == tuple(labels)
@@ -65,17 +65,17 @@ def test_absent_k_and_limit_take_the_recall_settings_defaults() -> None:
         query=plan_pb2.StructuredQuery(text="Paris"),
         semantic=plan_pb2.SemanticRecall(text="Paris"),
     )
-    custom = plan_query_from_proto(both, now_us=NOW, config=PlannerConfig(),
+    custom = evidence_query_from_proto(both, now_us=NOW, config=SelectionSettings(),
                                    recall=RecallSettings(default_k=7, default_limit=9))
     assert custom.semantic is not None and custom.structured is not None
     assert (custom.semantic.k, custom.structured.limit) == (7, 9)
-    plain = plan_query_from_proto(both, now_us=NOW, config=PlannerConfig())
+    plain = evidence_query_from_proto(both, now_us=NOW, config=SelectionSettings())
     assert plain.semantic is not None and plain.structured is not None
     defaults = RecallSettings()
     assert (plain.semantic.k, plain.structured.limit) == (
         defaults.default_k, defaults.default_limit)
     both.query.limit, both.semantic.k = 3, 4  # an explicit value wins
-    explicit = plan_query_from_proto(both, now_us=NOW, config=PlannerConfig(),
+    explicit = evidence_query_from_proto(both, now_us=NOW, config=SelectionSettings(),
                                      recall=RecallSettings(default_k=7, default_limit=9))
     assert explicit.semantic is not None and explicit.structured is not None
     assert (explicit.semantic.k, explicit.structured.limit) == (4, 3)

@@ -1,4 +1,5 @@
-"""Planner: bounds, replan cadence, depth cap semantics, answered handling, lead assignment."""
+"""ResearchPlanner: bounds, replan cadence, depth cap semantics, answered handling, lead
+assignment."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from planner_svc.core.errors import ConfigError
 from planner_svc.research.digest import Digest
 from planner_svc.research.leads import leads_across
-from planner_svc.research.planner import DEPTH_NONE, Planner, PlannerSettings
+from planner_svc.research.planner import DEPTH_NONE, ResearchCaps, ResearchPlanner
 from planner_svc.research.provider import ProviderAnswer, parse_answer
 from planner_svc.research.testing import ScriptedProvider
 
@@ -15,12 +16,12 @@ QUESTION = "How did the 2021 outage start and who restored power?"
 
 
 def test_settings_defaults_and_depth_encoding() -> None:
-    s = PlannerSettings()
+    s = ResearchCaps()
     assert (s.max_initial_leads, s.max_new_leads, s.replan_every) == (4, 3, 3)
     assert (s.max_depth, s.follow_up_rounds, s.resolved_max_depth) == (0, 2, 2)
-    none = PlannerSettings(max_depth=DEPTH_NONE)
+    none = ResearchCaps(max_depth=DEPTH_NONE)
     assert (none.follow_up_rounds, none.resolved_max_depth) == (0, -1)
-    one = PlannerSettings(max_depth=1)
+    one = ResearchCaps(max_depth=1)
     assert (one.follow_up_rounds, one.resolved_max_depth) == (1, 1)
 
 
@@ -38,13 +39,13 @@ def test_settings_defaults_and_depth_encoding() -> None:
 )
 def test_settings_out_of_range_name_the_field(field: str, value: int) -> None:
     with pytest.raises(ConfigError) as err:
-        PlannerSettings(**{field: value})
+        ResearchCaps(**{field: value})
     assert err.value.field == field
     assert str(value) in err.value.reason
 
 
 def test_should_replan_every_k_exactly_at_the_boundary_or_when_the_queue_drains() -> None:
-    p = Planner(ScriptedProvider(), PlannerSettings(replan_every=3))
+    p = ResearchPlanner(ScriptedProvider(), ResearchCaps(replan_every=3))
     assert p.should_replan(2, False) is False
     assert p.should_replan(3, False) is True
     assert p.should_replan(4, False) is True
@@ -53,9 +54,9 @@ def test_should_replan_every_k_exactly_at_the_boundary_or_when_the_queue_drains(
 
 
 def test_depth_zero_means_default_and_minus_one_means_no_follow_up() -> None:
-    default = Planner(ScriptedProvider(), PlannerSettings(max_depth=0))
+    default = ResearchPlanner(ScriptedProvider(), ResearchCaps(max_depth=0))
     assert [default.depth_exhausted(d) for d in range(4)] == [False, False, True, True]
-    none = Planner(ScriptedProvider(), PlannerSettings(max_depth=-1))
+    none = ResearchPlanner(ScriptedProvider(), ResearchCaps(max_depth=-1))
     assert none.depth_exhausted(0) is True
     assert "max_depth=-1" in none.depth_cap_reason()
     assert "2 follow-up round(s)" in default.depth_cap_reason()
@@ -63,7 +64,7 @@ def test_depth_zero_means_default_and_minus_one_means_no_follow_up() -> None:
 
 def test_depth_capped_replan_makes_no_model_call() -> None:
     provider = ScriptedProvider()
-    p = Planner(provider, PlannerSettings(max_depth=-1))
+    p = ResearchPlanner(provider, ResearchCaps(max_depth=-1))
     d = Digest(QUESTION)
     d.add_questions(["A?"])
     plan = p.replan(d, depth=0)
@@ -75,7 +76,7 @@ def test_depth_capped_replan_makes_no_model_call() -> None:
 
 def test_initial_decomposition_is_bounded_by_max_initial_leads() -> None:
     many = ProviderAnswer(questions=tuple(f"Sub-question {i}?" for i in range(10)))
-    p = Planner(ScriptedProvider([many]), PlannerSettings(max_initial_leads=4))
+    p = ResearchPlanner(ScriptedProvider([many]), ResearchCaps(max_initial_leads=4))
     d = Digest(QUESTION)
     plan = p.initial(d)
     assert [q.id for q in plan.questions] == ["q1", "q2", "q3", "q4"]
@@ -84,13 +85,13 @@ def test_initial_decomposition_is_bounded_by_max_initial_leads() -> None:
 
 def test_initial_bound_counts_distinct_questions_after_dedupe() -> None:
     answer = ProviderAnswer(questions=("A?", "a", "B?", "b.", "C?"))
-    p = Planner(ScriptedProvider([answer]), PlannerSettings(max_initial_leads=3))
+    p = ResearchPlanner(ScriptedProvider([answer]), ResearchCaps(max_initial_leads=3))
     plan = p.initial(Digest(QUESTION))
     assert [q.text for q in plan.questions] == ["A?", "B?", "C?"]
 
 
 def test_initial_falls_back_to_the_question_itself() -> None:
-    p = Planner(ScriptedProvider([ProviderAnswer()]))
+    p = ResearchPlanner(ScriptedProvider([ProviderAnswer()]))
     plan = p.initial(Digest(QUESTION))
     assert [(q.id, q.text) for q in plan.questions] == [("q1", QUESTION)]
 
@@ -100,7 +101,7 @@ def test_replan_is_bounded_by_max_new_leads() -> None:
         ProviderAnswer(questions=("A?",)),
         ProviderAnswer(questions=tuple(f"Follow-up {i}?" for i in range(7))),
     ]
-    p = Planner(ScriptedProvider(answers), PlannerSettings(max_new_leads=3))
+    p = ResearchPlanner(ScriptedProvider(answers), ResearchCaps(max_new_leads=3))
     d = Digest(QUESTION)
     p.initial(d)
     plan = p.replan(d, depth=0)
@@ -115,7 +116,7 @@ def test_colliding_model_ids_across_rounds_open_new_questions() -> None:
     round2 = parse_answer(
         {"sub_questions": [{"id": "q1", "text": "Who restored power?"}], "answered": ["q1"]}
     )
-    p = Planner(ScriptedProvider([round1, round2]))
+    p = ResearchPlanner(ScriptedProvider([round1, round2]))
     d = Digest(QUESTION)
     first = p.initial(d)
     second = p.replan(d, depth=0)
@@ -138,7 +139,7 @@ def test_answered_is_returned_not_applied_and_filtered_to_open_ids() -> None:
         ProviderAnswer(questions=("A?", "B?", "C?")),
         ProviderAnswer(answered=("q2", "q9", "q2", "q1"), rationale="r"),
     ]
-    p = Planner(ScriptedProvider(answers))
+    p = ResearchPlanner(ScriptedProvider(answers))
     d = Digest(QUESTION)
     p.initial(d)
     d.mark_answered("q1")
@@ -149,7 +150,7 @@ def test_answered_is_returned_not_applied_and_filtered_to_open_ids() -> None:
 
 def test_replan_request_carries_only_the_question_and_the_digest() -> None:
     provider = ScriptedProvider([ProviderAnswer(questions=("A?",))])
-    p = Planner(provider)
+    p = ResearchPlanner(provider)
     d = Digest(QUESTION)
     p.initial(d)
     d.record_lead("q1")

@@ -9,8 +9,8 @@ import pytest
 from planner_svc.core.errors import InsufficientEvidence, InvalidRequest
 from planner_svc.core.model import EvidencePlan
 from planner_svc.research.offline import OfflineProvider
-from planner_svc.research.planner import PlannerSettings
-from planner_svc.research.provider import Cancelled, PlannerProvider, ProviderAnswer
+from planner_svc.research.planner import ResearchCaps
+from planner_svc.research.provider import Cancelled, ProviderAnswer, ResearchProvider
 from planner_svc.research.session import (
     BudgetReport,
     ContradictionsReport,
@@ -32,16 +32,16 @@ QUESTION = "What caused the 2021 outage and how was it fixed? Who reported it fi
 
 def make(
     *,
-    provider: PlannerProvider | None = None,
+    provider: ResearchProvider | None = None,
     evidence: FakeEvidence | None = None,
     actors: tuple[str, ...] = ("web", "academic"),
-    **settings: int,
+    **caps: int,
 ) -> tuple[ResearchSession, FakeEvidence]:
     evidence = evidence or FakeEvidence()
     start = SessionStart(
         question=QUESTION,
         actors=actors,
-        settings=PlannerSettings(**settings),
+        caps=ResearchCaps(**caps),
         at_valid_us=1_600_000_000_000_000,
         budget_tokens=300,
         session_id="s1",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import ConfigError
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.server import cli
@@ -43,7 +43,7 @@ def test_every_flag_reaches_its_field() -> None:
     assert given.data_dir == Path("d")
     assert (given.transport.port, given.transport.max_workers, given.transport.grace_s) == (
         0, 4, 1.5)
-    assert given.selection == PlannerConfig(max_frac_per_source=0.25, default_budget_tokens=900)
+    assert given.selection == SelectionSettings(max_frac_per_source=0.25, default_budget_tokens=900)
     assert given.recall == RecallSettings(hop_decay=0.5, default_k=7)
     assert given.research.cassette_dir == Path("tapes")
     assert len({flag.name for flag in SERVE_FLAGS}) == len(SERVE_FLAGS)

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.model import CoordKey, EvidencePlan, PlanStats, SpanRef
 from planner_svc.core.plan import build_plan
 from planner_svc.core.tokens import TokenAccounting, estimate_tokens
 from planner_svc.recall.explode import Pool, explode
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.recall.ports import EdgeView
-from planner_svc.recall.request import PlanQuery, StructuredLeg
+from planner_svc.recall.request import EvidenceQuery, StructuredLeg
 from planner_svc.recall.tokens import default_counter
 from planner_svc.tokens import ModelRegistry, ModelSpec, RegistryCounter, TiktokenTokenizer
 
@@ -87,7 +87,7 @@ class CharsOver4:
 
 def _pool(store: _Store, counter: TokenAccounting | None, model: str = MODEL) -> Pool:
     scores = {n: 1.0 - i / 100 for i, n in enumerate(sorted(store.node_span))}
-    return explode(store, scores, valid_us=0, tx_us=0, config=PlannerConfig(), counter=counter,
+    return explode(store, scores, valid_us=0, tx_us=0, config=SelectionSettings(), counter=counter,
                    model=model, stats=PlanStats())
 
 
@@ -179,8 +179,8 @@ def test_one_estimated_span_puts_the_whole_plan_in_estimate_mode() -> None:
     assert plan.stats.token_estimate is True
 
 
-def _query(model: str, budget: int) -> PlanQuery:
-    return PlanQuery(structured=StructuredLeg(text="q"), semantic=None, expand_depth=0,
+def _query(model: str, budget: int) -> EvidenceQuery:
+    return EvidenceQuery(structured=StructuredLeg(text="q"), semantic=None, expand_depth=0,
                      at_valid_us=0, at_tx_us=0, budget_tokens=budget, model=model,
                      allow_ungrounded=False, explain=False, max_frac_per_source=1.0,
                      dedup_overlap=0.5)
@@ -209,7 +209,7 @@ def test_planner_applies_registry_windows_and_records_estimate_mode(
         "window-only": ModelSpec(name="window-only", context_window=1000, tokenizer=None),
     })
     planner = EvidencePlanner(_Store.of(_cjk_spans(12, 40)), index=None, embedder=None,
-                              config=PlannerConfig(), counter=RegistryCounter(registry))
+                              config=SelectionSettings(), counter=RegistryCounter(registry))
     plan = planner.plan(_query(model, requested)).plan
     assert plan.budget == budget
     assert plan.used <= plan.budget

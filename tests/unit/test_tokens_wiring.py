@@ -11,7 +11,7 @@ import pytest
 from planner_svc.core.errors import ConfigError
 from planner_svc.core.model import EvidencePlan
 from planner_svc.ingest import DocumentIn
-from planner_svc.recall.request import PlanQuery, StructuredLeg
+from planner_svc.recall.request import EvidenceQuery, StructuredLeg
 from planner_svc.recall.tokens import default_counter
 from planner_svc.server import cli
 from planner_svc.server.services import Services
@@ -41,7 +41,7 @@ def _plan_as(services: Services, model: str, budget: int) -> EvidencePlan:
         valid_from_us=T0, version_tx_us=T0,
     )]))
     assert not report.errors, report.errors
-    query = PlanQuery(
+    query = EvidenceQuery(
         structured=StructuredLeg(text="otters kelp"), semantic=None, expand_depth=0,
         at_valid_us=T0, at_tx_us=T0, budget_tokens=budget, model=model,
         allow_ungrounded=False, explain=False, max_frac_per_source=1.0, dedup_overlap=0.5,

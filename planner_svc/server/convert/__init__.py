@@ -20,11 +20,11 @@ from planner_svc.server.convert.memory import (
     summary_to_proto,
 )
 from planner_svc.server.convert.plan import (
+    evidence_query_from_proto,
+    evidence_result_to_proto,
     explanation_to_proto,
     legs_to_proto,
     plan_from_proto,
-    plan_query_from_proto,
-    plan_result_to_proto,
     plan_to_proto,
     planned_span_from_proto,
     planned_span_to_proto,
@@ -33,29 +33,29 @@ from planner_svc.server.convert.plan import (
     stats_to_proto,
 )
 from planner_svc.server.convert.research import (
+    caps_from_proto,
     derive_session_id,
     event_from_proto,
-    settings_from_caps,
     start_from_proto,
     update_to_proto,
 )
 
 __all__ = [
+    "caps_from_proto",
     "derive_session_id",
     "documents_from_proto",
     "event_from_proto",
+    "evidence_query_from_proto",
+    "evidence_result_to_proto",
     "explanation_to_proto",
     "field_prefix",
     "legs_to_proto",
     "node_write_from_proto",
     "plan_from_proto",
-    "plan_query_from_proto",
-    "plan_result_to_proto",
     "plan_to_proto",
     "planned_span_from_proto",
     "planned_span_to_proto",
     "provenance_from_proto",
-    "settings_from_caps",
     "span_ref_from_proto",
     "span_ref_to_proto",
     "start_from_proto",

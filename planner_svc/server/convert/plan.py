@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.core.config import PlannerConfig
+from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.core.limits import (
     BUDGET_TOKENS,
@@ -31,8 +31,8 @@ from planner_svc.core.model import (
     SpanClass,
     SpanRef,
 )
-from planner_svc.recall.planner import LegTrace, PlanResult
-from planner_svc.recall.request import PlanQuery, SemanticLeg, StructuredLeg
+from planner_svc.recall.planner import EvidenceResult, LegTrace
+from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
 
 
@@ -178,14 +178,14 @@ def _check_filters(labels: Sequence[str], properties: Mapping[str, str]) -> None
             )
 
 
-def plan_query_from_proto(
+def evidence_query_from_proto(
     msg: plan_pb2.PlanRequest,
     *,
     now_us: int,
-    config: PlannerConfig,
+    config: SelectionSettings,
     recall: RecallSettings | None = None,
-) -> PlanQuery:
-    """Validate a PlanRequest into the internal :class:`PlanQuery`.
+) -> EvidenceQuery:
+    """Validate a PlanRequest into the internal :class:`EvidenceQuery`.
 
     Absent as-of times become ``now_us``; absent budget/settings take ``config``'s defaults;
     an absent (0) ``query.limit`` / ``semantic.k`` takes ``recall.default_limit`` /
@@ -258,7 +258,7 @@ def plan_query_from_proto(
         )
     except ConfigError as exc:
         raise InvalidRequest(exc.field, exc.reason) from None
-    return PlanQuery(
+    return EvidenceQuery(
         structured=structured,
         semantic=semantic,
         expand_depth=msg.expand_depth,
@@ -285,7 +285,7 @@ def legs_to_proto(trace: LegTrace, node_id: str) -> plan_pb2.LegScores:
     return msg
 
 
-def plan_result_to_proto(result: PlanResult) -> plan_pb2.EvidencePlan:
+def evidence_result_to_proto(result: EvidenceResult) -> plan_pb2.EvidencePlan:
     """EvidencePlan message, with leg scores on each explanation when traced."""
     msg = plan_to_proto(result.plan)
     if result.trace is not None:

@@ -13,7 +13,7 @@ from planner_svc.api.planner.v1 import research_pb2
 from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.research.digest import SubQuestion
 from planner_svc.research.leads import Lead
-from planner_svc.research.planner import PlannerSettings
+from planner_svc.research.planner import ResearchCaps
 from planner_svc.research.provider import Usage
 from planner_svc.research.session import (
     BudgetReport,
@@ -40,15 +40,15 @@ def derive_session_id(start: research_pb2.StartSession) -> str:
     return "rs-" + hashlib.sha256(blob).hexdigest()[:16]
 
 
-def settings_from_caps(caps: research_pb2.ResearchCaps) -> PlannerSettings:
-    """Planner settings from the caps message (absent or 0 = default).
+def caps_from_proto(caps: research_pb2.ResearchCaps) -> ResearchCaps:
+    """The session's caps from their message (absent or 0 = default).
 
     Raises:
         InvalidRequest: a cap out of range (field ``start.caps.<name>``).
     """
-    defaults = PlannerSettings()
+    defaults = ResearchCaps()
     try:
-        return PlannerSettings(
+        return ResearchCaps(
             max_initial_leads=caps.max_initial_leads or defaults.max_initial_leads,
             max_new_leads=caps.max_new_leads or defaults.max_new_leads,
             replan_every=caps.replan_every or defaults.replan_every,
@@ -70,7 +70,7 @@ def start_from_proto(event: research_pb2.ResearchEvent) -> SessionStart:
     return SessionStart(
         question=s.question,
         actors=tuple(s.actors),
-        settings=settings_from_caps(s.caps),
+        caps=caps_from_proto(s.caps),
         at_valid_us=s.at_valid if s.HasField("at_valid") else None,
         at_tx_us=s.at_tx if s.HasField("at_tx") else None,
         budget_tokens=s.budget_tokens if s.HasField("budget_tokens") else None,
@@ -141,10 +141,10 @@ def update_to_proto(update: Update) -> research_pb2.ResearchUpdate:
         init = msg.initial
         st = update.start
         cfg = init.settings
-        cfg.caps.max_initial_leads = st.settings.max_initial_leads
-        cfg.caps.max_new_leads = st.settings.max_new_leads
-        cfg.caps.replan_every = st.settings.replan_every
-        cfg.caps.max_depth = st.settings.resolved_max_depth
+        cfg.caps.max_initial_leads = st.caps.max_initial_leads
+        cfg.caps.max_new_leads = st.caps.max_new_leads
+        cfg.caps.replan_every = st.caps.replan_every
+        cfg.caps.max_depth = st.caps.resolved_max_depth
         cfg.actors.extend(st.actors)
         if st.at_valid_us is not None:
             cfg.at_valid = st.at_valid_us
