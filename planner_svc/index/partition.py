@@ -1,4 +1,5 @@
-"""One vector partition: the node versions whose valid_from falls in one time bucket.
+"""One vector partition: the node versions whose valid_from falls in one time bucket (and the
+rows read from the store to build partitions).
 
 A partition is immutable once built. Its rows are sorted by ``(valid_from_us, version_id)``, so
 the rows with ``valid_from_us <= t`` form a prefix ``[0, n)`` and a FAISS ``IDSelectorRange(0, n)``
@@ -17,6 +18,10 @@ from typing import Any
 import faiss
 import numpy as np
 import numpy.typing as npt
+
+from planner_svc.core.errors import ConfigError
+from planner_svc.embed.base import normalize_rows
+from planner_svc.index.source import VectorSource
 
 NodeIds = npt.NDArray[np.bytes_]
 Int64s = npt.NDArray[np.int64]
@@ -121,4 +126,56 @@ def build_partition(
         version_ids=np.ascontiguousarray(version_ids[order], dtype=np.int64),
         valid_from_us=np.ascontiguousarray(valid_from_us[order], dtype=np.int64),
         node_ids=np.ascontiguousarray(node_ids[order]),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rows:
+    """New rows read from the store, not yet partitioned (parallel arrays, ``skipped`` zero or
+    non-finite vectors left out)."""
+
+    version_ids: Int64s
+    valid_from_us: Int64s
+    node_ids: NodeIds
+    vectors: Float32s
+    skipped: int
+
+
+def read_rows(source: VectorSource, after: int, target: int, *, dim: int) -> Rows:
+    """The store's vectors with version ids in ``(after, target]``, L2-normalised, ready to
+    partition; zero (or non-finite) vectors are left out and counted.
+
+    Raises:
+        ConfigError: (``index.dim``) a vector's dimension is not ``dim``.
+    """
+    version_ids: list[int] = []
+    valid_from: list[int] = []
+    node_ids: list[str] = []
+    vectors: list[npt.NDArray[np.float32]] = []
+    for version_id, node_id, valid_from_us, vector in source.iter_vectors(after):
+        if version_id > target:
+            break
+        row = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if row.shape[0] != dim:
+            raise ConfigError(
+                "index.dim",
+                f"store vector of version {version_id} has {row.shape[0]} dimensions, "
+                f"the index expects {dim}",
+            )
+        version_ids.append(int(version_id))
+        valid_from.append(int(valid_from_us))
+        node_ids.append(node_id)
+        vectors.append(row)
+    matrix = (
+        normalize_rows(np.stack(vectors))
+        if vectors
+        else np.zeros((0, dim), dtype=np.float32)
+    )
+    good = np.any(matrix != 0.0, axis=1)
+    return Rows(
+        version_ids=np.asarray(version_ids, dtype=np.int64)[good],
+        valid_from_us=np.asarray(valid_from, dtype=np.int64)[good],
+        node_ids=encode_node_ids(node_ids)[good] if node_ids else np.zeros(0, np.bytes_),
+        vectors=matrix[good],
+        skipped=int((~good).sum()),
     )

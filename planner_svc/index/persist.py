@@ -19,11 +19,12 @@ processes share them through the page cache), falling back to a plain read where
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,3 +231,37 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
         is_data = entry.suffix in (".faiss", ".npz") or entry.name.startswith(".tmp-")
         if is_data and entry.name not in keep:
             entry.unlink(missing_ok=True)
+
+
+def write_state(
+    directory: Path,
+    manifest: Manifest,
+    partitions: Sequence[Partition],
+    *,
+    unchanged: Iterable[Partition],
+) -> tuple[Partition, ...]:
+    """Persist a new snapshot: write each partition not in ``unchanged`` under the stem
+    ``p<bucket>.g<generation>``, then the manifest (its partition list filled in from them),
+    renamed into place last so readers see either snapshot whole.
+
+    Args:
+        directory: the index directory.
+        manifest: the snapshot's manifest; its ``partitions`` are replaced.
+        partitions: the snapshot's partitions, ascending bucket.
+        unchanged: partitions already on disk under their stem (the same objects).
+
+    Returns:
+        ``partitions`` with every stem set.
+    """
+    kept = {id(p) for p in unchanged}
+    stamped: list[Partition] = []
+    for part in partitions:
+        if id(part) in kept:
+            stamped.append(part)
+            continue
+        stem = f"p{part.bucket}.g{manifest.generation}"
+        write_partition(directory, part, stem)
+        stamped.append(dataclasses.replace(part, stem=stem))
+    listed = tuple((p.bucket, p.size, p.stem) for p in stamped)
+    write_manifest(directory, dataclasses.replace(manifest, partitions=listed))
+    return tuple(stamped)

@@ -20,7 +20,6 @@ import numpy.typing as npt
 import structlog
 
 from planner_svc.core.errors import ConfigError, InvalidRequest
-from planner_svc.embed.base import normalize_rows
 from planner_svc.index import persist
 from planner_svc.index.partition import (
     Float32s,
@@ -28,7 +27,7 @@ from planner_svc.index.partition import (
     NodeIds,
     Partition,
     build_partition,
-    encode_node_ids,
+    read_rows,
 )
 from planner_svc.index.source import VectorHit, VectorSource
 
@@ -51,17 +50,6 @@ class _State:
     partitions: tuple[Partition, ...]
     covered_version_id: int
     generation: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Rows:
-    """New rows read from the store, not yet partitioned."""
-
-    version_ids: Int64s
-    valid_from_us: Int64s
-    node_ids: NodeIds
-    vectors: Float32s
-    skipped: int
 
 
 class VectorIndex:
@@ -263,7 +251,7 @@ class VectorIndex:
     ) -> tuple[_State, int]:
         """Add the store's vectors in ``(after, target]`` to ``base`` (``after`` = 0 on rebuild)."""
         after = 0 if rebuild else base.covered_version_id
-        rows = self._read_rows(source, after, target)
+        rows = read_rows(source, after, target, dim=self.dim)
         kept = {} if rebuild else {p.bucket: p for p in base.partitions}
         if rows.skipped:
             _log.debug("vector_index.zero_vectors_skipped", count=rows.skipped)
@@ -298,73 +286,25 @@ class VectorIndex:
         )
         return new_state, int(rows.version_ids.shape[0])
 
-    def _read_rows(self, source: VectorSource, after: int, target: int) -> _Rows:
-        version_ids: list[int] = []
-        valid_from: list[int] = []
-        node_ids: list[str] = []
-        vectors: list[npt.NDArray[np.float32]] = []
-        for version_id, node_id, valid_from_us, vector in source.iter_vectors(after):
-            if version_id > target:
-                break
-            row = np.asarray(vector, dtype=np.float32).reshape(-1)
-            if row.shape[0] != self.dim:
-                raise ConfigError(
-                    "index.dim",
-                    f"store vector of version {version_id} has {row.shape[0]} dimensions, "
-                    f"the index expects {self.dim}",
-                )
-            version_ids.append(int(version_id))
-            valid_from.append(int(valid_from_us))
-            node_ids.append(node_id)
-            vectors.append(row)
-        matrix = (
-            normalize_rows(np.stack(vectors))
-            if vectors
-            else np.zeros((0, self.dim), dtype=np.float32)
-        )
-        good = np.any(matrix != 0.0, axis=1)
-        return _Rows(
-            version_ids=np.asarray(version_ids, dtype=np.int64)[good],
-            valid_from_us=np.asarray(valid_from, dtype=np.int64)[good],
-            node_ids=encode_node_ids(node_ids)[good] if node_ids else np.zeros(0, np.bytes_),
-            vectors=matrix[good],
-            skipped=int((~good).sum()),
-        )
-
     def _persist(self, base: _State, new_state: _State) -> _State:
         """Write the partitions that changed, then the manifest (rename last); return the
         snapshot with the file stems filled in."""
         assert self._directory is not None
-        unchanged = {id(p) for p in base.partitions if p.stem}
-        stamped: list[Partition] = []
-        for part in new_state.partitions:
-            if id(part) in unchanged:
-                stamped.append(part)
-                continue
-            stem = f"p{part.bucket}.g{new_state.generation}"
-            persist.write_partition(self._directory, part, stem)
-            stamped.append(
-                Partition(
-                    bucket=part.bucket,
-                    start_us=part.start_us,
-                    index=part.index,
-                    version_ids=part.version_ids,
-                    valid_from_us=part.valid_from_us,
-                    node_ids=part.node_ids,
-                    stem=stem,
-                )
-            )
-        manifest = persist.Manifest(
-            embedder_name=self.embedder_name,
-            dim=self.dim,
-            bucket_us=self.bucket_us,
-            covered_version_id=new_state.covered_version_id,
-            generation=new_state.generation,
-            partitions=tuple((p.bucket, p.size, p.stem) for p in stamped),
+        stamped = persist.write_state(
+            self._directory,
+            persist.Manifest(
+                embedder_name=self.embedder_name,
+                dim=self.dim,
+                bucket_us=self.bucket_us,
+                covered_version_id=new_state.covered_version_id,
+                generation=new_state.generation,
+                partitions=(),
+            ),
+            new_state.partitions,
+            unchanged=[p for p in base.partitions if p.stem],
         )
-        persist.write_manifest(self._directory, manifest)
         return _State(
-            partitions=tuple(stamped),
+            partitions=stamped,
             covered_version_id=new_state.covered_version_id,
             generation=new_state.generation,
         )

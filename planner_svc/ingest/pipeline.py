@@ -28,9 +28,9 @@ Steps 1-5 of one document run in one savepoint and a chunk of documents commits 
 transaction, so a crash never leaves half a document and a bad document never blocks the
 others.
 Mentions of a title that arrives after the mentioning passage are resolved at the end of the
-call: by FTS5 phrase lookup of the new titles when there are few, else by one scan of all
-current passages. (A crash between the documents' commits and that pass loses only those late
-mention edges.)
+call (:mod:`planner_svc.ingest.late_mentions`): by FTS5 phrase lookup of the new titles when
+there are few, else by one scan of all current passages. (A crash between the documents'
+commits and that pass loses only those late mention edges.)
 
 Times: every row a document's write derives (its version, ledger rows, nodes, structural and
 mention edges, the closing of what it replaces) carries that write's transaction time, so
@@ -43,9 +43,8 @@ therefore yields the same graph everywhere. Valid intervals start at ``valid_fro
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +52,20 @@ import numpy.typing as npt
 from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
 from planner_svc.embed.base import Embedder
-from planner_svc.ingest.mentions import TitleMatcher, title_forms
+from planner_svc.ingest.late_mentions import resolve_late_mentions
+from planner_svc.ingest.mentions import TitleMatcher
+from planner_svc.ingest.model import (
+    DEFAULT_BATCH_SIZE,
+    DOCUMENT_LABEL,
+    EMBEDDER_META_KEY,
+    PASSAGE_LABEL,
+    RELATION_WEIGHTS,
+    DocumentIn,
+    IngestReport,
+    SourceOutcome,
+    doc_node_id,
+    passage_node_id,
+)
 from planner_svc.ingest.parse import (
     DEFAULT_MAX_PASSAGE_BYTES,
     DEFAULT_MIN_PASSAGE_BYTES,
@@ -61,135 +73,22 @@ from planner_svc.ingest.parse import (
     parse_document,
 )
 from planner_svc.ingest.ports import IngestStore
-from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite, check_properties
+from planner_svc.store.records import EdgeWrite, NodeVersion, NodeWrite, check_properties
 from planner_svc.store.text import canonicalize, check_id, check_time
 
-RELATION_WEIGHTS: Mapping[str, float] = {
-    "contains": 0.9,
-    "part_of": 0.9,
-    "mentions": 0.8,
-    "heads": 0.7,
-    "next": 0.5,
-}
-"""Edge weight per relation, in [0, 1]. Containment is nearly as strong as the node itself; a
-title mention is strong evidence of relevance to the mentioned document; a heading speaks for its
-section; the next passage is a weaker, positional link."""
-
-DOCUMENT_LABEL = "document"
-PASSAGE_LABEL = "passage"
-EMBEDDER_META_KEY = "embedder"
-
-DEFAULT_BATCH_SIZE = 256
-"""Documents parsed, embedded and committed together by default."""
-
-FTS_RESOLVE_MAX_TITLES = 64
-"""Up to this many new titles, late mentions are found by FTS phrase lookup; above, by a scan."""
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "EMBEDDER_META_KEY",
+    "RELATION_WEIGHTS",
+    "DocumentIn",
+    "IngestReport",
+    "SourceOutcome",
+    "doc_node_id",
+    "ingest_documents",
+    "passage_node_id",
+]
 
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
-
-
-def doc_node_id(source_id: str) -> str:
-    """Node id of a source's document node."""
-    return f"doc:{source_id}"
-
-
-def passage_node_id(source_id: str, ordinal: int) -> str:
-    """Node id of a source's passage number ``ordinal`` (0-based)."""
-    return f"psg:{source_id}:{ordinal}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DocumentIn:
-    """One document to ingest (not validated on construction: ingestion reports problems).
-
-    Attributes:
-        source_id: stable id of the source (1..1024 characters, no control characters).
-        title: human title; empty = the first heading, else the source id.
-        media_type: ``text/markdown`` or ``text/plain``; empty = Markdown when the source id
-            ends in ``.md``/``.markdown``, else plain.
-        text: the document, as a string or as UTF-8 bytes (decoded strictly).
-        valid_from_us: start of validity of the document's facts, microseconds; None = now.
-        version_tx_us: transaction time proposed for a new version, microseconds; None = the
-            store's clock. Must be later than the source's latest version, no earlier than the
-            latest transaction time the store has recorded, and not after ``now_us``.
-        properties: string properties copied to the document and passage nodes.
-    """
-
-    source_id: str
-    title: str = ""
-    media_type: str = ""
-    text: str | bytes
-    valid_from_us: int | None = None
-    version_tx_us: int | None = None
-    properties: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class SourceOutcome:
-    """What one accepted document did to its source.
-
-    Attributes:
-        source_id: the source.
-        version_tx_us: transaction time of the source's version the document now cites
-            (the new version, or the unchanged latest one), microseconds.
-        outcome: ``created`` (first version), ``replaced`` (a new version of a source that had
-            one) or ``unchanged``.
-    """
-
-    source_id: str
-    version_tx_us: int
-    outcome: str
-
-
-@dataclass(slots=True, kw_only=True)
-class IngestReport:
-    """Counts of one :func:`ingest_documents` call.
-
-    Attributes:
-        received: documents read.
-        ingested: documents that produced a new source version.
-        replaced: of those, documents whose source already had a version.
-        unchanged: documents whose canonical text equals the latest version.
-        sources: one :class:`SourceOutcome` per accepted document, in input order.
-        errors: ``(source_id, reason)`` of each rejected document, in input order.
-        spans, nodes, edges, vectors: rows written (ledger rows, node versions, edge versions
-            opened, vectors).
-        late_mentions: mention edges added after the call's documents were written.
-        mentions_closed: mention edges closed then because a longer new title hides them.
-    """
-
-    received: int = 0
-    ingested: int = 0
-    replaced: int = 0
-    unchanged: int = 0
-    sources: list[SourceOutcome] = field(default_factory=list)
-    errors: list[tuple[str, str]] = field(default_factory=list)
-    spans: int = 0
-    nodes: int = 0
-    edges: int = 0
-    vectors: int = 0
-    late_mentions: int = 0
-    mentions_closed: int = 0
-
-    def merge(self, other: IngestReport) -> None:
-        """Add ``other``'s counts and errors to this report."""
-        self.received += other.received
-        self.ingested += other.ingested
-        self.replaced += other.replaced
-        self.unchanged += other.unchanged
-        self.sources.extend(other.sources)
-        self.errors.extend(other.errors)
-        self.spans += other.spans
-        self.nodes += other.nodes
-        self.edges += other.edges
-        self.vectors += other.vectors
-        self.late_mentions += other.late_mentions
-        self.mentions_closed += other.mentions_closed
-
-    @property
-    def failed(self) -> int:
-        """Number of rejected documents."""
-        return len(self.errors)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -483,84 +382,6 @@ class _Run:
                     edge(node_id, doc_node_id(target), "mentions")
         return out
 
-    # ---------------------------------------------------------------- late mentions
-
-    def resolve_late_mentions(self) -> None:
-        """Bring up to date the mention edges of current passages that name a title first
-        registered in this call: add the mentions missed because the title arrived after the
-        passage, and close those a longer new title now hides (leftmost-longest matching)."""
-        if not self.new_titles:
-            return
-        candidates: Iterable[NodeVersion]
-        if len(self.new_titles) <= FTS_RESOLVE_MAX_TITLES:
-            seen: dict[int, NodeVersion] = {}
-            for title in self.new_titles.values():
-                for form in title_forms(title):
-                    for node in self.store.current_nodes_matching_phrase(
-                        " ".join(form), label=PASSAGE_LABEL
-                    ):
-                        seen[node.version_id] = node
-            candidates = [seen[k] for k in sorted(seen)]
-        else:
-            candidates = self.store.iter_current_nodes(label=PASSAGE_LABEL)
-        new = set(self.new_titles)
-        for page in _pages(candidates, 2048):
-            self._sync_mentions(page, new)
-
-    def _sync_mentions(self, nodes: list[NodeVersion], new: set[str]) -> None:
-        plans: list[tuple[NodeVersion, set[str]]] = []
-        for node in nodes:
-            found = self.matcher.find(node.text)
-            if not found & new:
-                continue
-            owner = node.provenance[0].source_id if node.provenance else None
-            found.discard(owner or "")
-            plans.append((node, found))
-        if not plans:
-            return
-        have: dict[str, dict[str, Edge]] = defaultdict(dict)
-        for e in self.store.current_out_edges(n.node_id for n, _f in plans):
-            if e.relation == "mentions":
-                have[e.src][e.dst] = e
-        adds: list[EdgeWrite] = []
-        retires: list[tuple[str, str, str]] = []
-        for node, found in plans:
-            current = have.get(node.node_id, {})
-            wanted = {doc_node_id(t): t for t in found}
-            adds.extend(
-                EdgeWrite(
-                    src=node.node_id,
-                    dst=dst,
-                    relation="mentions",
-                    weight=RELATION_WEIGHTS["mentions"],
-                    valid_from_us=node.valid_from_us,
-                )
-                for dst in sorted(set(wanted) - set(current))
-            )
-            retires.extend(current[dst].key for dst in sorted(set(current) - set(wanted)))
-        if not adds and not retires:
-            return
-        # The pass derives its edges from this call's documents: it writes at the latest time
-        # the call wrote (a bulk load at one fixed time stays at that time), else at the clock.
-        with self.store.stamped(self.written_tx, now_us=self.now_us, or_clock=True) as tx:
-            self.store.retire_edges(retires, tx_us=tx)
-            created = self.store.put_edges(adds, tx_us=tx)
-        self.report.edges += created
-        self.report.late_mentions += created
-        self.report.mentions_closed += len(retires)
-
-
-def _pages(items: Iterable[NodeVersion], size: int) -> Iterator[list[NodeVersion]]:
-    page: list[NodeVersion] = []
-    for item in items:
-        page.append(item)
-        if len(page) >= size:
-            yield page
-            page = []
-    if page:
-        yield page
-
-
 def ingest_documents(
     store: IngestStore,
     embedder: Embedder | None,
@@ -647,7 +468,8 @@ def ingest_documents(
                 chunk, pending = [], set()
         run.flush(chunk)
         bar.set_postfix_str("resolving mentions")
-        run.resolve_late_mentions()
+        resolve_late_mentions(store, run.matcher, run.new_titles, written_tx=run.written_tx,
+                              now_us=now_us, report=report)
     finally:
         bar.close()
     report.sources = [outcome for _, outcome in sorted(run.outcomes, key=lambda o: o[0])]

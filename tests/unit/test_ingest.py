@@ -11,9 +11,8 @@ import pytest
 
 from planner_svc.core.errors import ConfigError
 from planner_svc.embed import HashingEmbedder
-from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn
+from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn, late_mentions
 from planner_svc.ingest import ingest_documents as _ingest_documents
-from planner_svc.ingest import pipeline as pipeline_module
 from planner_svc.store import Store
 
 # These tests check the pipeline's mechanics block by block: one passage per structural block
@@ -216,7 +215,7 @@ def test_same_source_twice_in_one_call(store: Store) -> None:
 def test_late_mentions_across_calls(
     store: Store, fts_limit: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline_module, "FTS_RESOLVE_MAX_TITLES", fts_limit)
+    monkeypatch.setattr(late_mentions, "FTS_RESOLVE_MAX_TITLES", fts_limit)
     ingest_documents(store, None, [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW)
     assert all(r != "mentions" for _d, r, _w in _edges(store, "psg:wiki/Cash:3"))
     t2 = T1 + 500

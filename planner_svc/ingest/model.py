@@ -1,0 +1,147 @@
+"""What ingestion takes and reports, and the names it gives nodes, labels and relations.
+
+Times are integer microseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DOCUMENT_LABEL",
+    "EMBEDDER_META_KEY",
+    "PASSAGE_LABEL",
+    "RELATION_WEIGHTS",
+    "DocumentIn",
+    "IngestReport",
+    "SourceOutcome",
+    "doc_node_id",
+    "passage_node_id",
+]
+
+RELATION_WEIGHTS: Mapping[str, float] = {
+    "contains": 0.9,
+    "part_of": 0.9,
+    "mentions": 0.8,
+    "heads": 0.7,
+    "next": 0.5,
+}
+"""Edge weight per relation, in [0, 1]. Containment is nearly as strong as the node itself; a
+title mention is strong evidence of relevance to the mentioned document; a heading speaks for its
+section; the next passage is a weaker, positional link."""
+
+DOCUMENT_LABEL = "document"
+"""Label of every document node."""
+PASSAGE_LABEL = "passage"
+"""Label of every passage node (beside its structural kind)."""
+EMBEDDER_META_KEY = "embedder"
+"""Store metadata key naming the embedder that made the store's vectors."""
+
+DEFAULT_BATCH_SIZE = 256
+"""Documents parsed, embedded and committed together by default."""
+
+
+def doc_node_id(source_id: str) -> str:
+    """Node id of a source's document node."""
+    return f"doc:{source_id}"
+
+
+def passage_node_id(source_id: str, ordinal: int) -> str:
+    """Node id of a source's passage number ``ordinal`` (0-based)."""
+    return f"psg:{source_id}:{ordinal}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentIn:
+    """One document to ingest (not validated on construction: ingestion reports problems).
+
+    Attributes:
+        source_id: stable id of the source (1..1024 characters, no control characters).
+        title: human title; empty = the first heading, else the source id.
+        media_type: ``text/markdown`` or ``text/plain``; empty = Markdown when the source id
+            ends in ``.md``/``.markdown``, else plain.
+        text: the document, as a string or as UTF-8 bytes (decoded strictly).
+        valid_from_us: start of validity of the document's facts, microseconds; None = now.
+        version_tx_us: transaction time proposed for a new version, microseconds; None = the
+            store's clock. Must be later than the source's latest version, no earlier than the
+            latest transaction time the store has recorded, and not after ``now_us``.
+        properties: string properties copied to the document and passage nodes.
+    """
+
+    source_id: str
+    title: str = ""
+    media_type: str = ""
+    text: str | bytes
+    valid_from_us: int | None = None
+    version_tx_us: int | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOutcome:
+    """What one accepted document did to its source.
+
+    Attributes:
+        source_id: the source.
+        version_tx_us: transaction time of the source's version the document now cites
+            (the new version, or the unchanged latest one), microseconds.
+        outcome: ``created`` (first version), ``replaced`` (a new version of a source that had
+            one) or ``unchanged``.
+    """
+
+    source_id: str
+    version_tx_us: int
+    outcome: str
+
+
+@dataclass(slots=True, kw_only=True)
+class IngestReport:
+    """Counts of one :func:`ingest_documents` call.
+
+    Attributes:
+        received: documents read.
+        ingested: documents that produced a new source version.
+        replaced: of those, documents whose source already had a version.
+        unchanged: documents whose canonical text equals the latest version.
+        sources: one :class:`SourceOutcome` per accepted document, in input order.
+        errors: ``(source_id, reason)`` of each rejected document, in input order.
+        spans, nodes, edges, vectors: rows written (ledger rows, node versions, edge versions
+            opened, vectors).
+        late_mentions: mention edges added after the call's documents were written.
+        mentions_closed: mention edges closed then because a longer new title hides them.
+    """
+
+    received: int = 0
+    ingested: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    sources: list[SourceOutcome] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    spans: int = 0
+    nodes: int = 0
+    edges: int = 0
+    vectors: int = 0
+    late_mentions: int = 0
+    mentions_closed: int = 0
+
+    def merge(self, other: IngestReport) -> None:
+        """Add ``other``'s counts and errors to this report."""
+        self.received += other.received
+        self.ingested += other.ingested
+        self.replaced += other.replaced
+        self.unchanged += other.unchanged
+        self.sources.extend(other.sources)
+        self.errors.extend(other.errors)
+        self.spans += other.spans
+        self.nodes += other.nodes
+        self.edges += other.edges
+        self.vectors += other.vectors
+        self.late_mentions += other.late_mentions
+        self.mentions_closed += other.mentions_closed
+
+    @property
+    def failed(self) -> int:
+        """Number of rejected documents."""
+        return len(self.errors)
