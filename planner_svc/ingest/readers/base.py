@@ -15,11 +15,17 @@ from __future__ import annotations
 from planner_svc.core.errors import InvalidRequest
 
 MARKDOWN = "text/markdown"
+"""Media type of Markdown."""
 PLAIN = "text/plain"
+"""Media type of plain text."""
 HTML = "text/html"
+"""Media type of HTML."""
 PDF = "application/pdf"
+"""Media type of PDF."""
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+"""Media type of a Word (DOCX) document."""
 NOTEBOOK = "application/x-ipynb+json"
+"""Media type of a Jupyter notebook (nbformat 4)."""
 
 SUPPORTED = (MARKDOWN, PLAIN, HTML, PDF, DOCX, NOTEBOOK)
 """Media types :func:`planner_svc.ingest.readers.read_document` reads, canonical spelling."""
