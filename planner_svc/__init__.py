@@ -6,4 +6,7 @@ hard token budget with a per-source diversity cap, and returns an ``EvidencePlan
 plan hash any client can recompute.
 """
 
+__all__ = ["__version__"]
+
 __version__ = "0.1.0"
+"""The package version (also in ``pyproject.toml``)."""

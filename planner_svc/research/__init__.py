@@ -19,9 +19,9 @@ first use.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import typing
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from planner_svc.research.cassette import CassetteProvider
     from planner_svc.research.digest import (
         DEFAULT_DIGEST_CHARS,
@@ -162,7 +162,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     """Import a public name from its module on first access."""
     module = _EXPORTS.get(name)
     if module is None:

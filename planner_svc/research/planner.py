@@ -21,8 +21,11 @@ from planner_svc.research.digest import Digest, SubQuestion, render_digest
 from planner_svc.research.provider import ProviderRequest, ResearchProvider, Usage
 
 DEFAULT_MAX_INITIAL_LEADS = 4
+"""Sub-questions of the initial round when a session names no cap."""
 DEFAULT_MAX_NEW_LEADS = 3
+"""New sub-questions per replan when a session names no cap."""
 DEFAULT_REPLAN_EVERY = 3
+"""Completed leads between replans when a session names no cap."""
 DEFAULT_MAX_DEPTH = 2
 """Follow-up rounds when ``max_depth`` is 0 (unset)."""
 DEPTH_NONE = -1

@@ -76,6 +76,7 @@ class TiktokenTokenizer:
 
 
 TokenizerSpec = HuggingFaceTokenizer | TiktokenTokenizer
+"""A model's exact tokenizer: a ``tokenizers`` file or an OpenAI BPE encoding."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
