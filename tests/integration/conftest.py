@@ -61,9 +61,10 @@ class Live:
     address: str
 
 
-def start(settings: ServerSettings) -> Live:
-    """Open the services and start a server for ``settings`` (port 0 = ephemeral)."""
-    running = create_server(settings, Services.open(settings))
+def start(settings: ServerSettings, services: Services | None = None) -> Live:
+    """Start a server for ``settings`` (port 0 = ephemeral) over ``services`` (opened from the
+    settings when None)."""
+    running = create_server(settings, services or Services.open(settings))
     address = f"127.0.0.1:{running.port}"
     channel = grpc.insecure_channel(address)
     return Live(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,8 @@ import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2, plan_pb2_grpc
 from planner_svc.core.config import SelectionSettings
-from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.recall.planner import EvidencePlanner, EvidenceResult
+from planner_svc.recall.request import EvidenceQuery
 from planner_svc.server.app import create_server
 from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings, TransportSettings
@@ -21,16 +22,26 @@ from planner_svc.settings import ServerSettings, TransportSettings
 pytestmark = pytest.mark.integration
 
 
-class SlowStore:
-    """A store whose full-text search takes 0.5 s and which records later reads."""
+class HeldStore:
+    """A store whose full-text search waits for ``release``; records later reads and when the
+    plan's snapshot ends."""
 
     def __init__(self) -> None:
         self.searched = threading.Event()
+        self.release = threading.Event()
         self.read_after_search = threading.Event()
+        self.plan_over = threading.Event()
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            self.plan_over.set()
 
     def search_text(self, query: str, **kwargs: Any) -> list[tuple[str, float]]:
         self.searched.set()
-        time.sleep(0.5)
+        assert self.release.wait(10)
         return [("n1", 1.0)]
 
     def get_many_as_of(
@@ -59,19 +70,35 @@ class SlowStore:
     def close(self) -> None:
         pass
 
-    def __getattr__(self, name: str) -> Any:  # snapshot() and other optional reads
-        if name == "snapshot":
-            import contextlib
 
-            return contextlib.nullcontext
-        raise AttributeError(name)
+class WatchedPlanner(EvidencePlanner):
+    """Hands the test the cancellation check the servicer passes to each plan."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.checks: list[Callable[[], bool]] = []
+
+    def plan(self, query: EvidenceQuery, *, cancelled: Callable[[], bool] = lambda: False
+             ) -> EvidenceResult:
+        self.checks.append(cancelled)
+        return super().plan(query, cancelled=cancelled)
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    """Whether ``condition`` holds within ``timeout_s`` (checked every few milliseconds)."""
+    done = threading.Event()
+    for _ in range(int(timeout_s / 0.005)):
+        if condition():
+            return True
+        done.wait(0.005)
+    return condition()
 
 
 def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
-    store = SlowStore()
+    store = HeldStore()
     settings = ServerSettings(data_dir=tmp_path, semantic=False,
                               transport=TransportSettings(port=0))
-    planner = EvidencePlanner(store, index=None, embedder=None, config=SelectionSettings())
+    planner = WatchedPlanner(store, index=None, embedder=None, config=SelectionSettings())
     services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
                                  index=None, planner=planner)
     running = create_server(settings, services)
@@ -84,7 +111,12 @@ def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
                 stub.Plan(request, timeout=0.2)
             assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
         assert store.searched.is_set()
-        time.sleep(0.8)  # the search finishes; the planner must notice the cancellation
+        # The server sees the deadline too; then the search returns, and the planner must stop.
+        [cancelled] = planner.checks
+        assert _wait_for(cancelled), "the server never saw the deadline pass"
+        store.release.set()
+        assert store.plan_over.wait(10)
         assert not store.read_after_search.is_set(), "recall went on after the deadline"
     finally:
+        store.release.set()
         running.stop(0)

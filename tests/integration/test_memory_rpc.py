@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -128,14 +129,41 @@ def test_cancelled_ingest_keeps_completed_batches(
     fixture_data_dir: Path, tmp_path: Path
 ) -> None:
     import threading
-    import time
 
     from planner_svc.ingest.service import STREAM_BATCH as INGEST_BATCH
+    from planner_svc.ingest.service import IngestService
+    from planner_svc.server.services import Services
     from planner_svc.store import Store
 
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    server = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0)))
+    settings = ServerSettings(data_dir=data, transport=TransportSettings(port=0))
+    services = Services.open(settings)
+    index = services.index
+    assert index is not None
+    batch_indexed = threading.Event()
+    stream_over = threading.Event()
+
+    class SignalledIndex:
+        """The index, signalling each catch-up: a batch is committed and indexed."""
+
+        def sync(self) -> int:
+            added = index.sync()
+            batch_indexed.set()
+            return added
+
+    class WatchedIngest(IngestService):
+        """The ingest service, signalling when it is done with a stream."""
+
+        def ingest(self, documents: Iterator[Any], *, cancelled: Any = lambda: False) -> Any:
+            try:
+                return super().ingest(documents, cancelled=cancelled)
+            finally:
+                stream_over.set()
+
+    services.ingest = WatchedIngest(services.store, embedder=services.embedder,
+                                    index=SignalledIndex(), write_lock=threading.Lock())
+    server = start(settings, services)
     release = threading.Event()
     sent = threading.Event()
 
@@ -148,11 +176,11 @@ def test_cancelled_ingest_keeps_completed_batches(
     try:
         future = server.memory.IngestSources.future(documents(), timeout=60)
         assert sent.wait(30)
-        time.sleep(1.0)  # the first batch commits while the second is being read
+        assert batch_indexed.wait(30)  # the first batch committed; the second is being read
         future.cancel()  # the generator stays blocked: the stream never ends normally
         with pytest.raises(grpc.FutureCancelledError):
             future.result()
-        time.sleep(0.5)
+        assert stream_over.wait(30)  # the server saw the cancellation and let the stream go
         with Store.open(data) as store:
             assert store.latest_version("bulk/0000") is not None
             assert store.latest_version(f"bulk/{INGEST_BATCH - 1:04d}") is not None

@@ -6,12 +6,12 @@ import argparse
 import json
 import queue
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -36,6 +36,52 @@ class Served:
     address: str
     evidence: FakeEvidence
     ended: queue.Queue[tuple[str, StopReason | None]] = field(default_factory=queue.Queue)
+    terminated: threading.Event = field(default_factory=threading.Event)
+
+
+class _Observed:
+    """A servicer context that also sets ``terminated`` when the RPC ends (cancelled, deadline
+    or done), right after the callbacks the servicer registered: once the event is set, the
+    servicer has already been told."""
+
+    def __init__(self, context: grpc.ServicerContext, terminated: threading.Event) -> None:
+        self._context = context
+        self._terminated = terminated
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        added = bool(self._context.add_callback(callback))
+        self._context.add_callback(self._terminated.set)
+        return added
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+
+class ObserveTermination(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Hands every Research stream an :class:`_Observed` context."""
+
+    def __init__(self, terminated: threading.Event) -> None:
+        self._terminated = terminated
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(details)
+        if handler is None or handler.stream_stream is None:
+            return handler
+        behavior = handler.stream_stream
+        terminated = self._terminated
+
+        def observed(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+            return behavior(requests, _Observed(context, terminated))  # type: ignore[no-any-return]
+
+        return grpc.stream_stream_rpc_method_handler(
+            observed,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
 
 
 def serve(
@@ -45,10 +91,12 @@ def serve(
     openai_url: str | None = None,
     retries: int = 3,
 ) -> tuple[grpc.Server, Served]:
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=4), options=[("grpc.so_reuseport", 0)]
-    )
     served = Served(address="", evidence=evidence)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=4),
+        interceptors=[ObserveTermination(served.terminated)],
+        options=[("grpc.so_reuseport", 0)],
+    )
     openai = (
         OpenAISettings(base_url=openai_url, model="tiny", max_retries=retries)
         if openai_url else None
@@ -266,7 +314,7 @@ def test_client_cancellation_stops_work_at_once() -> None:
             call = stub.Research(iter([start_event()]), timeout=30)
             assert evidence.entered.wait(5)  # the first evidence plan is in flight
             call.cancel()  # type: ignore[no-untyped-call]
-            time.sleep(0.5)  # loopback cancellation reaches the server within milliseconds
+            assert info.terminated.wait(10)  # the server has seen the cancellation
             gate.set()  # let the in-flight plan return
             _, reason = info.ended.get(timeout=5)
             assert reason is StopReason.CANCELLED

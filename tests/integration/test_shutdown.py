@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import grpc
@@ -24,12 +23,14 @@ def test_drain_then_stop(fixture_data_dir: Path, tmp_path: Path) -> None:
     server = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0)))
     health = health_pb2_grpc.HealthStub(server.channel)
     request = question_request("Johnny Cash", budget_tokens=200)
-    assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == 1
+    watch = health.Watch(health_pb2.HealthCheckRequest(), timeout=30)
+    assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
     stopper = threading.Thread(target=server.running.stop, args=(1.0,),
                                kwargs={"drain_s": 1.5})
     stopper.start()
     try:
-        time.sleep(0.3)
+        # The health service streams the change: no guessing how long it takes.
+        assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
         status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
         assert status == health_pb2.HealthCheckResponse.NOT_SERVING
         assert server.planner.Plan(request, timeout=5).spans  # still answered while draining
@@ -38,5 +39,6 @@ def test_drain_then_stop(fixture_data_dir: Path, tmp_path: Path) -> None:
             server.planner.Plan(request, timeout=2)
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
     finally:
+        watch.cancel()
         stopper.join(10)
         server.channel.close()

@@ -125,11 +125,15 @@ def test_model_rows_are_unit_float32_with_zero_sentinel(model: Embedder) -> None
 
 
 def test_model_pools_in_token_order_in_double_precision(model: Embedder) -> None:
-    """The embedding equals a plain left-to-right Python computation, bit for bit."""
+    """The embedding equals a plain left-to-right Python computation, bit for bit, over the
+    model files as model2vec itself reads them."""
+    from model2vec import StaticModel
+
     assert isinstance(model, Model2VecEmbedder)
+    reference = StaticModel.from_pretrained(model.path, force_download=False)
     text = "Evidence plans cite source spans under a token budget."
-    ids = model._model.tokenize([text])[0]
-    table = np.asarray(model._model.embedding)
+    ids = reference.tokenize([text])[0]
+    table = np.asarray(reference.embedding)
     total = [0.0] * model.dim
     for token in ids:
         row = table[token].astype(np.float64).tolist()

@@ -36,11 +36,16 @@ QUESTION = "What caused the Hollow Creek outage?"
 
 
 class FakeChat:
-    """Canned replies, one per request; records requests (path, headers, JSON body)."""
+    """Canned replies, one per request; records requests (path, headers, JSON body).
+
+    A reply added with ``held=True`` is sent only once ``release`` is set (at the latest when
+    the server shuts down): the client's timeout fires first, whatever the machine's speed.
+    """
 
     def __init__(self) -> None:
-        self.replies: list[tuple[int, dict[str, str], bytes, float]] = []
+        self.replies: list[tuple[int, dict[str, str], bytes, bool]] = []
         self.requests: list[tuple[str, dict[str, str], Any]] = []
+        self.release = threading.Event()
 
     def add(
         self,
@@ -48,10 +53,10 @@ class FakeChat:
         body: object,
         *,
         headers: dict[str, str] | None = None,
-        delay_s: float = 0.0,
+        held: bool = False,
     ) -> None:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.replies.append((status, headers or {}, raw, delay_s))
+        self.replies.append((status, headers or {}, raw, held))
 
 
 def completion(content: object, *, prompt: int = 120, completion_tokens: int = 30) -> object:
@@ -74,9 +79,9 @@ def chat() -> Iterator[tuple[FakeChat, str]]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length))
             fake.requests.append((self.path, dict(self.headers), body))
-            status, headers, raw, delay_s = fake.replies.pop(0)
-            if delay_s:
-                time.sleep(delay_s)
+            status, headers, raw, held = fake.replies.pop(0)
+            if held:
+                fake.release.wait()
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)
@@ -94,6 +99,7 @@ def chat() -> Iterator[tuple[FakeChat, str]]:
     try:
         yield fake, f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
+        fake.release.set()
         server.shutdown()
         server.server_close()
 
@@ -162,7 +168,7 @@ def test_openai_does_not_retry_a_client_error(chat: tuple[FakeChat, str]) -> Non
 
 def test_openai_retries_after_a_timeout(chat: tuple[FakeChat, str]) -> None:
     fake, url = chat
-    fake.add(200, completion({"sub_questions": ["late?"]}), delay_s=1.0)
+    fake.add(200, completion({"sub_questions": ["late?"]}), held=True)
     fake.add(200, completion({"sub_questions": ["on time?"]}))
     sleeps: list[float] = []
     provider = provider_for(url, sleeps, timeout_s=0.2, backoff_s=0.0)

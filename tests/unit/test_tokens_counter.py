@@ -241,8 +241,11 @@ def test_missing_package_means_estimate(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_registry_names_only_bundled_encodings() -> None:
-    from planner_svc.tokens import TIKTOKEN_ENCODINGS
+    from planner_svc.tokens import TIKTOKEN_ENCODINGS, default_registry_path, load_registry
 
-    assert TIKTOKEN_ENCODINGS == ("cl100k_base", "o200k_base")
+    packaged = load_registry(default_registry_path()).models.values()
+    used = {spec.tokenizer.encoding for spec in packaged
+            if isinstance(spec.tokenizer, TiktokenTokenizer)}
+    assert used and used <= set(TIKTOKEN_ENCODINGS)
     for name in TIKTOKEN_ENCODINGS:
         assert load_tiktoken(TiktokenTokenizer(encoding=name))("ok") == 1
