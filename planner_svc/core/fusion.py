@@ -1,7 +1,7 @@
 """Recall-leg fusion helpers: the similarity/decay blend and max-fusion of node scores.
 
 Sources: memory-planner seed, "Phase A: the three recall legs" (max over legs, the
-``fuse(sim, decay, alpha)`` blend); DESIGN section 5.
+``fuse(sim, decay, alpha)`` blend); docs/architecture.md, "Recall and selection".
 """
 
 from __future__ import annotations

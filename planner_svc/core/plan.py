@@ -1,6 +1,6 @@
 """Assemble an EvidencePlan from a candidate pool: budget rule, selection, plan hash.
 
-Source: memory-planner seed, "Budget derivation" and "Phase B"; DESIGN section 6.
+Source: memory-planner seed, "Budget derivation" and "Phase B"; README.md, "Selection rules".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Plan hash v1: BLAKE3 over a fixed, language-neutral byte encoding of a plan.
 
-Encoding (DESIGN section 6), all integers big-endian:
+Encoding (README.md, "Plan hash v1"), all integers big-endian:
 plan_model (u32 byte length + UTF-8), budget (u64), used (u64), span count (u64), then per span
 in canonical order: source_id (u32 length + UTF-8), source_version_tx (i64), start (u64),
 end (u64), kind (u32 length + UTF-8), class (u8: 1 truth, 2 cache), weight (IEEE-754 bits as

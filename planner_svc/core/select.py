@@ -1,7 +1,7 @@
 """Phase B: deterministic selection of a candidate pool under a token budget.
 
 Source: memory-planner seed, "Phase B: dedup, then greedy packing by density" and "The hard
-per-source cap and stranded budget"; DESIGN section 6.
+per-source cap and stranded budget"; README.md, "Selection rules".
 
 1. Overlap dedup, within one source version (source_id, source_version_tx), visiting candidates
    by weight descending: a candidate whose overlap with an already kept span,

@@ -1,7 +1,7 @@
 """Token estimation and the budget rule.
 
 Source: memory-planner seed, "Budget derivation and the token-estimate fallback" and
-"TokenAccounting: the adapter seam"; DESIGN section 6.
+"TokenAccounting: the adapter seam"; README.md, "Selection rules".
 """
 
 from __future__ import annotations

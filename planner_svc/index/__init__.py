@@ -1,12 +1,13 @@
 """Vector index over node-version embeddings: FAISS flat partitions keyed by valid-from bucket.
 
-The index is derived data (DESIGN section 4): it is built from the store's vectors, persisted
-under ``<data_dir>/index/``, and rebuilt or caught up whenever it lags the store. Searches are
-exact and as-of aware (see :class:`VectorIndex`).
+The index is derived data (docs/architecture.md, "Store"): it is built from the store's vectors,
+persisted under ``<data_dir>/index/``, and rebuilt or caught up whenever it lags the store. Searches
+are exact and as-of aware (see :class:`VectorIndex`).
 
 OpenMP: FAISS parallelises a search over OpenMP threads. On the 2-core machines this service
 runs on, a single-query search with two OpenMP threads was 2-8x slower than with one (p99 up to
-479 ms), and each server worker process already owns a core (DESIGN section 8). The thread count
+479 ms), and each server worker process already owns a core (docs/architecture.md, "Processes and
+threads"). The thread count
 must be fixed before libgomp initialises, i.e. before ``faiss`` is first imported, and
 ``faiss.omp_set_num_threads`` only affects the calling thread, not the gRPC worker threads. So
 this package sets ``OMP_NUM_THREADS=1`` (unless the environment already says otherwise) before it

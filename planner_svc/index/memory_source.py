@@ -2,8 +2,8 @@
 
 Each node version has a valid interval ``[valid_from_us, valid_to_us)`` and a transaction
 interval ``[tx_from_us, tx_to_us)``; ``None`` as an upper bound means open-ended. A version is
-live at ``(valid_us, tx_us)`` when both intervals contain the respective instant (DESIGN
-section 4).
+live at ``(valid_us, tx_us)`` when both intervals contain the respective instant
+(docs/architecture.md, "Store").
 """
 
 from __future__ import annotations

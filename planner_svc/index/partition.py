@@ -3,8 +3,8 @@ rows read from the store to build partitions).
 
 A partition is immutable once built. Its rows are sorted by ``(valid_from_us, version_id)``, so
 the rows with ``valid_from_us <= t`` form a prefix ``[0, n)`` and a FAISS ``IDSelectorRange(0, n)``
-on a plain ``IndexFlatIP`` scans exactly that slice (DESIGN section 4: the range selector keeps
-the flat scan's fast path; bitmap selectors and ``IndexIDMap`` lose it). Catching up with new
+on a plain ``IndexFlatIP`` scans exactly that slice (measured: the range selector keeps the
+flat scan's fast path; bitmap selectors and ``IndexIDMap`` lose it). Catching up with new
 vectors builds a new partition (old rows plus new rows, re-sorted) rather than appending in
 place: a memory-mapped FAISS index cannot grow, and readers keep using the old object meanwhile.
 """

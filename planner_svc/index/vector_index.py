@@ -1,4 +1,5 @@
-"""Exact, as-of aware nearest-neighbour search over node-version vectors (DESIGN sections 4-5).
+"""Exact, as-of aware nearest-neighbour search over node-version vectors (see
+docs/architecture.md, "Store").
 
 Rows are partitioned by valid-from bucket (:mod:`planner_svc.index.partition`). A search at
 ``(valid_us, tx_us)`` skips partitions whose bucket starts after ``valid_us``, scans the rows with

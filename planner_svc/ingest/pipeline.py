@@ -1,6 +1,6 @@
 """Ingestion: documents -> source versions, ledger rows, nodes, edges and vectors.
 
-For each document with new text (DESIGN section 2, ``ingest/``):
+For each document with new text:
 
 1. a new source version, stamped by the store
    (:meth:`~planner_svc.ingest.ports.WriteTransactions.stamped`): at ``version_tx_us`` when the

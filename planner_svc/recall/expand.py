@@ -1,9 +1,9 @@
 """Hop expansion: spread scores over live edges from the nodes the legs reached.
 
-Source: DESIGN section 5, leg 3. One hop from a node with score ``s`` over an edge of weight
-``w`` gives ``s * w * hop_decay``; a node keeps the max over paths. Up to ``depth`` hops (0..2).
-Each hop keeps at most ``max_frontier`` new nodes (highest score, then node id) so a hub node
-cannot flood the pool.
+Source: docs/architecture.md, "Recall and selection" (leg 3). One hop from a node with score ``s``
+over an edge of weight ``w`` gives ``s * w * hop_decay``; a node keeps the max over paths. Up to
+``depth`` hops (0..2). Each hop keeps at most ``max_frontier`` new nodes (highest score, then node
+id) so a hub node cannot flood the pool.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Explode recalled nodes to their provenance spans: the candidate pool.
 
-Source: memory-planner seed, "Exploding nodes to spans"; DESIGN section 5. Each node is re-read
+Source: memory-planner seed, "Exploding nodes to spans". Each node is re-read
 as-of; a node with no live version or no provenance is dropped (counted); each span's kind comes
 from the span ledger (missing row: ``body``, counted), its text from the source version (missing
 slice, or a source version committed after the plan's transaction time: skipped, counted as

@@ -1,8 +1,9 @@
 """The evidence planner: Phase A recall, then Phase B selection, returning a hashed plan.
 
-Source: memory-planner seed ("Phase A", "Exploding nodes to spans", "Phase B"); DESIGN
-sections 5 and 6. Legs run in a fixed order (structured, semantic, expansion); their node maps
-are fused by max; the pool goes to the pure core for selection and hashing.
+Source: memory-planner seed ("Phase A", "Exploding nodes to spans", "Phase B"); see also
+docs/architecture.md, "Recall and selection". Legs run in a fixed order (structured, semantic,
+expansion); their node maps are fused by max; the pool goes to the pure core for selection and
+hashing.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Semantic recall leg: nearest live vectors, similarity fused with confidence decay.
 
-Source: DESIGN sections 5 (leg 2) and 10; memory-planner seed, "Phase A" (``fuse(sim, decay,
+Source: docs/architecture.md, "Recall and selection" (leg 2) and "Reproducible
+weights"; memory-planner seed, "Phase A" (``fuse(sim, decay,
 alpha)``). The vector index only chooses candidates (it over-fetches :data:`CANDIDATE_MARGIN`
 beyond ``k``); each candidate's cosine similarity is then computed here, exactly rounded in a
 fixed order (:func:`exact_similarities`), and the ``k`` best by that similarity are kept (ties

@@ -1,9 +1,9 @@
 """Structured recall leg: label/property filters plus FTS5 BM25 full text.
 
-Source: DESIGN section 5, leg 1. Raw BM25 scores are unbounded; they are mapped into [0, 1] once,
-here, by dividing by the best score of the result set, so the strongest match scores 1.0 and the
-order is kept; a filter-only result scores every hit 1.0. The planner then only applies the
-leg's sharpness (:func:`planner_svc.core.fusion.sharpen`).
+Source: docs/architecture.md, "Recall and selection" (leg 1). Raw BM25 scores are unbounded; they
+are mapped into [0, 1] once, here, by dividing by the best score of the result set, so the strongest
+match scores 1.0 and the order is kept; a filter-only result scores every hit 1.0. The planner then
+only applies the leg's sharpness (:func:`planner_svc.core.fusion.sharpen`).
 """
 
 from __future__ import annotations

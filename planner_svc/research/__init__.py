@@ -1,6 +1,6 @@
 """Research planning: decompose a question into leads and replan as evidence arrives.
 
-DESIGN section 7. Public surface:
+See docs/architecture.md, "Research sessions". Public surface:
 
 - :class:`Digest` (bounded, thread-safe view of a session) and :func:`render_digest`;
 - :class:`ResearchPlanner` with :class:`ResearchCaps`, and :func:`leads_across`;

@@ -1,6 +1,6 @@
 """The digest: the planner's whole view of a research session, bounded in size.
 
-Source: DESIGN section 7 and the research planner reference ("Digest", "DeadEnd",
+Source: the research planner reference ("Digest", "DeadEnd",
 "SubQuestion"). The digest holds the question, the sub-questions with their lead and claim
 counts and answered flags, dead ends collapsed by cause (one example query each), the number of
 live contradictions, session totals and the budget remaining. It never holds text fetched by a

@@ -1,6 +1,6 @@
 """Leads: one unit of research work for one actor, and how they are spread over actors.
 
-Source: DESIGN section 7 and the research planner reference ("LeadsAcross").
+Source: the research planner reference ("LeadsAcross").
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The planning-provider interface: what a planner call sends, what it gets back, and errors.
 
-Source: DESIGN section 7. Two kinds of call exist: ``decompose`` (the question alone, for the
-initial round) and ``replan`` (the question and the rendered digest). A provider sees nothing
-else: never text fetched by a lead. The user's question is delimited in every prompt (it may
-legitimately quote a web page, and the boundary must stay visible).
+Source: docs/architecture.md, "Research sessions". Two kinds of call exist: ``decompose`` (the
+question alone, for the initial round) and ``replan`` (the question and the rendered digest). A
+provider sees nothing else: never text fetched by a lead. The user's question is delimited in every
+prompt (it may legitimately quote a web page, and the boundary must stay visible).
 
 Exceptions (defined with the others in :mod:`planner_svc.core.errors`, re-exported here)::
 

@@ -1,6 +1,6 @@
 """One research session as a plain object: the stream protocol without gRPC.
 
-Source: DESIGN section 7 (stream protocol). The caller feeds events in order and sends every
+Source: docs/architecture.md, "Research sessions". The caller feeds events in order and sends every
 update returned:
 
 1. :meth:`ResearchSession.begin` makes the initial plan (one model call, then one evidence plan

@@ -1,6 +1,6 @@
-"""Embedded persistence (DESIGN section 4): sources and their versions (canonical text), the
-span ledger, bitemporal nodes with provenance spans, weighted bitemporal edges, a full-text
-index and node vectors, all in one SQLite file.
+"""Embedded persistence (docs/architecture.md, "Store"): sources and their versions (canonical
+text), the span ledger, bitemporal nodes with provenance spans, weighted bitemporal edges, a
+full-text index and node vectors, all in one SQLite file.
 
 Public surface: :class:`Store` and the records it reads and writes.
 """

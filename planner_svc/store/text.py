@@ -1,6 +1,6 @@
 """Text rules of the store: canonical text, identifier validation and safe FTS5 queries.
 
-Canonical text (DESIGN section 4) is what every span offset points into:
+Canonical text (docs/architecture.md, "Store") is what every span offset points into:
 
 - line breaks ``\\r\\n`` and lone ``\\r`` become ``\\n``;
 - the text is put in Unicode normalisation form NFC;

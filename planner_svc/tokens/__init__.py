@@ -4,7 +4,7 @@ A request's ``model`` picks an entry of the registry. The entry gives the model'
 window, which caps the budget at ``min(requested, context_window // 2)``, and optionally a
 tokenizer that counts each span's tokens exactly. Spans of a model without a usable tokenizer
 are counted by the estimator of :mod:`planner_svc.core.tokens`, the plan records
-``token_estimate = true`` and its budget takes the 0.9 factor (DESIGN section 6).
+``token_estimate = true`` and its budget takes the 0.9 factor (README.md, "Selection rules").
 
 Registry file (JSON; the packaged default is ``planner_svc/data/models.json``, the server takes
 another with ``planner-svc serve --models FILE``)::

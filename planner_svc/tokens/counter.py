@@ -1,7 +1,7 @@
 """The registry-backed token counter: :class:`planner_svc.core.tokens.TokenAccounting` over a
 :class:`ModelRegistry`.
 
-Source: memory-planner seed, "TokenAccounting: the adapter seam"; DESIGN section 6. A model the
+Source: memory-planner seed, "TokenAccounting: the adapter seam". A model the
 registry does not know has neither an exact count nor a context window; a registered model
 without a usable tokenizer still has its context window (the ceiling applies) while its spans
 are estimated.

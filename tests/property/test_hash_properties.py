@@ -1,4 +1,4 @@
-"""Properties of plan hash v1 (DESIGN section 6; seed "Determinism and the plan hash")."""
+"""Properties of plan hash v1 (README.md, "Plan hash v1"; seed "Determinism and the plan hash")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Properties of Phase B selection that hold for every pool (DESIGN section 6).
+"""Properties of Phase B selection that hold for every pool (README.md, "Selection rules").
 
 Pools are small and dense on purpose: few sources and versions, short offset ranges and a few
 repeated weights, so overlaps, ties, cap refusals and budget exhaustion all occur often. A
@@ -191,7 +191,8 @@ def test_dedup_leaves_no_duplicates_and_names_a_heavier_kept_span(
 def reference_select(
     pool: Sequence[PlannedSpan], budget: int, frac: float, overlap: float
 ) -> tuple[list[tuple[PlannedSpan, CandidateFate, SpanRef | None]], int]:
-    """Brute-force Phase B, written from DESIGN section 6 without the interval index."""
+    """Brute-force Phase B, written from README.md, "Selection rules", without the interval
+    index."""
 
     def desc(x: float) -> tuple[float, float]:  # IEEE total order, descending
         return (-x, -math.copysign(1.0, x))

@@ -1,4 +1,4 @@
-"""Recall fusion helpers (DESIGN section 5; seed "Phase A")."""
+"""Recall fusion helpers (docs/architecture.md, "Recall and selection"; seed "Phase A")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""build_plan / empty_plan: budget rule, selection and hash put together (DESIGN section 6)."""
+"""build_plan / empty_plan: budget rule, selection and hash put together (README.md, "Selection
+rules")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Plan hash v1: the committed test vectors, an independent encoder, and the byte layout.
 
 The independent encoder below works from the JSON of a vector with ``struct`` and ``blake3``
-only, so the vectors are checked against two separate implementations of DESIGN section 6.
+only, so the vectors are checked against two separate implementations of README.md, "Plan hash v1".
 """
 
 from __future__ import annotations

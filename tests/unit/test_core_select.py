@@ -1,4 +1,4 @@
-"""Phase B selection on hand-built pools (DESIGN section 6; seed "Phase B", "The hard
+"""Phase B selection on hand-built pools (README.md, "Selection rules"; seed "Phase B", "The hard
 per-source cap and stranded budget").
 
 Each test builds a small pool whose outcome is worked out by hand in the comments.

@@ -1,4 +1,4 @@
-"""Token estimator and the budget rule (DESIGN section 6, seed "Budget derivation")."""
+"""Token estimator and the budget rule (README.md, "Selection rules"; seed "Budget derivation")."""
 
 from __future__ import annotations
 

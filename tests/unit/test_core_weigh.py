@@ -1,4 +1,5 @@
-"""weigh(): score x kind prior, then x cache discount, in that order (DESIGN section 5)."""
+"""weigh(): score x kind prior, then x cache discount, in that order (seed "Exploding nodes to
+spans")."""
 
 from __future__ import annotations
 

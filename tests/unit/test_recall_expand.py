@@ -1,4 +1,4 @@
-"""Hop expansion over live edges (DESIGN section 5, leg 3)."""
+"""Hop expansion over live edges (docs/architecture.md, "Recall and selection")."""
 
 from __future__ import annotations
 

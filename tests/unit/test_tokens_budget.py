@@ -1,5 +1,5 @@
 """Exact token accounting through recall and selection: the CJK budget fixture, estimate mode
-in the stats, and the context-window ceiling (DESIGN sections 5-6)."""
+in the stats, and the context-window ceiling (README.md, "Selection rules")."""
 
 from __future__ import annotations
 
