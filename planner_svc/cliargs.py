@@ -12,19 +12,20 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from planner_svc.core.limits import Bounds
+from planner_svc.core.limits import TCP_PORT, Bounds
 
 __all__ = ["address", "bounded", "int_range", "non_empty"]
 
 
 def address(value: str) -> str:
-    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) with a port in 1..65535."""
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) with a port in
+    :data:`~planner_svc.core.limits.TCP_PORT`."""
     from planner_svc.settings import default_address
 
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not sep or not host or not port.isdigit() or int(port) not in TCP_PORT:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not HOST:PORT with a port in 1..65535 (e.g. {default_address()})"
+            f"{value!r} is not HOST:PORT with a port in {TCP_PORT} (e.g. {default_address()})"
         )
     return value
 

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import ConfigError
-from planner_svc.core.limits import Bounds
+from planner_svc.core.limits import TCP_PORT, Bounds
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.research.openai_provider import OpenAISettings
 
@@ -104,12 +104,12 @@ class TransportSettings:
     tls_key: Path | None = None
 
     BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
-        "port": Bounds(0, 65535),
+        "port": Bounds(0, TCP_PORT.high),
         "max_workers": Bounds(2, 256),
         "max_message_bytes": Bounds(1024, 1 << 30),
         "grace_s": Bounds(0.0, 300.0),
         "drain_s": Bounds(0.0, 300.0),
-        "metrics_port": Bounds(1, 65535),
+        "metrics_port": TCP_PORT,
     })
     """The allowed interval of each bounded field."""
 
@@ -182,11 +182,11 @@ class ServerSettings:
                 )
             if t.metrics_port is not None:
                 metrics = range(t.metrics_port, t.metrics_port + self.workers)
-                if metrics.stop - 1 > 65535 or t.port in metrics:
+                if metrics.stop - 1 > TCP_PORT.high or t.port in metrics:
                     raise ConfigError(
                         "metrics_port",
                         f"workers export metrics on {metrics.start}..{metrics.stop - 1}: that "
-                        "range must stay within 1..65535 and leave out the gRPC port "
+                        f"range must stay within {TCP_PORT} and leave out the gRPC port "
                         f"{t.port}",
                     )
 

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_FILTER_LABELS",
     "MAX_FILTER_PROPERTIES",
     "MAX_LEG_RESULTS",
+    "TCP_PORT",
     "Bounds",
 ]
 
@@ -78,6 +79,9 @@ MAX_FILTER_CHARS = 256
 """Longest label, property key or property value, in characters (code points)."""
 FILTER_CHARS = Bounds(1, MAX_FILTER_CHARS)
 """Allowed length of a label, property key or property value, characters."""
+
+TCP_PORT = Bounds(1, 65535)
+"""A TCP port a client connects to (a server may also bind 0: any free port)."""
 
 INT64 = Bounds(-(2**63), 2**63 - 1)
 """Signed 64-bit integers: the range of every time in microseconds since the Unix epoch."""

@@ -9,19 +9,24 @@ estimator so both spend the same currency.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from planner_svc.core.tokens import estimate_tokens
 from planner_svc.evaluation.packing import Candidate
+
+if TYPE_CHECKING:
+    from planner_svc.embed.base import Embedder
+    from planner_svc.index.vector_index import VectorIndex
+    from planner_svc.store.store import Store
 
 DEFAULT_COSINE_K = 50
 """Passages the cosine baseline considers by default."""
 
 
 def cosine_candidates(
-    store: Any,
-    index: Any,
-    embedder: Any,
+    store: Store,
+    index: VectorIndex,
+    embedder: Embedder,
     question: str,
     *,
     k: int,
