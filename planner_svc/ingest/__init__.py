@@ -4,8 +4,11 @@
   :class:`Location` (page, heading path, notebook cell).
 - :func:`planner_svc.ingest.readers.read_document` reads any supported format (Markdown, text,
   HTML, PDF, DOCX, notebooks) from bytes into the same result.
-- :func:`ingest_documents` writes documents into a :class:`planner_svc.store.Store`.
-- ``planner_svc.ingest.cli`` adds the ``ingest`` and ``fetch-corpus`` subcommands.
+- :func:`ingest_documents` writes documents into a store (the write ports are
+  :mod:`planner_svc.ingest.ports`); :class:`planner_svc.ingest.service.IngestService` ingests
+  document streams in committed, indexed batches.
+- ``planner_svc.ingest.cli`` adds the ``ingest`` subcommand (``fetch-corpus`` is
+  :mod:`planner_svc.demo`).
 """
 
 from planner_svc.ingest.mentions import TitleMatcher, title_forms
