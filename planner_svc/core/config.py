@@ -1,6 +1,7 @@
-"""Planner configuration and its validation.
+"""Selection settings of the evidence planner (weighting, cap, overlap, default budget) and their
+validation.
 
-Ratios are validated when the configuration is built and rejected outright, never clamped
+Ratios are validated when the settings are built and rejected outright, never clamped
 (memory-planner seed, "Configuration"). Every error names the field, the value and the allowed
 range.
 """
