@@ -1,4 +1,4 @@
-"""Document -> canonical text -> structural spans and passages (DESIGN section 2, ``ingest/``).
+"""Markdown and plain text -> canonical text -> structural spans and passages.
 
 A deliberately small, line-based reading of Markdown (the subset documents here use) and of
 plain text. Offsets are UTF-8 byte offsets into the canonical text
@@ -24,11 +24,13 @@ whitespace, else a character boundary), so every passage can be packed into a mo
 budget.
 
 Passage granularity: selection packs by density (weight per token), so a very short passage (a
-bare heading, a one-line caption) always out-packs the paragraph that holds the answer while
-saying little on its own. A heading therefore opens a passage that takes in the following
-paragraphs while the passage is shorter than ``min_passage_bytes``; the merged passage gets one
-span from the heading to its last paragraph (kind of its largest block, so ``paragraph``), added
-to the ledger beside the structural spans it covers. Code and table rows are never merged.
+bare heading, a one-line caption, a one-sentence paragraph) always out-packs the paragraph that
+holds the answer while saying little on its own. A heading, or a paragraph, therefore opens a
+passage that takes in the following paragraphs while the passage is shorter than
+``min_passage_bytes`` (so a heading merges with its short lead, and three short paragraphs in a
+row become one passage); the merged passage gets one span from its first block to its last
+(kind of its largest block, so ``paragraph``), added to the ledger beside the structural spans
+it covers. Code and table rows are never merged.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ English): two or three sentences, so a plan under a small budget spends it on th
 match rather than on whole paragraphs around them."""
 
 DEFAULT_MIN_PASSAGE_BYTES = 200
-"""A passage opened by a heading takes in following paragraphs while shorter than this, bytes."""
+"""A passage opened by a heading or a paragraph takes in the following paragraphs while
+shorter than this, UTF-8 bytes."""
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -276,8 +279,9 @@ def parse_document(
         media_type: ``text/markdown`` (or ``text/x-markdown``) for Markdown; ``text/plain``,
             another ``text/*`` type or ``""`` for plain text.
         max_passage_bytes: split threshold for paragraphs and code, UTF-8 bytes (>= 64).
-        min_passage_bytes: a heading's passage takes in paragraphs while shorter than this,
-            UTF-8 bytes (0, the default here, = never merge; ingestion passes
+        min_passage_bytes: a passage opened by a heading or paragraph takes in the following
+            paragraphs while shorter than this, UTF-8 bytes (0, the default here, = never
+            merge; ingestion passes
             :data:`DEFAULT_MIN_PASSAGE_BYTES`).
 
     Returns:
