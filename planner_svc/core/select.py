@@ -16,14 +16,22 @@ per-source cap and stranded budget"; DESIGN section 6.
 
 Every ordering is total: ties break on (source_id, source_version_tx, start, end), then on the
 remaining fields, so the result is invariant under any permutation of the pool.
+
+The implementation computes exactly those outcomes with less work than the literal scans: the
+pool is read once into lists of primitives; dedup looks only at spans that intersect another
+span of their version (:func:`_dedup`); packing orders only the densest part of the pool, since
+once the remaining budget is smaller than a span, that span is budget full wherever it comes in
+the order (:func:`_pack`).
 """
 
 from __future__ import annotations
 
-import bisect
 import math
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import eq, ge, gt, lt
 
 from planner_svc.core.config import check_ratio
 from planner_svc.core.errors import InvalidRequest
@@ -32,10 +40,14 @@ from planner_svc.core.model import (
     Explanation,
     PlannedSpan,
     PlanStats,
-    SpanRef,
 )
 
 _U64_MAX = 2**64 - 1
+_FLOAT_ONLY = {float}
+_TOP = 1024
+"""Packing orders about this many of the densest candidates first (at least n / 32)."""
+_SAMPLE_STEP = 8
+"""The density threshold of that top part is read from every 8th candidate."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,40 +121,222 @@ def _validate_settings(budget: int, max_frac_per_source: float, dedup_overlap: f
     check_ratio("dedup_overlap", dedup_overlap)
 
 
-class _VersionIntervals:
-    """Kept spans of one source version, searchable for overlaps by start offset."""
+def _sort_tie_runs(
+    order: list[int], primary: Sequence[float], key: Callable[[int], tuple[object, ...]]
+) -> None:
+    """Re-sort, in place and stably by ``key``, every run of ``order`` whose ``primary`` values
+    are equal (0.0 equals -0.0 here, so signed zeros land in one run)."""
+    values = [primary[i] for i in order]
+    ties = list(compress(range(1, len(values)), map(eq, values[1:], values)))
+    k = 0
+    while k < len(ties):
+        lo = ties[k] - 1
+        hi = ties[k] + 1
+        k += 1
+        while k < len(ties) and ties[k] == hi:
+            hi += 1
+            k += 1
+        order[lo:hi] = sorted(order[lo:hi], key=key)
 
-    __slots__ = ("max_len", "ranks", "refs", "starts")
 
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.refs: list[SpanRef] = []
-        self.ranks: list[int] = []
-        self.max_len = 0
+def _duplicate_pairs(
+    groups: Iterable[list[int]],
+    starts: list[int],
+    ends: list[int],
+    txs: list[int],
+    heaviness: Sequence[float],
+    threshold: float,
+) -> tuple[list[int], list[int], list[float]] | None:
+    """Every pair of spans of one version that duplicate each other, as parallel lists: the
+    lighter span, the heavier span, the lighter span's heaviness.
 
-    def find_duplicate(self, ref: SpanRef, threshold: float) -> SpanRef | None:
-        """The heaviest kept span that ``ref`` duplicates, or None."""
-        lo = bisect.bisect_left(self.starts, ref.start - self.max_len + 1)
-        hi = bisect.bisect_left(self.starts, ref.end)
-        best: tuple[int, SpanRef] | None = None
-        for j in range(lo, hi):
-            kept = self.refs[j]
-            inter = min(kept.end, ref.end) - max(kept.start, ref.start)
-            if inter <= 0:
+    ``groups`` holds each source's candidates (two or more) in start order. None when the two
+    spans of a pair are equally heavy, so the pair has no orientation.
+    """
+    lighter: list[int] = []
+    heavier: list[int] = []
+    light_h: list[float] = []
+    for group in groups:
+        last = len(group) - 1
+        for a in range(last):
+            i = group[a]
+            end = ends[i]
+            b = a + 1
+            j = group[b]
+            if starts[j] >= end:
                 continue
-            shorter = min(kept.length, ref.length)
-            overlap = inter / shorter
-            duplicate = overlap > threshold or inter == shorter
-            if duplicate and (best is None or self.ranks[j] < best[0]):
-                best = (self.ranks[j], kept)
-        return None if best is None else best[1]
+            # Every later span of the source that starts before ``end`` intersects span i.
+            length = end - starts[i]
+            tx = txs[i]
+            hi = heaviness[i]
+            while True:
+                if txs[j] == tx:
+                    sj = starts[j]
+                    ej = ends[j]
+                    inter = (ej if ej < end else end) - sj
+                    shorter = ej - sj
+                    if length < shorter:
+                        shorter = length
+                    if inter == shorter or inter / shorter > threshold:
+                        hj = heaviness[j]
+                        if hi > hj:
+                            lighter.append(j)
+                            heavier.append(i)
+                            light_h.append(hj)
+                        elif hi < hj:
+                            lighter.append(i)
+                            heavier.append(j)
+                            light_h.append(hi)
+                        else:
+                            return None
+                b += 1
+                if b > last:
+                    break
+                j = group[b]
+                if starts[j] >= end:
+                    break
+    return lighter, heavier, light_h
 
-    def add(self, ref: SpanRef, rank: int) -> None:
-        at = bisect.bisect_right(self.starts, ref.start)
-        self.starts.insert(at, ref.start)
-        self.refs.insert(at, ref)
-        self.ranks.insert(at, rank)
-        self.max_len = max(self.max_len, ref.length)
+
+def _resolve(
+    lighter: list[int], heavier: list[int], light_h: list[float], heaviness: Sequence[float]
+) -> dict[int, int] | None:
+    """Greedy dedup over duplicate pairs: ``{dropped span: the kept span that dropped it}``.
+
+    Pairs are read by their lighter span, heaviest first. A pair's heavier span is then settled
+    (its own pairs, where it is the lighter span, were read before), and a lighter span is
+    dropped by its heaviest kept partner. None when a span has two equally heavy kept partners.
+    """
+    dropped: dict[int, int] = {}
+    for p in sorted(range(len(lighter)), key=light_h.__getitem__, reverse=True):
+        heavy = heavier[p]
+        if heavy in dropped:
+            continue
+        light = lighter[p]
+        other = dropped.get(light)
+        if other is None:
+            dropped[light] = heavy
+        elif heaviness[heavy] >= heaviness[other]:
+            if heaviness[heavy] == heaviness[other]:
+                return None
+            dropped[light] = heavy
+    return dropped
+
+
+def _dedup(
+    pool: Sequence[PlannedSpan],
+    weights: list[float],
+    starts: list[int],
+    ends: list[int],
+    sids: list[str],
+    threshold: float,
+) -> dict[int, int]:
+    """Overlap dedup (step 1 of the module docstring): ``{dropped span: the span that dropped
+    it}``, by pool index.
+
+    The same as visiting candidates heaviest first and keeping each unless it duplicates a kept
+    span of its version, but built from the duplicate pairs, so a span that duplicates nothing
+    costs nothing: a sweep over each source's spans in start order finds the intersecting
+    pairs and :func:`_resolve` settles the duplicates. Heaviness is the weight while that
+    decides every pair, else the rank in the weight order completed by every other field.
+    """
+    by_source: defaultdict[str, list[int]] = defaultdict(list)
+    for i, sid in enumerate(sids):
+        by_source[sid].append(i)
+    groups = [g for g in by_source.values() if len(g) > 1]
+    by_start = starts.__getitem__
+    for g in groups:
+        g.sort(key=by_start)
+    txs = [c.span.source_version_tx for c in pool]
+
+    pairs = _duplicate_pairs(groups, starts, ends, txs, weights, threshold)
+    dropped = None if pairs is None else _resolve(*pairs, weights)
+    if dropped is not None:
+        return dropped
+    n = len(pool)
+    by_weight = sorted(range(n), key=weights.__getitem__, reverse=True)
+    _sort_tie_runs(by_weight, weights, lambda i: (_desc(weights[i]), _full_key(pool[i])))
+    ranks = [0.0] * n
+    for rank, i in enumerate(by_weight):
+        ranks[i] = float(n - rank)
+    pairs = _duplicate_pairs(groups, starts, ends, txs, ranks, threshold)
+    dropped = None if pairs is None else _resolve(*pairs, ranks)
+    assert dropped is not None  # ranks are distinct: nothing ties
+    return dropped
+
+
+@dataclass(slots=True)
+class _Packing:
+    """Outcome of :func:`_pack`: spans packed and cap blocked (pool indices), tokens used, and
+    whether the cap refused a span that fit the remaining budget."""
+
+    packed: list[int]
+    capped: list[int]
+    used: int = 0
+    cap_refused_fitting: bool = False
+
+
+def _pack(
+    pool: Sequence[PlannedSpan],
+    densities: list[float],
+    tokens: list[int],
+    sids: list[str],
+    dropped: dict[int, int],
+    budget: int,
+    cap: int,
+    min_tokens: int,
+) -> _Packing:
+    """Greedy packing by density (step 2 of the module docstring).
+
+    Candidates are scanned in order of density descending, completed by :func:`_full_key`, but
+    only the densest part is ordered at a time: after scanning it, every other candidate larger
+    than the remaining budget is budget full wherever it would come, and only the rest goes on
+    to the next, larger part. Dropped and unpackable candidates are skipped; every candidate not
+    packed or cap blocked, and neither dropped nor unpackable, is budget full.
+    """
+    out = _Packing(packed=[], capped=[])
+    spent: dict[str, int] = {}
+    used = 0
+    pending: list[int] | None = None  # None: every candidate
+    pending_d = densities
+    size = max(_TOP, len(densities) >> 5)
+    while True:
+        count = len(pending_d)
+        threshold = None
+        if count <= 2 * size:
+            order = list(range(count)) if pending is None else pending
+        else:
+            sample = pending_d[::_SAMPLE_STEP]
+            sample.sort(reverse=True)
+            threshold = sample[size // _SAMPLE_STEP]
+            above = map(ge, pending_d, repeat(threshold))
+            order = list(compress(range(count) if pending is None else pending, above))
+        order.sort(key=densities.__getitem__, reverse=True)
+        _sort_tie_runs(order, densities, lambda i: (_desc(densities[i]), _full_key(pool[i])))
+        for i in order:
+            t = tokens[i]
+            if used + t > budget or i in dropped:
+                continue  # budget full, unpackable or dropped
+            sid = sids[i]
+            after = spent.get(sid, 0) + t
+            if after > cap:
+                # Reached only by a span that fits the remaining budget.
+                out.capped.append(i)
+                out.cap_refused_fitting = True
+                continue
+            used += t
+            spent[sid] = after
+            out.packed.append(i)
+        room = budget - used
+        if threshold is None or room < min_tokens:
+            break
+        indices = range(count) if pending is None else pending
+        below = map(lt, pending_d, repeat(threshold))
+        pending = [i for i in compress(indices, below) if tokens[i] <= room and i not in dropped]
+        pending_d = [densities[i] for i in pending]
+        size *= 4
+    out.used = used
+    return out
 
 
 def select(
@@ -167,77 +361,74 @@ def select(
         InvalidRequest: invalid settings or candidates (see :func:`validate_pool`).
     """
     _validate_settings(budget, max_frac_per_source, dedup_overlap)
-    validate_pool(pool)
-    stats = PlanStats(pool_spans=len(pool))
-    fates: dict[int, tuple[CandidateFate, SpanRef | None]] = {}
-
-    # Each candidate's total-order key, built once and shared by every sort below.
-    keys = [_full_key(c) for c in pool]
-
-    # 1. Overlap dedup within a source version, heaviest first.
-    by_weight = sorted(range(len(pool)), key=lambda i: (_desc(pool[i].weight), keys[i]))
-    kept_by_version: dict[tuple[str, int], _VersionIntervals] = {}
-    survivors: list[int] = []
-    for rank, i in enumerate(by_weight):
-        ref = pool[i].span
-        version = (ref.source_id, ref.source_version_tx)
-        intervals = kept_by_version.get(version)
-        if intervals is None:
-            intervals = kept_by_version[version] = _VersionIntervals()
-        dup_of = intervals.find_duplicate(ref, dedup_overlap)
-        if dup_of is not None:
-            stats.deduped += 1
-            fates[i] = (CandidateFate.DEDUPED, dup_of)
-            continue
-        intervals.add(ref, rank)
-        survivors.append(i)
-
-    # 2. Greedy packing by density; the scan never stops early.
-    survivors.sort(key=lambda i: (_desc(density(pool[i])), keys[i]))
+    n = len(pool)
     # The f64 product floored, saturating like a cast to u64: a budget near 2**64 rounds up to
     # 2.0**64 as a double, one past the largest u64.
     cap = min(math.floor(max_frac_per_source * budget), _U64_MAX)
-    stats.cap_tokens = cap
-    used = 0
-    spent: dict[str, int] = {}
-    cap_refused_fitting = False
-    packed_count = 0
-    for i in survivors:
-        c = pool[i]
-        if c.tokens > budget:
-            stats.skipped_unpackable += 1
-            fates[i] = (CandidateFate.UNPACKABLE, None)
-        elif used + c.tokens > budget:
-            stats.skipped_budget_full += 1
-            fates[i] = (CandidateFate.BUDGET_FULL, None)
-        elif spent.get(c.span.source_id, 0) + c.tokens > cap:
-            # Reached only by a span that fits the remaining budget.
-            stats.cap_skipped += 1
-            cap_refused_fitting = True
-            fates[i] = (CandidateFate.CAP_BLOCKED, None)
-        else:
-            used += c.tokens
-            spent[c.span.source_id] = spent.get(c.span.source_id, 0) + c.tokens
-            packed_count += 1
-            fates[i] = (CandidateFate.PACKED, None)
+    stats = PlanStats(pool_spans=n, cap_tokens=cap)
+    if n == 0:
+        return SelectionResult(selected=(), used=0, stats=stats)
 
-    stats.selected_spans = packed_count
-    stats.budget_stranded_by_cap = budget - used if cap_refused_fitting else 0
-    packed_ids = [i for i in survivors if fates[i][0] is CandidateFate.PACKED]
-    packed = [pool[i] for i in sorted(packed_ids, key=keys.__getitem__)]
+    # Columns of primitives, read once.
+    spans = [c.span for c in pool]
+    weights = [c.weight for c in pool]
+    tokens = [c.tokens for c in pool]
+    starts = [r.start for r in spans]
+    ends = [r.end for r in spans]
+    if not (
+        set(map(type, weights)) == _FLOAT_ONLY
+        and math.isfinite(sum(weights))
+        and min(weights) >= 0.0
+        and min(starts) >= 0
+        and all(map(lt, starts, ends))
+        and min(tokens) >= 0
+    ):
+        validate_pool(pool)  # raises for the first invalid candidate; passes int weights
+    sids = [r.source_id for r in spans]
+
+    # 1. Overlap dedup within a source version, heaviest first.
+    dropped = _dedup(pool, weights, starts, ends, sids, dedup_overlap)
+
+    # 2. Greedy packing by density; the scan never stops early.
+    densities = [w / (t if t > 1 else 1) for w, t in zip(weights, tokens, strict=True)]
+    packing = _pack(pool, densities, tokens, sids, dropped, budget, cap, min(tokens))
+    used = packing.used
+    unpackable = 0
+    if max(tokens) > budget:
+        unpackable = sum(map(gt, tokens, repeat(budget)))
+        unpackable -= sum([tokens[i] > budget for i in dropped])
+
+    stats.deduped = len(dropped)
+    stats.selected_spans = len(packing.packed)
+    stats.skipped_unpackable = unpackable
+    stats.cap_skipped = len(packing.capped)
+    stats.skipped_budget_full = (
+        n - stats.deduped - unpackable - stats.selected_spans - stats.cap_skipped
+    )
+    stats.budget_stranded_by_cap = budget - used if packing.cap_refused_fitting else 0
+    packed = sorted(packing.packed, key=lambda i: _full_key(pool[i]))
+    selected = tuple([pool[i] for i in packed])
 
     explanations: tuple[Explanation, ...] = ()
     if explain:
-        order = sorted(range(len(pool)), key=keys.__getitem__)
+        fates = [CandidateFate.BUDGET_FULL] * n
+        for i, t in enumerate(tokens):
+            if t > budget:
+                fates[i] = CandidateFate.UNPACKABLE
+        for i in dropped:
+            fates[i] = CandidateFate.DEDUPED
+        for i in packing.packed:
+            fates[i] = CandidateFate.PACKED
+        for i in packing.capped:
+            fates[i] = CandidateFate.CAP_BLOCKED
+        canonical = sorted(range(n), key=lambda i: _full_key(pool[i]))
         explanations = tuple(
             Explanation(
                 candidate=pool[i],
-                fate=fates[i][0],
-                density=density(pool[i]),
-                deduped_by=fates[i][1],
+                fate=fates[i],
+                density=densities[i],
+                deduped_by=spans[dropped[i]] if i in dropped else None,
             )
-            for i in order
+            for i in canonical
         )
-    return SelectionResult(
-        selected=tuple(packed), used=used, stats=stats, explanations=explanations
-    )
+    return SelectionResult(selected=selected, used=used, stats=stats, explanations=explanations)
