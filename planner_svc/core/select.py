@@ -40,6 +40,7 @@ from planner_svc.core.model import (
     Explanation,
     PlannedSpan,
     PlanStats,
+    SpanRef,
 )
 
 _U64_MAX = 2**64 - 1
@@ -203,12 +204,29 @@ def _resolve(
 ) -> dict[int, int] | None:
     """Greedy dedup over duplicate pairs: ``{dropped span: the kept span that dropped it}``.
 
-    Pairs are read by their lighter span, heaviest first. A pair's heavier span is then settled
-    (its own pairs, where it is the lighter span, were read before), and a lighter span is
-    dropped by its heaviest kept partner. None when a span has two equally heavy kept partners.
+    A lighter span is dropped by its heaviest kept partner. A heavier span that is never the
+    lighter one of a pair is kept, so those pairs are read in any order; the others are read
+    by their lighter span, heaviest first, which settles each heavier span before it is read
+    (its own pairs have a heavier lighter span). None when a span has two equally heavy kept
+    partners.
     """
     dropped: dict[int, int] = {}
-    for p in sorted(range(len(lighter)), key=light_h.__getitem__, reverse=True):
+    lights = set(lighter)
+    chained: list[int] = []
+    for p, heavy in enumerate(heavier):
+        if heavy in lights:
+            chained.append(p)
+            continue
+        light = lighter[p]
+        other = dropped.get(light)
+        if other is None:
+            dropped[light] = heavy
+        elif heaviness[heavy] >= heaviness[other]:
+            if heaviness[heavy] == heaviness[other]:
+                return None
+            dropped[light] = heavy
+    chained.sort(key=light_h.__getitem__, reverse=True)
+    for p in chained:
         heavy = heavier[p]
         if heavy in dropped:
             continue
@@ -225,6 +243,7 @@ def _resolve(
 
 def _dedup(
     pool: Sequence[PlannedSpan],
+    spans: list[SpanRef],
     weights: list[float],
     starts: list[int],
     ends: list[int],
@@ -247,7 +266,7 @@ def _dedup(
     by_start = starts.__getitem__
     for g in groups:
         g.sort(key=by_start)
-    txs = [c.span.source_version_tx for c in pool]
+    txs = [r.source_version_tx for r in spans]
 
     pairs = _duplicate_pairs(groups, starts, ends, txs, weights, threshold)
     dropped = None if pairs is None else _resolve(*pairs, weights)
@@ -381,17 +400,18 @@ def select(
         and min(weights) >= 0.0
         and min(starts) >= 0
         and all(map(lt, starts, ends))
-        and min(tokens) >= 0
+        and (min_tokens := min(tokens)) >= 0
     ):
         validate_pool(pool)  # raises for the first invalid candidate; passes int weights
+        min_tokens = min(tokens)
     sids = [r.source_id for r in spans]
 
     # 1. Overlap dedup within a source version, heaviest first.
-    dropped = _dedup(pool, weights, starts, ends, sids, dedup_overlap)
+    dropped = _dedup(pool, spans, weights, starts, ends, sids, dedup_overlap)
 
     # 2. Greedy packing by density; the scan never stops early.
     densities = [w / (t if t > 1 else 1) for w, t in zip(weights, tokens, strict=True)]
-    packing = _pack(pool, densities, tokens, sids, dropped, budget, cap, min(tokens))
+    packing = _pack(pool, densities, tokens, sids, dropped, budget, cap, min_tokens)
     used = packing.used
     unpackable = 0
     if max(tokens) > budget:
