@@ -27,6 +27,7 @@ the order (:func:`_pack`).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ _TOP = 1024
 """Packing orders about this many of the densest candidates first (at least n / 32)."""
 _SAMPLE_STEP = 8
 """The density threshold of that top part is read from every 8th candidate."""
+_CROWDED = 16
+"""Dedup by pairs while a source's spans meet at most this many others each, on average."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +143,17 @@ def _sort_tie_runs(
         order[lo:hi] = sorted(order[lo:hi], key=key)
 
 
+@dataclass(slots=True)
+class _Pairs:
+    """Duplicate pairs as parallel lists (the lighter span, the heavier span, the lighter span's
+    heaviness), and the groups too crowded to pair up (see :func:`_duplicate_pairs`)."""
+
+    lighter: list[int]
+    heavier: list[int]
+    light_h: list[float]
+    crowded: list[list[int]]
+
+
 def _duplicate_pairs(
     groups: Iterable[list[int]],
     starts: list[int],
@@ -147,18 +161,23 @@ def _duplicate_pairs(
     txs: list[int],
     heaviness: Sequence[float],
     threshold: float,
-) -> tuple[list[int], list[int], list[float]] | None:
-    """Every pair of spans of one version that duplicate each other, as parallel lists: the
-    lighter span, the heavier span, the lighter span's heaviness.
+) -> _Pairs | None:
+    """Every pair of spans of one version that duplicate each other.
 
-    ``groups`` holds each source's candidates (two or more) in start order. None when the two
+    ``groups`` holds each source's candidates (two or more) in start order. A group whose spans
+    meet more than ``_CROWDED`` times per span on average is set aside whole in ``crowded``
+    (pairs grow with the square of a pile of mutually overlapping spans). None when the two
     spans of a pair are equally heavy, so the pair has no orientation.
     """
-    lighter: list[int] = []
-    heavier: list[int] = []
-    light_h: list[float] = []
+    out = _Pairs(lighter=[], heavier=[], light_h=[], crowded=[])
+    lighter = out.lighter
+    heavier = out.heavier
+    light_h = out.light_h
     for group in groups:
         last = len(group) - 1
+        mark = len(lighter)
+        meetings = 0
+        limit = _CROWDED * len(group)
         for a in range(last):
             i = group[a]
             end = ends[i]
@@ -196,7 +215,12 @@ def _duplicate_pairs(
                 j = group[b]
                 if starts[j] >= end:
                     break
-    return lighter, heavier, light_h
+            meetings += b - a
+            if meetings > limit:
+                del lighter[mark:], heavier[mark:], light_h[mark:]
+                out.crowded.append(group)
+                break
+    return out
 
 
 def _resolve(
@@ -241,6 +265,88 @@ def _resolve(
     return dropped
 
 
+class _KeptIntervals:
+    """Kept spans of one version, searchable for overlaps by start offset."""
+
+    __slots__ = ("ends", "max_len", "ranks", "spans", "starts")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.ranks: list[int] = []
+        self.spans: list[int] = []
+        self.max_len = 0
+
+    def heaviest_duplicate(self, start: int, end: int, threshold: float) -> int | None:
+        """The heaviest kept span (pool index) that [start, end) duplicates, or None."""
+        lo = bisect_left(self.starts, start - self.max_len + 1)
+        hi = bisect_left(self.starts, end)
+        length = end - start
+        best_rank = -1
+        best = None
+        for k in range(lo, hi):
+            kept_start = self.starts[k]
+            kept_end = self.ends[k]
+            inter = min(kept_end, end) - max(kept_start, start)
+            if inter <= 0:
+                continue
+            shorter = min(kept_end - kept_start, length)
+            if (inter / shorter > threshold or inter == shorter) and (
+                best is None or self.ranks[k] < best_rank
+            ):
+                best_rank = self.ranks[k]
+                best = self.spans[k]
+        return best
+
+    def add(self, start: int, end: int, rank: int, span: int) -> None:
+        at = bisect_right(self.starts, start)
+        self.starts.insert(at, start)
+        self.ends.insert(at, end)
+        self.ranks.insert(at, rank)
+        self.spans.insert(at, span)
+        self.max_len = max(self.max_len, end - start)
+
+
+def _settle(
+    groups: list[list[int]],
+    starts: list[int],
+    ends: list[int],
+    txs: list[int],
+    heaviness: Sequence[float],
+    threshold: float,
+) -> tuple[_Pairs, dict[int, int]] | None:
+    """:func:`_duplicate_pairs` then :func:`_resolve`; None when ``heaviness`` ties."""
+    pairs = _duplicate_pairs(groups, starts, ends, txs, heaviness, threshold)
+    if pairs is None:
+        return None
+    dropped = _resolve(pairs.lighter, pairs.heavier, pairs.light_h, heaviness)
+    return None if dropped is None else (pairs, dropped)
+
+
+def _dedup_one_by_one(
+    group: list[int],
+    pool: Sequence[PlannedSpan],
+    starts: list[int],
+    ends: list[int],
+    txs: list[int],
+    threshold: float,
+    dropped: dict[int, int],
+) -> None:
+    """Dedup of one source by the rule as stated: heaviest first, each candidate against the
+    kept spans of its version. Adds the group's dropped spans to ``dropped``."""
+    order = sorted(group, key=lambda i: (_desc(pool[i].weight), _full_key(pool[i])))
+    kept: dict[int, _KeptIntervals] = {}
+    for rank, i in enumerate(order):
+        intervals = kept.get(txs[i])
+        if intervals is None:
+            intervals = kept[txs[i]] = _KeptIntervals()
+        by = intervals.heaviest_duplicate(starts[i], ends[i], threshold)
+        if by is None:
+            intervals.add(starts[i], ends[i], rank, i)
+        else:
+            dropped[i] = by
+
+
 def _dedup(
     pool: Sequence[PlannedSpan],
     spans: list[SpanRef],
@@ -254,10 +360,11 @@ def _dedup(
     it}``, by pool index.
 
     The same as visiting candidates heaviest first and keeping each unless it duplicates a kept
-    span of its version, but built from the duplicate pairs, so a span that duplicates nothing
-    costs nothing: a sweep over each source's spans in start order finds the intersecting
-    pairs and :func:`_resolve` settles the duplicates. Heaviness is the weight while that
-    decides every pair, else the rank in the weight order completed by every other field.
+    span of its version, but built from the duplicate pairs, so that only spans that duplicate
+    another reach the greedy step: a sweep over each source's spans in start order finds the
+    intersecting pairs and :func:`_resolve` settles the duplicates. Heaviness is the weight
+    while that decides every pair, else the rank in the weight order completed by every other
+    field. A source whose spans pile up on each other is deduped one candidate at a time.
     """
     by_source: defaultdict[str, list[int]] = defaultdict(list)
     for i, sid in enumerate(sids):
@@ -268,19 +375,19 @@ def _dedup(
         g.sort(key=by_start)
     txs = [r.source_version_tx for r in spans]
 
-    pairs = _duplicate_pairs(groups, starts, ends, txs, weights, threshold)
-    dropped = None if pairs is None else _resolve(*pairs, weights)
-    if dropped is not None:
-        return dropped
-    n = len(pool)
-    by_weight = sorted(range(n), key=weights.__getitem__, reverse=True)
-    _sort_tie_runs(by_weight, weights, lambda i: (_desc(weights[i]), _full_key(pool[i])))
-    ranks = [0.0] * n
-    for rank, i in enumerate(by_weight):
-        ranks[i] = float(n - rank)
-    pairs = _duplicate_pairs(groups, starts, ends, txs, ranks, threshold)
-    dropped = None if pairs is None else _resolve(*pairs, ranks)
-    assert dropped is not None  # ranks are distinct: nothing ties
+    settled = _settle(groups, starts, ends, txs, weights, threshold)
+    if settled is None:
+        n = len(pool)
+        by_weight = sorted(range(n), key=weights.__getitem__, reverse=True)
+        _sort_tie_runs(by_weight, weights, lambda i: (_desc(weights[i]), _full_key(pool[i])))
+        ranks = [0.0] * n
+        for rank, i in enumerate(by_weight):
+            ranks[i] = float(n - rank)
+        settled = _settle(groups, starts, ends, txs, ranks, threshold)
+        assert settled is not None  # ranks are distinct: nothing ties
+    pairs, dropped = settled
+    for group in pairs.crowded:
+        _dedup_one_by_one(group, pool, starts, ends, txs, threshold, dropped)
     return dropped
 
 
