@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import eq, ge, gt, lt
@@ -80,13 +80,31 @@ def _desc(x: float) -> tuple[float, float]:
     return (-x, -math.copysign(1.0, x))
 
 
-def _full_key(
-    c: PlannedSpan,
-) -> tuple[str, int, int, int, str, int, int, str, float, float]:
+_FullKey = tuple[str, int, int, int, str, int, int, str, float, float]
+
+
+def _full_key(c: PlannedSpan) -> _FullKey:
     """Coordinates first, then every other field (weight last, descending): a total order."""
     r = c.span
+    w = c.weight
     return (r.source_id, r.source_version_tx, r.start, r.end, c.kind, int(c.span_class),
-            c.tokens, c.text, *_desc(c.weight))
+            c.tokens, c.text, -w, -math.copysign(1.0, w))  # fmt: skip
+
+
+class _Keys:
+    """Each candidate's :func:`_full_key` by pool index, computed on first use and kept."""
+
+    __slots__ = ("_keys", "_pool")
+
+    def __init__(self, pool: Sequence[PlannedSpan]) -> None:
+        self._pool = pool
+        self._keys: dict[int, _FullKey] = {}
+
+    def __call__(self, i: int) -> _FullKey:
+        key = self._keys.get(i)
+        if key is None:
+            key = self._keys[i] = _full_key(self._pool[i])
+        return key
 
 
 def density(candidate: PlannedSpan) -> float:
@@ -125,11 +143,10 @@ def _validate_settings(budget: int, max_frac_per_source: float, dedup_overlap: f
     check_ratio("dedup_overlap", dedup_overlap)
 
 
-def _sort_tie_runs(
-    order: list[int], primary: Sequence[float], key: Callable[[int], tuple[object, ...]]
-) -> None:
-    """Re-sort, in place and stably by ``key``, every run of ``order`` whose ``primary`` values
-    are equal (0.0 equals -0.0 here, so signed zeros land in one run)."""
+def _sort_tie_runs(order: list[int], primary: Sequence[float], keys: _Keys) -> None:
+    """Complete an order by ``primary`` descending: re-sort each run of equal ``primary``
+    values by :func:`_full_key`, in place and stably. 0.0 and -0.0 are equal numbers but not
+    equal keys: in their run +0.0 comes first (the IEEE-754 total order, descending)."""
     values = [primary[i] for i in order]
     ties = list(compress(range(1, len(values)), map(eq, values[1:], values)))
     k = 0
@@ -140,7 +157,12 @@ def _sort_tie_runs(
         while k < len(ties) and ties[k] == hi:
             hi += 1
             k += 1
-        order[lo:hi] = sorted(order[lo:hi], key=key)
+        run = order[lo:hi]
+        if values[lo] == 0:
+            run.sort(key=lambda i: (-math.copysign(1.0, primary[i]), keys(i)))
+        else:
+            run.sort(key=keys)
+        order[lo:hi] = run
 
 
 @dataclass(slots=True)
@@ -325,7 +347,8 @@ def _settle(
 
 def _dedup_one_by_one(
     group: list[int],
-    pool: Sequence[PlannedSpan],
+    weights: list[float],
+    keys: _Keys,
     starts: list[int],
     ends: list[int],
     txs: list[int],
@@ -334,7 +357,7 @@ def _dedup_one_by_one(
 ) -> None:
     """Dedup of one source by the rule as stated: heaviest first, each candidate against the
     kept spans of its version. Adds the group's dropped spans to ``dropped``."""
-    order = sorted(group, key=lambda i: (_desc(pool[i].weight), _full_key(pool[i])))
+    order = sorted(group, key=lambda i: (_desc(weights[i]), keys(i)))
     kept: dict[int, _KeptIntervals] = {}
     for rank, i in enumerate(order):
         intervals = kept.get(txs[i])
@@ -348,7 +371,7 @@ def _dedup_one_by_one(
 
 
 def _dedup(
-    pool: Sequence[PlannedSpan],
+    keys: _Keys,
     spans: list[SpanRef],
     weights: list[float],
     starts: list[int],
@@ -377,9 +400,9 @@ def _dedup(
 
     settled = _settle(groups, starts, ends, txs, weights, threshold)
     if settled is None:
-        n = len(pool)
+        n = len(weights)
         by_weight = sorted(range(n), key=weights.__getitem__, reverse=True)
-        _sort_tie_runs(by_weight, weights, lambda i: (_desc(weights[i]), _full_key(pool[i])))
+        _sort_tie_runs(by_weight, weights, keys)
         ranks = [0.0] * n
         for rank, i in enumerate(by_weight):
             ranks[i] = float(n - rank)
@@ -387,7 +410,7 @@ def _dedup(
         assert settled is not None  # ranks are distinct: nothing ties
     pairs, dropped = settled
     for group in pairs.crowded:
-        _dedup_one_by_one(group, pool, starts, ends, txs, threshold, dropped)
+        _dedup_one_by_one(group, weights, keys, starts, ends, txs, threshold, dropped)
     return dropped
 
 
@@ -403,7 +426,7 @@ class _Packing:
 
 
 def _pack(
-    pool: Sequence[PlannedSpan],
+    keys: _Keys,
     densities: list[float],
     tokens: list[int],
     sids: list[str],
@@ -438,7 +461,7 @@ def _pack(
             above = map(ge, pending_d, repeat(threshold))
             order = list(compress(range(count) if pending is None else pending, above))
         order.sort(key=densities.__getitem__, reverse=True)
-        _sort_tie_runs(order, densities, lambda i: (_desc(densities[i]), _full_key(pool[i])))
+        _sort_tie_runs(order, densities, keys)
         for i in order:
             t = tokens[i]
             if used + t > budget or i in dropped:
@@ -514,11 +537,12 @@ def select(
     sids = [r.source_id for r in spans]
 
     # 1. Overlap dedup within a source version, heaviest first.
-    dropped = _dedup(pool, spans, weights, starts, ends, sids, dedup_overlap)
+    keys = _Keys(pool)
+    dropped = _dedup(keys, spans, weights, starts, ends, sids, dedup_overlap)
 
     # 2. Greedy packing by density; the scan never stops early.
     densities = [w / (t if t > 1 else 1) for w, t in zip(weights, tokens, strict=True)]
-    packing = _pack(pool, densities, tokens, sids, dropped, budget, cap, min_tokens)
+    packing = _pack(keys, densities, tokens, sids, dropped, budget, cap, min_tokens)
     used = packing.used
     unpackable = 0
     if max(tokens) > budget:
@@ -533,7 +557,7 @@ def select(
         n - stats.deduped - unpackable - stats.selected_spans - stats.cap_skipped
     )
     stats.budget_stranded_by_cap = budget - used if packing.cap_refused_fitting else 0
-    packed = sorted(packing.packed, key=lambda i: _full_key(pool[i]))
+    packed = sorted(packing.packed, key=keys)
     selected = tuple([pool[i] for i in packed])
 
     explanations: tuple[Explanation, ...] = ()
@@ -548,7 +572,7 @@ def select(
             fates[i] = CandidateFate.PACKED
         for i in packing.capped:
             fates[i] = CandidateFate.CAP_BLOCKED
-        canonical = sorted(range(n), key=lambda i: _full_key(pool[i]))
+        canonical = sorted(range(n), key=keys)
         explanations = tuple(
             Explanation(
                 candidate=pool[i],
