@@ -379,8 +379,8 @@ def _dedup(
     sids: list[str],
     threshold: float,
 ) -> dict[int, int]:
-    """Overlap dedup (step 1 of the module docstring): ``{dropped span: the span that dropped
-    it}``, by pool index.
+    """Overlap dedup (step 1 of the module docstring; seed "Phase B: dedup, then greedy packing
+    by density"): ``{dropped span: the span that dropped it}``, by pool index.
 
     The same as visiting candidates heaviest first and keeping each unless it duplicates a kept
     span of its version, but built from the duplicate pairs, so that only spans that duplicate
@@ -435,7 +435,8 @@ def _pack(
     cap: int,
     min_tokens: int,
 ) -> _Packing:
-    """Greedy packing by density (step 2 of the module docstring).
+    """Greedy packing by density (steps 2 and 3 of the module docstring; seed "Phase B: dedup,
+    then greedy packing by density" and "The hard per-source cap and stranded budget").
 
     Candidates are scanned in order of density descending, completed by :func:`_full_key`, but
     only the densest part is ordered at a time: after scanning it, every other candidate larger
