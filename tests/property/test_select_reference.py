@@ -1,5 +1,5 @@
-"""Phase B against a literal reference (DESIGN section 6; seed "Phase B: dedup, then greedy
-packing by density", "The hard per-source cap and stranded budget").
+"""Phase B against a literal reference (seed "Phase B: dedup, then greedy packing by density"
+and "The hard per-source cap and stranded budget").
 
 ``reference_select`` below transcribes the rules as stated, one candidate at a time, with no
 index, no pairs and no partial ordering. ``select`` must agree with it on everything observable:
