@@ -1,11 +1,16 @@
 """Micro-benchmark of Phase B selection (``planner_svc.core.select.select``).
 
-Usage: python -m bench.bench_select [--sizes 1000,10000,100000] [--runs 7] [--profile N]
+Usage: python -m bench.bench_select [--sizes 1000,10000,100000] [--runs 21] [--runs-large 11]
+       [--profile N]
 
 Prints one JSON object: git revision, Python version and, per pool size, the median wall time
 of ``select`` over several runs (milliseconds, ``time.perf_counter``), plus the selection counts
-so a change in behaviour is visible next to a change in speed. ``--profile N`` also writes a
-cProfile summary of one run at size N to stderr.
+so a change in behaviour is visible next to a change in speed. Next to it, the median time of a
+bare ``sorted()`` of the same pool by (density descending, source_id, source_version_tx, start,
+end), the floor any density-ordered selection pays, and ``ratio``: select median over sorted
+median. Runs of the two alternate, so both see the same load on a shared machine; medians are
+reported because other processes may be running. ``--profile N`` also writes a cProfile summary
+of one run at size N to stderr.
 
 Pools are synthetic and seeded (the same pool every run and on every machine): one source per
 20 spans, each source a canonical text of consecutive structural spans plus windows that
@@ -82,19 +87,44 @@ def synthetic_pool(size: int, seed: int = 0) -> list[PlannedSpan]:
     return pool
 
 
+def bare_sort(pool: Sequence[PlannedSpan]) -> list[PlannedSpan]:
+    """The pool sorted by (density descending, source_id, source_version_tx, start, end)."""
+    return sorted(
+        pool,
+        key=lambda c: (
+            -(c.weight / max(1, c.tokens)),
+            c.span.source_id,
+            c.span.source_version_tx,
+            c.span.start,
+            c.span.end,
+        ),
+    )
+
+
 def time_select(pool: Sequence[PlannedSpan], runs: int) -> dict[str, Any]:
-    """Median/min wall time of ``select`` on ``pool`` over ``runs`` runs, and its counts."""
+    """Median/min wall time of ``select`` and of :func:`bare_sort` on ``pool``, alternating
+    over ``runs`` runs each, their ratio, and the selection counts."""
     times_ms: list[float] = []
+    sort_ms: list[float] = []
     result = None
     for _ in range(runs):
         t0 = time.perf_counter()
         result = select(pool, BUDGET_TOKENS, MAX_FRAC_PER_SOURCE, DEDUP_OVERLAP)
-        times_ms.append((time.perf_counter() - t0) * 1000.0)
+        t1 = time.perf_counter()
+        bare_sort(pool)
+        t2 = time.perf_counter()
+        times_ms.append((t1 - t0) * 1000.0)
+        sort_ms.append((t2 - t1) * 1000.0)
     assert result is not None
     s = result.stats
+    median_ms = statistics.median(times_ms)
+    sorted_median_ms = statistics.median(sort_ms)
     return {
-        "median_ms": round(statistics.median(times_ms), 3),
+        "median_ms": round(median_ms, 3),
         "min_ms": round(min(times_ms), 3),
+        "sorted_median_ms": round(sorted_median_ms, 3),
+        "sorted_min_ms": round(min(sort_ms), 3),
+        "ratio": round(median_ms / sorted_median_ms, 2),
         "runs": runs,
         "selected": s.selected_spans,
         "used": result.used,
@@ -137,9 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print its JSON report; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated pool sizes")
-    parser.add_argument("--runs", type=int, default=7, help="runs per size (>= 5 recommended)")
+    parser.add_argument("--runs", type=int, default=21, help="runs per size (>= 5 recommended)")
     parser.add_argument(
-        "--runs-large", type=int, default=5, help="runs for sizes of 100,000 and more"
+        "--runs-large", type=int, default=11, help="runs for sizes of 100,000 and more"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", type=int, default=0, help="profile one run at this size")
@@ -149,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in (int(x) for x in args.sizes.split(",") if x):
         pool = synthetic_pool(size, args.seed)
         select(pool, BUDGET_TOKENS, MAX_FRAC_PER_SOURCE, DEDUP_OVERLAP)  # warm-up
+        bare_sort(pool)
         runs = args.runs_large if size >= 100_000 else args.runs
         results[str(size)] = time_select(pool, runs)
     report = {
