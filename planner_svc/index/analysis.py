@@ -17,7 +17,7 @@ import Stemmer
 
 from planner_svc.store.text import STOPWORDS
 
-__all__ = ["STOPWORDS", "analyze", "query_terms"]
+__all__ = ["STOPWORDS", "analyze", "distinct", "is_cjk", "query_terms"]
 
 _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
@@ -64,6 +64,12 @@ def query_terms(text: str) -> list[str]:
         words = _words(text)
         terms = list(_STEMMER.stemWords(words)) if words else []
     return list(dict.fromkeys(terms))
+
+
+def is_cjk(term: str) -> bool:
+    """Whether an analysed term is made of Han, Hiragana or Katakana characters (a character
+    pair or a single character of text written without spaces)."""
+    return bool(term) and _CJK.fullmatch(term) is not None
 
 
 def distinct(terms: Iterable[str]) -> list[str]:

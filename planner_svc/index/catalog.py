@@ -24,96 +24,51 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planner_svc.core.model import CoordKey, SpanRef
+from planner_svc.core.model import CoordKey
 from planner_svc.index.analysis import analyze
 from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
+from planner_svc.store.feed import SourceVersionRow
+from planner_svc.store.records import Edge, NodeVersion
 
-__all__ = [
-    "Catalog",
-    "CatalogBatch",
-    "EdgeRecord",
-    "NodeRecord",
-    "SourceVersionRecord",
-    "SpanInfo",
-]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NodeRecord:
-    """One node version as stored.
-
-    Attributes:
-        version_id: the version's id (increasing with every stored version).
-        node_id: the node.
-        labels: its labels.
-        text: the text it is searched by.
-        provenance: the spans it cites (UTF-8 byte ranges of source versions).
-        valid_from_us, valid_to_us: valid interval, microseconds (None = open).
-        tx_from_us, tx_to_us: transaction interval, microseconds (None = open).
-    """
-
-    version_id: int
-    node_id: str
-    labels: tuple[str, ...]
-    text: str
-    provenance: tuple[SpanRef, ...]
-    valid_from_us: int
-    valid_to_us: int | None
-    tx_from_us: int
-    tx_to_us: int | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EdgeRecord:
-    """One edge version ``src -> dst`` with weight in [0, 1] and its intervals."""
-
-    edge_id: int
-    src: str
-    dst: str
-    relation: str
-    weight: float
-    valid_from_us: int
-    valid_to_us: int | None
-    tx_from_us: int
-    tx_to_us: int | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceVersionRecord:
-    """One version of a source document: its canonical text, live in transaction time from
-    ``tx_us`` until ``superseded_tx_us`` (None while it is the latest)."""
-
-    row_id: int
-    source_id: str
-    tx_us: int
-    text: str
-    superseded_tx_us: int | None = None
+__all__ = ["Catalog", "CatalogBatch", "SpanInfo"]
 
 
 @dataclass(frozen=True, slots=True)
 class SpanInfo:
-    """What selection needs of a span before its text: its structural kind (``body`` when the
-    ledger has no row) and its estimated token count (:func:`planner_svc.core.tokens.
-    estimate_tokens` of its text; None when its text cannot be sliced)."""
+    """What selection needs of a span before its text.
+
+    Attributes:
+        kind: its structural kind from the span ledger (``body`` when the ledger has none).
+        kind_known: whether the ledger had a row.
+        estimated_tokens: :func:`planner_svc.core.tokens.estimate_tokens` of its text; None
+            when its text cannot be sliced (no such version, a range outside the text or inside
+            a character).
+    """
 
     kind: str
+    kind_known: bool
     estimated_tokens: int | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogBatch:
-    """Rows to add to the catalog, and intervals closed since the previous batch.
+    """Rows to add to the catalog and intervals closed since the previous batch.
 
-    ``spans`` gives the kind and estimate of every span the new nodes cite (missing keys are
-    treated as unsliceable).
+    Attributes:
+        nodes: node versions, in version id order.
+        closed_nodes: ``(version_id, tx_to_us)`` of versions closed since.
+        edges: ``(edge_id, edge version)``, in edge id order.
+        closed_edges: ``(edge_id, tx_to_us)`` of edge versions closed since.
+        sources: source versions, in row id order; a version closes the previous version of
+            its source at its own transaction time.
+        spans: kind and estimate of every span the new nodes cite.
     """
 
-    nodes: Sequence[NodeRecord] = ()
-    closed_nodes: Sequence[tuple[int, int]] = ()  # (version_id, tx_to_us)
-    edges: Sequence[EdgeRecord] = ()
-    closed_edges: Sequence[tuple[int, int]] = ()  # (edge_id, tx_to_us)
-    sources: Sequence[SourceVersionRecord] = ()
-    closed_sources: Sequence[tuple[int, int]] = ()  # (row_id, tx_to_us)
+    nodes: Sequence[NodeVersion] = ()
+    closed_nodes: Sequence[tuple[int, int]] = ()
+    edges: Sequence[tuple[int, Edge]] = ()
+    closed_edges: Sequence[tuple[int, int]] = ()
+    sources: Sequence[SourceVersionRow] = ()
     spans: Mapping[CoordKey, SpanInfo] = field(default_factory=dict)
 
 
@@ -125,6 +80,7 @@ class _Version:
     node_id: str
     source: str | None
     labels: frozenset[str]
+    confidence: float
     spans: tuple[CoordKey, ...]
     valid_from: int
     valid_to: int
@@ -175,6 +131,7 @@ class Catalog:
         self._source_of_row: dict[int, str] = {}
         self._rows_of_source: dict[str, list[list[int]]] = defaultdict(list)  # [row, from, to]
         self._spans: dict[CoordKey, SpanInfo] = {}
+        self._tokens: dict[tuple[str, CoordKey], int] = {}
 
     # ---------------------------------------------------------------- writes
 
@@ -187,7 +144,8 @@ class Catalog:
                 version = _Version(
                     version_id=n.version_id, node_id=n.node_id,
                     source=n.provenance[0].source_id if n.provenance else None,
-                    labels=frozenset(n.labels), spans=tuple(s.key for s in n.provenance),
+                    labels=frozenset(n.labels), confidence=n.confidence,
+                    spans=tuple(s.key for s in n.provenance),
                     valid_from=n.valid_from_us, valid_to=_bound(n.valid_to_us),
                     tx_from=n.tx_from_us, tx_to=_bound(n.tx_to_us),
                 )
@@ -195,33 +153,39 @@ class Catalog:
                 self._by_node[n.node_id].append(version)
                 if version.source is not None:
                     self._by_source[version.source].append(version)
-            for e in batch.edges:
-                if e.edge_id in self._edges:
+            for edge_id, e in batch.edges:
+                if edge_id in self._edges:
                     continue
-                edge = _Edge(edge_id=e.edge_id, src=e.src, dst=e.dst, relation=e.relation,
+                edge = _Edge(edge_id=edge_id, src=e.src, dst=e.dst, relation=e.relation,
                              weight=e.weight, valid_from=e.valid_from_us,
                              valid_to=_bound(e.valid_to_us), tx_from=e.tx_from_us,
                              tx_to=_bound(e.tx_to_us))
-                self._edges[e.edge_id] = edge
+                self._edges[edge_id] = edge
                 self._out[e.src].append(edge)
                 self._in[e.dst].append(edge)
-            for s in batch.sources:
-                if s.row_id in self._source_of_row:
+            documents: list[LexicalRow] = []
+            superseded: list[tuple[int, int]] = []
+            for sv in batch.sources:
+                if sv.row_id in self._source_of_row:
                     continue
-                self._source_of_row[s.row_id] = s.source_id
-                self._rows_of_source[s.source_id].append(
-                    [s.row_id, s.tx_us, _bound(s.superseded_tx_us)])
+                self._source_of_row[sv.row_id] = sv.source_id
+                rows = self._rows_of_source[sv.source_id]
+                if rows and rows[-1][2] == OPEN:
+                    rows[-1][2] = sv.tx_us
+                    superseded.append((rows[-1][0], sv.tx_us))
+                rows.append([sv.row_id, sv.tx_us, OPEN])
+                documents.append(LexicalRow(row_id=sv.row_id, terms=analyze(sv.text),
+                                            valid_from_us=-OPEN - 1, valid_to_us=None,
+                                            tx_from_us=sv.tx_us, tx_to_us=None))
         # the lexical indexes have their own locks; analysing text needs no catalog lock
         self.passages.add(
             LexicalRow(row_id=n.version_id, terms=analyze(n.text), valid_from_us=n.valid_from_us,
                        valid_to_us=n.valid_to_us, tx_from_us=n.tx_from_us, tx_to_us=n.tx_to_us)
             for n in fresh
         )
-        self.documents.add(
-            LexicalRow(row_id=s.row_id, terms=analyze(s.text), valid_from_us=-OPEN - 1,
-                       valid_to_us=None, tx_from_us=s.tx_us, tx_to_us=s.superseded_tx_us)
-            for s in batch.sources
-        )
+        self.documents.add(documents)
+        for row_id, tx_to in superseded:
+            self.documents.close(row_id, tx_to)
         with self._lock:
             for version_id, tx_to in batch.closed_nodes:
                 closing = self._versions.get(version_id)
@@ -232,13 +196,20 @@ class Catalog:
                 ending = self._edges.get(edge_id)
                 if ending is not None:
                     ending.tx_to = tx_to
-        for row_id, tx_to in batch.closed_sources:
-            self.documents.close(row_id, tx_to)
-            with self._lock:
-                source = self._source_of_row.get(row_id)
-                for entry in self._rows_of_source.get(source or "", ()):
-                    if entry[0] == row_id:
-                        entry[2] = tx_to
+
+    def compact(self) -> None:
+        """Merge the lexical indexes' segments (after a bulk build)."""
+        self.passages.compact()
+        self.documents.compact()
+
+    def count_tokens(self, key: CoordKey, model: str) -> int | None:
+        """A cached exact token count of a span under ``model``'s tokenizer, or None."""
+        return self._tokens.get((model, key))
+
+    def remember_tokens(self, counts: Mapping[tuple[str, CoordKey], int]) -> None:
+        """Cache exact token counts by ``(model, span)`` (a span's text never changes)."""
+        with self._lock:
+            self._tokens.update(counts)
 
     # ---------------------------------------------------------------- reads
 

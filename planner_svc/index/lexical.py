@@ -414,14 +414,23 @@ class LexicalIndex:
         ids = snap.row_ids[wanted]
         return {int(i): float(s) for i, s, h in zip(ids, scores, hit, strict=True) if h}
 
+    def frequencies(self, terms: Iterable[str], *, valid_us: int, tx_us: int
+                    ) -> tuple[int, dict[str, int]]:
+        """The number of rows live at ``(valid_us, tx_us)``, and how many of them hold each
+        analysed term (0 for a term none holds)."""
+        snap = self._snapshot()
+        stats = self._stats(snap, valid_us, tx_us)
+        out: dict[str, int] = {}
+        for term in sorted(set(terms)):
+            tid = self._terms.get(term)
+            out[term] = 0 if tid is None else int(self._postings(snap, tid, stats)[0].shape[0])
+        return stats.count, out
+
     def idf(self, term: str, *, valid_us: int, tx_us: int) -> float:
         """The idf of an analysed ``term`` among the rows live at ``(valid_us, tx_us)``; a term
         no live row holds gets the largest, ``ln(1 + (N + 0.5) / 0.5)``."""
-        snap = self._snapshot()
-        stats = self._stats(snap, valid_us, tx_us)
-        tid = self._terms.get(term)
-        df = 0 if tid is None else int(self._postings(snap, tid, stats)[0].shape[0])
-        return ln(1.0 + (stats.count - df + 0.5) / (df + 0.5))
+        count, df = self.frequencies([term], valid_us=valid_us, tx_us=tx_us)
+        return ln(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5))
 
     def row_terms(self, row_id: int) -> frozenset[str]:
         """The distinct analysed terms a row holds (empty for an unknown row)."""

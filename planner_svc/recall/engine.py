@@ -4,26 +4,31 @@ Source: memory-planner seed, "Phase A: the three recall legs" and "Exploding nod
 (legs fused into node scores, nodes exploded to weighted provenance spans). Retrieval over
 short documents needs two levels, so this module scores:
 
-1. **Documents.** A document's structured score is BM25 over its whole text (or over its nodes,
-   when the request filters on labels or properties); its semantic score is the best exact
-   cosine similarity of its nodes among the semantic leg's neighbours. Each leg is divided by
-   its best and raised to its sharpness; with both legs a document scores their mean, so one
-   both legs find outranks one only a leg finds. A multi-part question (a comparison or
-   choice, :mod:`planner_svc.recall.question`) is also scored part by part, and a document
-   keeps its best score: every part's best document scores like the question's.
+1. **Documents.** A document's structured score is BM25 over its whole text (or, when the
+   request filters on labels or properties, the best BM25 of its nodes that pass the filter);
+   its semantic score is the best exact cosine similarity of its nodes among the semantic leg's
+   neighbours (blended with confidence decay when ``alpha < 1``). Each leg is divided by its
+   best and raised to its sharpness; with both legs a document scores their mean, so one both
+   legs find outranks one only a leg finds. A multi-part question (a comparison or choice,
+   :mod:`planner_svc.recall.question`) is also scored part by part, and a document keeps its
+   best score: every part's best document scores like the question's.
 2. **Hops.** From the best documents, edges to nodes of other documents (title mentions, in
    either direction) lead to documents the question does not describe directly: the second
    step of a two-hop question. A target scores ``source score x edge weight x hop decay x r``:
    ``r`` in [0, 1] is how well the target matches the *residual* of the question (its terms
    the source document does not hold, by BM25 and by the embedding of the residual words),
    relative to the source's best target, so the target that answers what the source leaves
-   open wins.
-3. **Passages.** Within each candidate document, the live nodes (grouped by the spans they
-   cite) are ranked by local relevance: the better of their BM25 and their sharpened cosine
+   open wins. A second hop (``expand_depth`` 2) starts from the best targets of the first.
+3. **Passages.** Within each candidate document the live nodes, grouped by the spans they cite,
+   are ranked by local relevance: the better of their BM25 and their sharpened cosine
    similarity to the question (to the residual, for a document reached by a hop), each
-   relative to the document's best. A group scores ``document score x (floor + (1 - floor) x
-   local) x decay ** rank``: the passage that states the fact outranks the document's lead,
-   and every document's best passage comes before the documents' second passages.
+   relative to the document's best. A group scores ``document score ** document sharpness x
+   (floor + (1 - floor) x local) x decay ** rank``: the passage that states the fact outranks
+   the document's lead; the best documents' further passages come before the best passages of
+   documents far below them, and every document's best passage before its own second.
+
+:func:`measure_evidence` gives the absolute evidence recall abstains on: how much of the
+question the best documents hold (idf-weighted terms), and how close the nearest passage is.
 
 Every number is computed exactly or in a fixed order (BM25 per
 :mod:`planner_svc.index.lexical`, cosine per :func:`planner_svc.recall.semantic.
@@ -41,17 +46,31 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from planner_svc.core.fusion import clamp_unit, unit_power
-from planner_svc.index.analysis import STOPWORDS, query_terms
+from planner_svc.core.exactmath import ln
+from planner_svc.core.fusion import clamp_unit, fuse, unit_power
+from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog
 from planner_svc.recall.question import Question, analyze_question
-from planner_svc.recall.semantic import exact_similarities
+from planner_svc.recall.semantic import confidence_decay, exact_similarities
+from planner_svc.recall.settings import RecallSettings
 
-__all__ = ["DocumentScore", "EngineSettings", "Evidence", "NodeScore", "Recalled",
-           "SemanticAccess", "measure_evidence", "recall_documents"]
+__all__ = [
+    "DocumentScore",
+    "EngineQuery",
+    "Evidence",
+    "NodeScore",
+    "Recalled",
+    "SemanticAccess",
+    "measure_evidence",
+    "recall_documents",
+]
 
 Vector = npt.NDArray[np.float32]
 _WORD = re.compile(r"\w+")
+COVERAGE_DOCUMENTS = 20
+"""Documents (the best by BM25 over whole documents) whose coverage of the question is measured."""
+COVERAGE_LINKED = 5
+"""Of those, the best whose linked documents are measured together with them."""
 
 
 class SemanticAccess(Protocol):
@@ -62,8 +81,8 @@ class SemanticAccess(Protocol):
         ...
 
     def search(self, vector: Vector, k: int) -> Sequence[tuple[int, Vector]]:
-        """Up to ``k`` candidate live node versions near ``vector``: ``(version_id, stored
-        unit vector)``. The order and the index's own scores do not matter."""
+        """Up to ``k`` live node versions near ``vector``: ``(version_id, stored unit
+        vector)``. Candidates only: their order and the index's own scores never matter."""
         ...
 
     def vectors(self, version_ids: Sequence[int]) -> Mapping[int, Vector]:
@@ -72,33 +91,33 @@ class SemanticAccess(Protocol):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EngineSettings:
-    """How documents, hops and passages are scored (defaults chosen on the development set).
+class EngineQuery:
+    """What one plan asks of recall.
 
     Attributes:
-        document_k: documents the structured leg keeps, >= 1.
-        semantic_k: node versions the semantic leg keeps, >= 1.
-        structured_sharpness, semantic_sharpness: exponents on leg scores relative to the
-            leg's best (integral values are exactly reproducible).
-        hop_sources: best documents whose edges are followed, >= 0.
-        hop_decay: factor per hop, times the edge's weight, in (0, 1].
-        candidate_documents: documents whose nodes enter the pool, >= 1.
-        passage_floor: share of its document's score the least relevant node keeps, [0, 1].
-        passage_decay: factor per rank within a document, in (0, 1].
-        local_sharpness: exponent on a cosine relative to the best of its document (and on a
-            hop target's residual cosine relative to the best target).
+        text: the question ("" when the request has no text: filters or a vector only).
+        structured: the structured leg is asked for.
+        filtered: node id -> raw score (higher is better) from a label/property-filtered
+            search; it replaces BM25 over whole documents as the structured leg. None = none.
+        semantic: the semantic leg is asked for.
+        vector: the caller's unit query vector, or None to embed ``text``.
+        alpha: similarity/decay blend of the semantic leg, in [0, 1] (1 = similarity only).
+        document_k: documents the structured leg keeps; semantic_k: neighbours it keeps.
+        expand_depth: hops between documents, 0..2.
+        valid_us, tx_us: as-of times, microseconds.
     """
 
-    document_k: int = 50
-    semantic_k: int = 50
-    structured_sharpness: float = 4.0
-    semantic_sharpness: float = 8.0
-    hop_sources: int = 10
-    hop_decay: float = 0.8
-    candidate_documents: int = 60
-    passage_floor: float = 0.3
-    passage_decay: float = 0.5
-    local_sharpness: float = 4.0
+    text: str
+    structured: bool
+    filtered: Mapping[str, float] | None = None
+    semantic: bool
+    vector: Vector | None = None
+    alpha: float = 1.0
+    document_k: int
+    semantic_k: int
+    expand_depth: int
+    valid_us: int
+    tx_us: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +141,8 @@ class DocumentScore:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeScore:
-    """One candidate node: its score, its document, its local relevance and rank there."""
+    """One candidate node: its score in [0, 1], its document, its local relevance in [0, 1]
+    and its rank (0 = most relevant) within the document."""
 
     score: float
     source_id: str
@@ -140,12 +160,16 @@ class Recalled:
         documents: the candidate documents, best first (ties by source id).
         question: the analysed question.
         best_similarity: the best raw cosine similarity of the semantic leg (None without it).
+        semantic_hits: node versions the semantic leg returned.
+        without_spans: versions a leg reached that cite no source (never evidence).
     """
 
     nodes: Mapping[int, NodeScore]
     documents: tuple[DocumentScore, ...]
     question: Question
     best_similarity: float | None = None
+    semantic_hits: int = 0
+    without_spans: int = 0
     residual: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -166,48 +190,68 @@ class _Hop:
     vector: Vector | None
 
 
-class _Planner:
-    """One plan's Phase A state (the catalog and the legs, bound to the as-of times)."""
+class _Recall:
+    """One plan's Phase A (the catalog and the legs, bound to the query)."""
 
-    def __init__(self, catalog: Catalog, settings: EngineSettings, semantic: SemanticAccess | None,
-                 *, valid_us: int, tx_us: int) -> None:
+    def __init__(self, catalog: Catalog, query: EngineQuery, settings: RecallSettings,
+                 semantic: SemanticAccess | None) -> None:
         self.catalog = catalog
+        self.query = query
         self.settings = settings
-        self.semantic = semantic
-        self.valid_us = valid_us
-        self.tx_us = tx_us
+        self.semantic = semantic if query.semantic else None
+        self.valid_us = query.valid_us
+        self.tx_us = query.tx_us
+        self.semantic_hits = 0
+        self.unsourced: set[int] = set()  # versions a leg reached that cite no source
 
     # ---------------------------------------------------------------- documents
 
     def structured(self, terms: Sequence[str]) -> dict[str, float]:
-        hits = self.catalog.documents.search(terms, valid_us=self.valid_us, tx_us=self.tx_us,
-                                             limit=self.settings.document_k)
+        if not self.query.structured:
+            return {}
         raw: dict[str, float] = {}
+        if self.query.filtered is not None:
+            for node_id, score in sorted(self.query.filtered.items()):
+                version = self.catalog.live_version(node_id, self.valid_us, self.tx_us)
+                if version is not None and version.source is not None:
+                    raw[version.source] = max(raw.get(version.source, 0.0), score)
+                elif version is not None:
+                    self.unsourced.add(version.version_id)
+            return _relative(raw, self.settings.structured_sharpness)
+        hits = self.catalog.documents.search(terms, valid_us=self.valid_us, tx_us=self.tx_us,
+                                             limit=self.query.document_k)
         for row_id, score in hits:
             source = self.catalog.source_of_document(row_id)
             if source is not None:
                 raw[source] = max(raw.get(source, 0.0), score)
         return _relative(raw, self.settings.structured_sharpness)
 
-    def nearest(self, vector: Vector) -> tuple[dict[str, float], float | None]:
-        if self.semantic is None or not np.any(vector):
+    def nearest(self, vector: Vector | None) -> tuple[dict[str, float], float | None]:
+        if self.semantic is None or vector is None or not np.any(vector):
             return {}, None
-        hits = self.semantic.search(vector, self.settings.semantic_k)
+        hits = self.semantic.search(vector, self.query.semantic_k)
+        self.semantic_hits = max(self.semantic_hits, len(hits))
         if not hits:
             return {}, None
         sims = exact_similarities(vector, np.stack([v for _, v in hits])).tolist()
         raw: dict[str, float] = {}
         for (version_id, _vector), sim in zip(hits, sims, strict=True):
             version = self.catalog.version(version_id)
-            if version is not None and version.source is not None:
-                raw[version.source] = max(raw.get(version.source, -1.0), sim)
+            if version is None or version.source is None:
+                self.unsourced.add(version_id)
+                continue
+            score = clamp_unit(sim)
+            if self.query.alpha != 1.0:
+                decay = confidence_decay(version.confidence, version.valid_from, self.valid_us)
+                score = fuse(score, decay, self.query.alpha)
+            raw[version.source] = max(raw.get(version.source, 0.0), score)
         return _relative(raw, self.settings.semantic_sharpness), max(sims)
 
     def documents(self, text: str, vector: Vector | None
                   ) -> tuple[dict[str, tuple[float, float, float]], float | None]:
-        """source -> (score, structured, semantic) for ``text``; the best raw similarity."""
+        """source -> (score, structured, semantic); the best raw similarity."""
         structured = self.structured(query_terms(text))
-        semantic, best = self.nearest(vector) if vector is not None else ({}, None)
+        semantic, best = self.nearest(vector)
         both = bool(structured) and bool(semantic)
         out = {}
         for source in sorted(set(structured) | set(semantic)):
@@ -221,10 +265,22 @@ class _Planner:
         vector = self.semantic.embed(text)
         return vector if np.any(vector) else None
 
+    def similarities(self, vector: Vector, ids: Sequence[int]) -> dict[int, float]:
+        """Exact cosine of ``vector`` with each stored vector of ``ids`` (those that have one)."""
+        if self.semantic is None or not ids:
+            return {}
+        stored = self.semantic.vectors(ids)
+        have = [i for i in ids if i in stored]
+        if not have:
+            return {}
+        sims = exact_similarities(vector, np.stack([stored[i] for i in have])).tolist()
+        return dict(zip(have, sims, strict=True))
+
     # ---------------------------------------------------------------- hops
 
-    def hops(self, question: Question, scores: Mapping[str, float]) -> dict[str, _Hop]:
-        """target -> its best hop over the best ``hop_sources`` documents."""
+    def hops(self, question: Question, scores: Mapping[str, float], vector: Vector | None
+             ) -> dict[str, _Hop]:
+        """target -> its best hop from the best ``hop_sources`` documents of ``scores``."""
         settings = self.settings
         sources = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.hop_sources]
         words = _WORD.findall(question.text)
@@ -245,7 +301,8 @@ class _Planner:
             terms = tuple(t for t in question.terms if t not in held)
             kept = [w for w in words if w.casefold() not in STOPWORDS
                     and not set(query_terms(w)) & held]
-            vector = self.embed(" ".join(kept)) if kept else None
+            residual = self.embed(" ".join(kept)) if kept else None
+            probe = residual if residual is not None or question.text else vector
             lexical: dict[str, float] = {}
             cosine: dict[str, float] = {}
             for target in sorted(links):
@@ -254,8 +311,8 @@ class _Planner:
                 found = self.catalog.passages.score_rows(terms, ids, valid_us=self.valid_us,
                                                          tx_us=self.tx_us)
                 lexical[target] = max(found.values(), default=0.0)
-                if vector is not None:
-                    cosine[target] = max(self.similarities(vector, ids).values(), default=0.0)
+                if probe is not None:
+                    cosine[target] = max(self.similarities(probe, ids).values(), default=0.0)
             lex_rel = _relative(lexical, 1.0)
             cos_rel = _relative(cosine, settings.local_sharpness)
             for target, weight in sorted(links.items()):
@@ -263,19 +320,8 @@ class _Planner:
                 value = score * weight * settings.hop_decay * relevance
                 current = out.get(target)
                 if value > 0.0 and (current is None or value > current.score):
-                    out[target] = _Hop(score=value, source=source, terms=terms, vector=vector)
+                    out[target] = _Hop(score=value, source=source, terms=terms, vector=probe)
         return out
-
-    def similarities(self, vector: Vector, ids: Sequence[int]) -> dict[int, float]:
-        """Exact cosine of ``vector`` with each stored vector of ``ids``."""
-        if self.semantic is None or not ids:
-            return {}
-        stored = self.semantic.vectors(ids)
-        have = [i for i in ids if i in stored]
-        if not have:
-            return {}
-        sims = exact_similarities(vector, np.stack([stored[i] for i in have])).tolist()
-        return dict(zip(have, sims, strict=True))
 
     # ---------------------------------------------------------------- passages
 
@@ -309,36 +355,34 @@ class _Planner:
 
 def recall_documents(
     catalog: Catalog,
-    text: str,
+    query: EngineQuery,
     *,
-    valid_us: int,
-    tx_us: int,
-    settings: EngineSettings,
+    settings: RecallSettings,
     semantic: SemanticAccess | None,
-    expand: bool,
 ) -> Recalled:
     """Score documents, hop from the best, and score every live node of the candidates (see
-    the module docstring).
-
-    Args:
-        catalog: the read model.
-        text: the question (non-empty).
-        valid_us, tx_us: as-of times, microseconds.
-        settings: scoring settings.
-        semantic: the semantic leg, or None for the structured leg alone.
-        expand: follow edges between documents (a request's ``expand_depth >= 1``).
-    """
-    question = analyze_question(text)
-    state = _Planner(catalog, settings, semantic, valid_us=valid_us, tx_us=tx_us)
-    vector = state.embed(text)
-    direct, best_similarity = state.documents(text, vector)
+    the module docstring)."""
+    # The question's words (parts, BM25, residuals) belong to the structured leg; a request for
+    # the semantic leg alone plans from its vector alone, so text and its embedding agree.
+    question = (analyze_question(query.text) if query.structured
+                else Question(text="", terms=(), parts=()))
+    state = _Recall(catalog, query, settings, semantic)
+    vector = query.vector if query.vector is not None else state.embed(query.text)
+    direct, best_similarity = state.documents(query.text, vector)
     for part in question.parts:
         scored, _best = state.documents(part, state.embed(part))
         for source, legs in scored.items():
             if legs[0] > direct.get(source, (0.0, 0.0, 0.0))[0]:
                 direct[source] = legs
-    scores = {source: value[0] for source, value in direct.items()}
-    hops = state.hops(question, scores) if expand and settings.hop_sources > 0 else {}
+    scores = {source: legs[0] for source, legs in direct.items()}
+    hops: dict[str, _Hop] = {}
+    if query.expand_depth > 0 and settings.hop_sources > 0:
+        hops = state.hops(question, scores, vector)
+        if query.expand_depth > 1 and hops:
+            second = state.hops(question, {t: h.score for t, h in hops.items()}, vector)
+            for target, reached in second.items():
+                if target not in hops or reached.score > hops[target].score:
+                    hops[target] = reached
     combined = dict(scores)
     for target, reached in hops.items():
         combined[target] = max(combined.get(target, 0.0), reached.score)
@@ -350,13 +394,14 @@ def recall_documents(
     for source, score in ranked:
         hop = hops.get(source)
         by_hop = hop is not None and hop.score >= scores.get(source, 0.0)
-        terms = hop.terms if by_hop and hop is not None else question.terms
-        local_vector = hop.vector if by_hop and hop is not None and hop.vector is not None \
-            else vector
+        terms = question.terms
+        local_vector = vector
         if by_hop and hop is not None:
-            residual[source] = hop.terms
+            terms, residual[source] = hop.terms, hop.terms
+            local_vector = hop.vector if hop.vector is not None else vector
+        sharp = unit_power(score, settings.document_sharpness)
         for rank, (versions, relevance) in enumerate(state.rank(source, terms, local_vector)):
-            value = score * (settings.passage_floor + (1.0 - settings.passage_floor) * relevance)
+            value = sharp * (settings.passage_floor + (1.0 - settings.passage_floor) * relevance)
             value *= unit_power(settings.passage_decay, rank)
             for version_id in versions:
                 nodes[version_id] = NodeScore(score=value, source_id=source, local=relevance,
@@ -368,7 +413,9 @@ def recall_documents(
             hop_from=hop.source if hop is not None else None,
         ))
     return Recalled(nodes={k: nodes[k] for k in sorted(nodes)}, documents=tuple(documents),
-                    question=question, best_similarity=best_similarity, residual=residual)
+                    question=question, best_similarity=best_similarity,
+                    semantic_hits=state.semantic_hits, without_spans=len(state.unsourced),
+                    residual=residual)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -376,11 +423,11 @@ class Evidence:
     """How much of the question the best documents actually match, in absolute terms.
 
     Attributes:
-        coverage: the largest share of the question's information (its terms weighted by
-            idf over whole documents, as of the plan) that one document holds, or that a
-            document and one document it links to hold together; in [0, 1].
-        best_source: the document (or ``"A + B"`` pair) reaching it.
-        similarity: the best cosine similarity of a node to the question (None without the
+        coverage: the largest share of the question's information (its distinct terms weighted
+            by their idf over whole documents, as of the plan) that one document holds, or one
+            document and a document it links to together; in [0, 1].
+        best_source: the document (or ``"A + B"`` pair) reaching it; None when none holds any.
+        similarity: the best cosine similarity of a passage to the question (None without the
             semantic leg).
     """
 
@@ -389,22 +436,22 @@ class Evidence:
     similarity: float | None
 
 
-COVERAGE_DOCUMENTS = 20
-"""Documents (best by BM25 over whole documents) whose coverage is measured."""
-COVERAGE_LINKED = 5
-"""Of those, the best ones whose linked documents are measured with them."""
-
-
-def measure_evidence(catalog: Catalog, question: Question, best_similarity: float | None, *,
+def measure_evidence(catalog: Catalog, question: Question, similarity: float | None, *,
                      valid_us: int, tx_us: int) -> Evidence:
-    """The absolute evidence for ``question`` (see :class:`Evidence`)."""
-    terms = sorted(set(question.terms))
-    weights = {t: catalog.documents.idf(t, valid_us=valid_us, tx_us=tx_us) for t in terms}
+    """The absolute evidence for ``question`` (see :class:`Evidence`): the documents measured
+    are the :data:`COVERAGE_DOCUMENTS` best by BM25, and the documents linked to the
+    :data:`COVERAGE_LINKED` best of them."""
+    count, frequency = catalog.documents.frequencies(question.terms, valid_us=valid_us,
+                                                     tx_us=tx_us)
+    # A CJK character pair no document holds is a cut across two words of the question (CJK
+    # text has no spaces, so its terms are character pairs), not a name the store lacks.
+    terms = [t for t in sorted(frequency) if frequency[t] > 0 or not is_cjk(t)]
+    weights = {t: ln(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in terms}
     total = 0.0
     for t in terms:
         total += weights[t]
-    if not terms or not total > 0.0:
-        return Evidence(coverage=0.0, best_source=None, similarity=best_similarity)
+    if not total > 0.0:
+        return Evidence(coverage=0.0, best_source=None, similarity=similarity)
 
     def share(held: frozenset[str]) -> float:
         got = 0.0
@@ -431,4 +478,4 @@ def measure_evidence(catalog: Catalog, question: Question, best_similarity: floa
             value = share(held | catalog.document_terms(other, tx_us))
             if value > best:
                 best, where = value, f"{source} + {other}"
-    return Evidence(coverage=best, best_source=where, similarity=best_similarity)
+    return Evidence(coverage=best, best_source=where, similarity=similarity)

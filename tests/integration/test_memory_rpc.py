@@ -61,8 +61,8 @@ def test_node_without_provenance_is_recalled_but_never_evidence(fresh: Live) -> 
     fresh.memory.PutNode(memory_pb2.PutNodeRequest(node=memory_pb2.NodeWrite(
         node_id="api:quasar-note", labels=["note"], text="quasar brightness survey notes")),
         timeout=10)
-    request = plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="quasar brightness survey"),
-                                   allow_ungrounded=True)
+    request = plan_pb2.PlanRequest(
+        query=plan_pb2.StructuredQuery(text="quasar", labels=["note"]), allow_ungrounded=True)
     plan = fresh.planner.Plan(request, timeout=10)
     assert plan.stats.nodes_without_spans >= 1
     assert all(s.span.source_id != "api:quasar-note" for s in plan.spans)

@@ -10,14 +10,10 @@ import pytest
 
 from planner_svc.core.model import SpanRef
 from planner_svc.embed import HashingEmbedder
-from planner_svc.index.catalog import (
-    Catalog,
-    CatalogBatch,
-    EdgeRecord,
-    NodeRecord,
-    SourceVersionRecord,
-)
-from planner_svc.recall.engine import EngineSettings, measure_evidence, recall_documents
+from planner_svc.index.catalog import Catalog, CatalogBatch
+from planner_svc.recall.engine import EngineQuery, Recalled, measure_evidence, recall_documents
+from planner_svc.recall.settings import RecallSettings
+from planner_svc.store import Edge, NodeVersion, SourceVersionRow
 
 T = 1_000
 LATER = 2_000
@@ -60,7 +56,7 @@ def _world() -> tuple[Catalog, Semantic, dict[tuple[str, int], int]]:
     vid = 0
     for row, (source, passages) in enumerate(sorted(DOCS.items()), start=1):
         text = "\n\n".join(passages)
-        sources.append(SourceVersionRecord(row_id=row, source_id=source, tx_us=T, text=text))
+        sources.append(SourceVersionRow(row_id=row, source_id=source, tx_us=T, text=text))
         at = 0
         for ordinal, passage in enumerate(passages):
             start = len(text[:text.index(passage, at)].encode())
@@ -68,25 +64,32 @@ def _world() -> tuple[Catalog, Semantic, dict[tuple[str, int], int]]:
             at = text.index(passage, at) + len(passage)
             vid += 1
             ids[(source, ordinal)] = vid
-            nodes.append(NodeRecord(
+            nodes.append(NodeVersion(
                 version_id=vid, node_id=f"psg:{source}:{ordinal}", labels=("passage",),
-                text=passage, provenance=(SpanRef(source, T, start, end),), valid_from_us=T,
+                properties={}, text=passage, confidence=1.0,
+                provenance=(SpanRef(source, T, start, end),), valid_from_us=T,
                 valid_to_us=None, tx_from_us=T, tx_to_us=None))
-    edges = [EdgeRecord(edge_id=i, src=f"psg:{src}:{o}", dst=f"psg:{dst}:0",
-                        relation="mentions", weight=0.8, valid_from_us=T, valid_to_us=None,
-                        tx_from_us=T, tx_to_us=None)
+    edges = [(i, Edge(src=f"psg:{src}:{o}", dst=f"psg:{dst}:0", relation="mentions",
+                      weight=0.8, valid_from_us=T, valid_to_us=None, tx_from_us=T,
+                      tx_to_us=None))
              for i, (src, o, dst) in enumerate(MENTIONS)]
     catalog = Catalog()
     catalog.apply(CatalogBatch(nodes=nodes, edges=edges, sources=sources))
     return catalog, Semantic({n.version_id: n.text for n in nodes}), ids
 
 
+def _recall(catalog: Catalog, semantic: Semantic, text: str, *, at: int = T,
+            expand: bool = True) -> Recalled:
+    query = EngineQuery(text=text, structured=True, semantic=True, document_k=50,
+                        semantic_k=50, expand_depth=1 if expand else 0, valid_us=at, tx_us=at)
+    return recall_documents(catalog, query, settings=RecallSettings(), semantic=semantic)
+
+
 def test_a_hop_reaches_the_target_and_its_passage_that_answers() -> None:
     catalog, semantic, ids = _world()
     question = ("The ancient Indo-European people of the Carpathian region lived in Moldova and "
                 "one other country. What is that country's capital?")
-    got = recall_documents(catalog, question, valid_us=T, tx_us=T, settings=EngineSettings(),
-                           semantic=semantic, expand=True)
+    got = _recall(catalog, semantic, question)
     docs = {d.source_id: d for d in got.documents}
     assert got.documents[0].source_id == "dacians"
     romania = docs["romania"]
@@ -97,8 +100,7 @@ def test_a_hop_reaches_the_target_and_its_passage_that_answers() -> None:
     assert capital.score > got.nodes[ids[("romania", 0)]].score
     # every document's best passage comes before the documents' second passages
     assert got.nodes[ids[("dacians", 0)]].rank == 0
-    without = recall_documents(catalog, question, valid_us=T, tx_us=T,
-                               settings=EngineSettings(), semantic=semantic, expand=False)
+    without = _recall(catalog, semantic, question, expand=False)
     assert all(d.hop == 0.0 for d in without.documents)
 
 
@@ -106,8 +108,7 @@ def test_every_part_of_a_comparison_gets_its_best_document() -> None:
     catalog, semantic, _ids = _world()
     question = ("Which company is older: the Cupertino technology company or the e-commerce "
                 "company of Jeff Bezos?")
-    got = recall_documents(catalog, question, valid_us=T, tx_us=T, settings=EngineSettings(),
-                           semantic=semantic, expand=False)
+    got = _recall(catalog, semantic, question, expand=False)
     top = [d.source_id for d in got.documents[:2]]
     assert sorted(top) == ["amazon", "apple"]
 
@@ -116,26 +117,20 @@ def test_recall_is_as_of_the_plan() -> None:
     catalog, semantic, ids = _world()
     catalog.apply(CatalogBatch(closed_nodes=[(ids[("romania", 2)], LATER)]))
     question = "What is the capital and largest city of Romania?"
-    now = recall_documents(catalog, question, valid_us=LATER, tx_us=LATER,
-                           settings=EngineSettings(), semantic=semantic, expand=False)
-    then = recall_documents(catalog, question, valid_us=T, tx_us=T, settings=EngineSettings(),
-                            semantic=semantic, expand=False)
+    now = _recall(catalog, semantic, question, at=LATER, expand=False)
+    then = _recall(catalog, semantic, question, expand=False)
     assert ids[("romania", 2)] not in now.nodes
     assert ids[("romania", 2)] in then.nodes
 
 
 def test_evidence_is_the_share_of_the_question_the_best_documents_hold() -> None:
     catalog, semantic, _ids = _world()
-    answerable = recall_documents(catalog, "What is the capital of Moldova?", valid_us=T,
-                                  tx_us=T, settings=EngineSettings(), semantic=semantic,
-                                  expand=True)
+    answerable = _recall(catalog, semantic, "What is the capital of Moldova?")
     evidence = measure_evidence(catalog, answerable.question, answerable.best_similarity,
                                 valid_us=T, tx_us=T)
     assert evidence.coverage == 1.0 and evidence.best_source == "moldova"
     assert evidence.similarity == pytest.approx(answerable.best_similarity)
-    unknown = recall_documents(catalog, "What is the refund window of the Halvorsen web shop?",
-                               valid_us=T, tx_us=T, settings=EngineSettings(),
-                               semantic=semantic, expand=True)
+    unknown = _recall(catalog, semantic, "What is the refund window of the Halvorsen web shop?")
     low = measure_evidence(catalog, unknown.question, unknown.best_similarity, valid_us=T,
                            tx_us=T)
     assert low.coverage == 0.0 and low.best_source is None
