@@ -30,7 +30,7 @@ from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
 from planner_svc.store.feed import SourceVersionRow
 from planner_svc.store.records import Edge, NodeVersion
 
-__all__ = ["Catalog", "CatalogBatch", "SpanInfo"]
+__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "SpanInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ class CatalogBatch:
 
 
 @dataclass(slots=True)
-class _Version:
+class CatalogVersion:
     """A node version in the catalog (``tx_to`` closes later; everything else is fixed)."""
 
     version_id: int
@@ -122,9 +122,9 @@ class Catalog:
         """BM25 over node texts (row id = node version id)."""
         self.documents = LexicalIndex()
         """BM25 over whole source versions (row id = source version row id)."""
-        self._versions: dict[int, _Version] = {}
-        self._by_node: dict[str, list[_Version]] = defaultdict(list)
-        self._by_source: dict[str, list[_Version]] = defaultdict(list)
+        self._versions: dict[int, CatalogVersion] = {}
+        self._by_node: dict[str, list[CatalogVersion]] = defaultdict(list)
+        self._by_source: dict[str, list[CatalogVersion]] = defaultdict(list)
         self._edges: dict[int, _Edge] = {}
         self._out: dict[str, list[_Edge]] = defaultdict(list)
         self._in: dict[str, list[_Edge]] = defaultdict(list)
@@ -141,7 +141,7 @@ class Catalog:
             self._spans.update(batch.spans)
             fresh = [n for n in batch.nodes if n.version_id not in self._versions]
             for n in fresh:
-                version = _Version(
+                version = CatalogVersion(
                     version_id=n.version_id, node_id=n.node_id,
                     source=n.provenance[0].source_id if n.provenance else None,
                     labels=frozenset(n.labels), confidence=n.confidence,
@@ -229,18 +229,18 @@ class Catalog:
         row = self.document_row(source_id, tx_us)
         return frozenset() if row is None else self.documents.row_terms(row)
 
-    def version(self, version_id: int) -> _Version | None:
+    def version(self, version_id: int) -> CatalogVersion | None:
         """The catalog entry of a node version."""
         return self._versions.get(version_id)
 
-    def live_version(self, node_id: str, valid_us: int, tx_us: int) -> _Version | None:
+    def live_version(self, node_id: str, valid_us: int, tx_us: int) -> CatalogVersion | None:
         """The version of ``node_id`` live at ``(valid_us, tx_us)``, or None."""
         for version in reversed(self._by_node.get(node_id, ())):
             if version.live(valid_us, tx_us):
                 return version
         return None
 
-    def live_nodes_of(self, source_id: str, valid_us: int, tx_us: int) -> list[_Version]:
+    def live_nodes_of(self, source_id: str, valid_us: int, tx_us: int) -> list[CatalogVersion]:
         """The node versions live at ``(valid_us, tx_us)`` that cite ``source_id`` first, in
         version id order."""
         return [v for v in self._by_source.get(source_id, ()) if v.live(valid_us, tx_us)]
@@ -250,14 +250,14 @@ class Catalog:
         return self._spans.get(key)
 
     def neighbours(
-        self, nodes: Iterable[_Version], valid_us: int, tx_us: int
-    ) -> list[tuple[_Version, _Version, float]]:
+        self, nodes: Iterable[CatalogVersion], valid_us: int, tx_us: int
+    ) -> list[tuple[CatalogVersion, CatalogVersion, float]]:
         """``(node in the set, node elsewhere, edge weight)`` for every edge live at
         ``(valid_us, tx_us)`` that joins a node of ``nodes`` to a live node of another source,
         in either direction. Each pair once, with its heaviest edge; sorted by the pair's
         version ids."""
         given = {v.node_id: v for v in nodes}
-        best: dict[tuple[int, int], tuple[_Version, _Version, float]] = {}
+        best: dict[tuple[int, int], tuple[CatalogVersion, CatalogVersion, float]] = {}
         for node_id, version in given.items():
             for edge, other_id in (
                 *((e, e.dst) for e in self._out.get(node_id, ())),

@@ -26,6 +26,7 @@ of threads while one thread adds rows or closes intervals.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ import numpy.typing as npt
 
 from planner_svc.core.exactmath import ln
 
-__all__ = ["OPEN", "LexicalIndex", "LexicalRow"]
+__all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView"]
 
 OPEN = int(np.iinfo(np.int64).max)
 """The upper bound stored for an open interval."""
@@ -71,7 +72,7 @@ class _Segment:
 
     ``term_ptr[i]:term_ptr[i+1]`` slices ``term_rows``/``term_tf`` for the i-th entry of
     ``term_ids`` (ascending); ``row_ptr[p - first]:row_ptr[p - first + 1]`` slices
-    ``row_terms`` (ascending term ids) for position ``p``.
+    ``row_terms`` (ascending term ids) and ``row_tf`` (their frequencies) for position ``p``.
     """
 
     first: int
@@ -82,7 +83,7 @@ class _Segment:
     term_tf: Int64s
     row_ptr: Int64s
     row_terms: Int64s
-
+    row_tf: Int64s
     lookup: dict[int, tuple[int, int]]
 
     def postings(self, tid: int) -> tuple[Int64s, Int64s] | None:
@@ -91,9 +92,11 @@ class _Segment:
             return None
         return self.term_rows[span[0] : span[1]], self.term_tf[span[0] : span[1]]
 
-    def terms_of(self, position: int) -> Int64s:
+    def terms_of(self, position: int) -> tuple[Int64s, Int64s]:
+        """The term ids of a position (ascending) and their frequencies."""
         i = position - self.first
-        return self.row_terms[int(self.row_ptr[i]) : int(self.row_ptr[i + 1])]
+        lo, hi = int(self.row_ptr[i]), int(self.row_ptr[i + 1])
+        return self.row_terms[lo:hi], self.row_tf[lo:hi]
 
 
 def _build(first: int, per_row: Sequence[dict[int, int]]) -> _Segment:
@@ -103,9 +106,11 @@ def _build(first: int, per_row: Sequence[dict[int, int]]) -> _Segment:
     tfs: list[int] = []
     row_ptr = [0]
     row_terms: list[int] = []
+    row_tf: list[int] = []
     for offset, counts in enumerate(per_row):
         ordered = sorted(counts)
         row_terms.extend(ordered)
+        row_tf.extend(counts[t] for t in ordered)
         row_ptr.append(len(row_terms))
         for tid in ordered:
             tids.append(tid)
@@ -113,11 +118,12 @@ def _build(first: int, per_row: Sequence[dict[int, int]]) -> _Segment:
             tfs.append(counts[tid])
     return _pack(first, len(per_row), np.asarray(tids, dtype=np.int64),
                  np.asarray(rows, dtype=np.int64), np.asarray(tfs, dtype=np.int64),
-                 np.asarray(row_ptr, dtype=np.int64), np.asarray(row_terms, dtype=np.int64))
+                 np.asarray(row_ptr, dtype=np.int64), np.asarray(row_terms, dtype=np.int64),
+                 np.asarray(row_tf, dtype=np.int64))
 
 
 def _pack(first: int, n_rows: int, tids: Int64s, rows: Int64s, tfs: Int64s,
-          row_ptr: Int64s, row_terms: Int64s) -> _Segment:
+          row_ptr: Int64s, row_terms: Int64s, row_tf: Int64s) -> _Segment:
     order = np.lexsort((rows, tids))
     tids, rows, tfs = tids[order], rows[order], tfs[order]
     if tids.shape[0]:
@@ -134,7 +140,7 @@ def _pack(first: int, n_rows: int, tids: Int64s, rows: Int64s, tfs: Int64s,
                       strict=True))
     return _Segment(first=first, rows=n_rows, term_ids=unique.astype(np.int64), term_ptr=ptr,
                     term_rows=rows, term_tf=tfs, row_ptr=row_ptr, row_terms=row_terms,
-                    lookup=lookup)
+                    row_tf=row_tf, lookup=lookup)
 
 
 def _merge(segments: Sequence[_Segment]) -> _Segment:
@@ -143,13 +149,15 @@ def _merge(segments: Sequence[_Segment]) -> _Segment:
     rows = np.concatenate([s.term_rows for s in segments])
     tfs = np.concatenate([s.term_tf for s in segments])
     row_terms = np.concatenate([s.row_terms for s in segments])
+    row_tf = np.concatenate([s.row_tf for s in segments])
     ptrs = [segments[0].row_ptr]
     offset = int(segments[0].row_ptr[-1])
     for s in segments[1:]:
         ptrs.append(s.row_ptr[1:] + offset)
         offset += int(s.row_ptr[-1])
     n_rows = sum(s.rows for s in segments)
-    return _pack(segments[0].first, n_rows, tids, rows, tfs, np.concatenate(ptrs), row_terms)
+    return _pack(segments[0].first, n_rows, tids, rows, tfs, np.concatenate(ptrs), row_terms,
+                 row_tf)
 
 
 def _distinct(values: Int64s) -> Int64s:
@@ -306,11 +314,14 @@ class LexicalIndex:
 
     # ---------------------------------------------------------------- reads
 
-    def _snapshot(self) -> _Snapshot:
+    def view(self, *, valid_us: int, tx_us: int) -> LexicalView:
+        """A read view as of ``(valid_us, tx_us)``: one snapshot of the rows, their
+        statistics, and document frequencies cached for the view's life (one plan)."""
         with self._lock:
             size = self._size
             cols = {name: col.data[:size] for name, col in self._columns.items()}
-            return _Snapshot(size=size, segments=self._segments, **cols)
+            snap = _Snapshot(size=size, segments=self._segments, **cols)
+        return LexicalView(self, snap, valid_us, tx_us)
 
     def _stats(self, snap: _Snapshot, valid_us: int, tx_us: int) -> _Stats:
         current = self._current
@@ -326,111 +337,24 @@ class LexicalIndex:
             self._current = stats
         return stats
 
-    def _term_ids(self, terms: Iterable[str]) -> list[int]:
-        """Ids of the known distinct ``terms``, in the terms' code point order (the order their
-        contributions are added in: it depends on the terms alone, not on indexing order)."""
-        return [tid for t in sorted(set(terms)) if (tid := self._terms.get(t)) is not None]
+    def search(self, terms: Sequence[str], *, valid_us: int, tx_us: int,
+               limit: int) -> list[tuple[int, float]]:
+        """:meth:`LexicalView.search` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).search(terms, limit=limit)
 
-    def _postings(self, snap: _Snapshot, tid: int, stats: _Stats) -> tuple[Int64s, Int64s]:
-        """Live positions holding term ``tid`` and their term frequencies, ascending."""
-        parts = [p for s in snap.segments if (p := s.postings(tid)) is not None]
-        if not parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        rows = np.concatenate([r for r, _ in parts]) if len(parts) > 1 else parts[0][0]
-        tfs = np.concatenate([t for _, t in parts]) if len(parts) > 1 else parts[0][1]
-        keep = stats.live[rows]
-        return rows[keep], tfs[keep]
+    def score_rows(self, terms: Sequence[str], row_ids: Iterable[int], *, valid_us: int,
+                   tx_us: int) -> dict[int, float]:
+        """:meth:`LexicalView.score_rows` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).score_rows(terms, row_ids)
 
-    def _bm25(self, snap: _Snapshot, stats: _Stats, rows: Int64s, tfs: Int64s) -> Float64s:
-        idf = ln(1.0 + (stats.count - rows.shape[0] + 0.5) / (rows.shape[0] + 0.5))
-        tf = tfs.astype(np.float64)
-        lengths = snap.lengths[rows].astype(np.float64)
-        norm = self.k1 * (1.0 - self.b + self.b * (lengths / stats.mean_length))
-        return idf * (tf * (self.k1 + 1.0) / (tf + norm))
-
-    def search(
-        self, terms: Sequence[str], *, valid_us: int, tx_us: int, limit: int
-    ) -> list[tuple[int, float]]:
-        """The ``limit`` best rows live at ``(valid_us, tx_us)`` for query ``terms``.
-
-        Returns:
-            ``(row_id, score)`` pairs, score descending, ties by row id ascending; rows holding
-            no query term are absent.
-        """
-        snap = self._snapshot()
-        if snap.size == 0 or limit <= 0:
-            return []
-        stats = self._stats(snap, valid_us, tx_us)
-        if stats.count == 0:
-            return []
-        parts = []
-        for tid in self._term_ids(terms):
-            rows, tfs = self._postings(snap, tid, stats)
-            if rows.shape[0]:
-                parts.append((rows, self._bm25(snap, stats, rows, tfs)))
-        if not parts:
-            return []
-        positions = _distinct(np.concatenate([rows for rows, _ in parts]))
-        scores = np.zeros(positions.shape[0], dtype=np.float64)
-        for rows, values in parts:  # term by term, in term order: a fixed order of additions
-            scores[np.searchsorted(positions, rows)] += values
-        ids = snap.row_ids[positions]
-        if positions.shape[0] > limit:
-            cut = positions.shape[0] - limit
-            keep = scores >= np.partition(scores, cut)[cut]
-            ids, scores = ids[keep], scores[keep]
-        order = np.lexsort((ids, -scores))[:limit]
-        return [(int(ids[i]), float(scores[i])) for i in order]
-
-    def score_rows(
-        self, terms: Sequence[str], row_ids: Iterable[int], *, valid_us: int, tx_us: int
-    ) -> dict[int, float]:
-        """BM25 of the given rows that are live and hold a query term (statistics of every
-        live row): ``row_id -> score``."""
-        snap = self._snapshot()
-        wanted = np.asarray(sorted({p for r in row_ids
-                                    if (p := self._positions.get(r)) is not None
-                                    and p < snap.size}), dtype=np.int64)
-        if wanted.shape[0] == 0:
-            return {}
-        stats = self._stats(snap, valid_us, tx_us)
-        if stats.count == 0:
-            return {}
-        scores = np.zeros(wanted.shape[0], dtype=np.float64)
-        hit = np.zeros(wanted.shape[0], dtype=np.bool_)
-        for tid in self._term_ids(terms):
-            rows, tfs = self._postings(snap, tid, stats)
-            if not rows.shape[0]:
-                continue
-            at = np.searchsorted(wanted, rows)
-            inside = at < wanted.shape[0]
-            inside[inside] = wanted[at[inside]] == rows[inside]
-            if not inside.any():
-                continue
-            values = self._bm25(snap, stats, rows, tfs)  # idf needs the full df
-            scores[at[inside]] += values[inside]
-            hit[at[inside]] = True
-        ids = snap.row_ids[wanted]
-        return {int(i): float(s) for i, s, h in zip(ids, scores, hit, strict=True) if h}
+    def idf(self, term: str, *, valid_us: int, tx_us: int) -> float:
+        """:meth:`LexicalView.idf` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).idf(term)
 
     def frequencies(self, terms: Iterable[str], *, valid_us: int, tx_us: int
                     ) -> tuple[int, dict[str, int]]:
-        """The number of rows live at ``(valid_us, tx_us)``, and how many of them hold each
-        analysed term (0 for a term none holds)."""
-        snap = self._snapshot()
-        stats = self._stats(snap, valid_us, tx_us)
-        out: dict[str, int] = {}
-        for term in sorted(set(terms)):
-            tid = self._terms.get(term)
-            out[term] = 0 if tid is None else int(self._postings(snap, tid, stats)[0].shape[0])
-        return stats.count, out
-
-    def idf(self, term: str, *, valid_us: int, tx_us: int) -> float:
-        """The idf of an analysed ``term`` among the rows live at ``(valid_us, tx_us)``; a term
-        no live row holds gets the largest, ``ln(1 + (N + 0.5) / 0.5)``."""
-        count, df = self.frequencies([term], valid_us=valid_us, tx_us=tx_us)
-        return ln(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5))
+        """:meth:`LexicalView.frequencies` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).frequencies(terms)
 
     def row_terms(self, row_id: int) -> frozenset[str]:
         """The distinct analysed terms a row holds (empty for an unknown row)."""
@@ -439,5 +363,176 @@ class LexicalIndex:
             return frozenset()
         for segment in self._segments:
             if segment.first <= position < segment.first + segment.rows:
-                return frozenset(self._names[int(t)] for t in segment.terms_of(position))
+                return frozenset(self._names[int(t)] for t in segment.terms_of(position)[0])
         return frozenset()
+
+
+class LexicalView:
+    """Reads of a :class:`LexicalIndex` as of one ``(valid_us, tx_us)``, over one snapshot
+    (rows added later are not seen). Document frequencies and idfs are computed once per term.
+    Not thread-safe: one view per plan."""
+
+    def __init__(self, index: LexicalIndex, snap: _Snapshot, valid_us: int, tx_us: int) -> None:
+        self._index = index
+        self._snap = snap
+        self._stats = index._stats(snap, valid_us, tx_us)
+        self._df: dict[int, int] = {}
+        self._idf: dict[int, float] = {}
+        self._postings_of: dict[int, tuple[Int64s, Int64s]] = {}
+        self._firsts = [s.first for s in snap.segments]
+
+    @property
+    def live_rows(self) -> int:
+        """Number of rows live in the view."""
+        return self._stats.count
+
+    def _term_ids(self, terms: Iterable[str]) -> list[tuple[str, int]]:
+        """The known distinct ``terms`` with their ids, in code point order (the order their
+        contributions are added in: it depends on the terms alone, not on indexing order)."""
+        known = self._index._terms
+        return [(t, tid) for t in sorted(set(terms)) if (tid := known.get(t)) is not None]
+
+    def _postings(self, tid: int) -> tuple[Int64s, Int64s]:
+        """Live positions holding term ``tid`` and their term frequencies, ascending."""
+        parts = [p for s in self._snap.segments if (p := s.postings(tid)) is not None]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        rows = np.concatenate([r for r, _ in parts]) if len(parts) > 1 else parts[0][0]
+        tfs = np.concatenate([t for _, t in parts]) if len(parts) > 1 else parts[0][1]
+        keep = self._stats.live[rows[rows < self._snap.size]] if rows.shape[0] else rows
+        if rows.shape[0] and rows[-1] >= self._snap.size:  # rows added after the snapshot
+            inside = rows < self._snap.size
+            rows, tfs = rows[inside], tfs[inside]
+        return rows[keep], tfs[keep]
+
+    def _live_postings(self, tid: int) -> tuple[Int64s, Int64s]:
+        """:meth:`_postings`, kept for the view's life."""
+        found = self._postings_of.get(tid)
+        if found is None:
+            found = self._postings_of[tid] = self._postings(tid)
+            self._df.setdefault(tid, int(found[0].shape[0]))
+        return found
+
+    def _term_idf(self, tid: int) -> float:
+        value = self._idf.get(tid)
+        if value is None:
+            df = self._df.get(tid)
+            if df is None:
+                df = int(self._live_postings(tid)[0].shape[0])
+            value = self._idf[tid] = ln(1.0 + (self._stats.count - df + 0.5) / (df + 0.5))
+        return value
+
+    def _norms(self, positions: Int64s) -> Float64s:
+        index = self._index
+        lengths = self._snap.lengths[positions].astype(np.float64)
+        return index.k1 * (1.0 - index.b + index.b * (lengths / self._stats.mean_length))
+
+    def search(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` best live rows for query ``terms`` (repeats ignored).
+
+        Returns:
+            ``(row_id, score)`` pairs, score descending, ties by row id ascending; rows holding
+            no query term are absent.
+        """
+        if self._snap.size == 0 or limit <= 0 or self._stats.count == 0:
+            return []
+        k1 = self._index.k1
+        parts = []
+        for _term, tid in self._term_ids(terms):
+            rows, tfs = self._live_postings(tid)
+            if rows.shape[0]:
+                tf = tfs.astype(np.float64)
+                values = self._term_idf(tid) * (tf * (k1 + 1.0) / (tf + self._norms(rows)))
+                parts.append((rows, values))
+        if not parts:
+            return []
+        positions = _distinct(np.concatenate([rows for rows, _ in parts]))
+        scores = np.zeros(positions.shape[0], dtype=np.float64)
+        for rows, values in parts:  # term by term, in term order: a fixed order of additions
+            scores[np.searchsorted(positions, rows)] += values
+        ids = self._snap.row_ids[positions]
+        if positions.shape[0] > limit:
+            cut = positions.shape[0] - limit
+            keep = scores >= np.partition(scores, cut)[cut]
+            ids, scores = ids[keep], scores[keep]
+        order = np.lexsort((ids, -scores))[:limit]
+        return [(int(ids[i]), float(scores[i])) for i in order]
+
+    def score_rows(self, terms: Sequence[str], row_ids: Iterable[int]) -> dict[int, float]:
+        """BM25 of the given rows that are live and hold a query term (the same bits
+        :meth:`search` gives them: the same operations, term by term in the same order):
+        ``row_id -> score``, in the order of ``row_ids``."""
+        if self._stats.count == 0:
+            return {}
+        query = self._term_ids(terms)
+        if not query:
+            return {}
+        known = self._index._positions
+        size = self._snap.size
+        live = self._stats.live
+        ids: list[int] = []
+        where: list[int] = []
+        for row_id in row_ids:
+            position = known.get(row_id)
+            if position is not None and position < size and live[position]:
+                ids.append(row_id)
+                where.append(position)
+        if not ids:
+            return {}
+        positions = np.asarray(where, dtype=np.int64)
+        norms = self._norms(positions)
+        k1 = self._index.k1
+        scores = np.zeros(positions.shape[0], dtype=np.float64)
+        hit = np.zeros(positions.shape[0], dtype=np.bool_)
+        for _term, tid in query:  # term by term, in term order, as search adds them
+            rows, tfs = self._live_postings(tid)
+            if not rows.shape[0]:
+                continue
+            at = np.minimum(np.searchsorted(rows, positions), rows.shape[0] - 1)
+            found = rows[at] == positions
+            if not found.any():
+                continue
+            tf = tfs[at[found]].astype(np.float64)
+            scores[found] += self._term_idf(tid) * (tf * (k1 + 1.0) / (tf + norms[found]))
+            hit |= found
+        return {row_id: float(score) for row_id, score, held
+                in zip(ids, scores.tolist(), hit.tolist(), strict=True) if held}
+
+    def frequencies(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """The number of live rows, and how many of them hold each analysed term (0 for a term
+        none holds)."""
+        out: dict[str, int] = {}
+        known = self._index._terms
+        for term in sorted(set(terms)):
+            tid = known.get(term)
+            if tid is None:
+                out[term] = 0
+                continue
+            df = self._df.get(tid)
+            if df is None:
+                df = int(self._live_postings(tid)[0].shape[0])
+            out[term] = df
+        return self._stats.count, out
+
+    def idf(self, term: str) -> float:
+        """The idf of an analysed ``term`` among the live rows; a term no live row holds gets
+        the largest, ``ln(1 + (N + 0.5) / 0.5)``."""
+        tid = self._index._terms.get(term)
+        if tid is None:
+            return ln(1.0 + (self._stats.count + 0.5) / 0.5)
+        return self._term_idf(tid)
+
+    def held_terms(self, row_ids: Iterable[int]) -> set[str]:
+        """The distinct analysed terms the given rows hold together (rows outside the
+        view's snapshot hold none)."""
+        known = self._index._positions
+        held: set[int] = set()
+        for row_id in row_ids:
+            position = known.get(row_id)
+            if position is None or position >= self._snap.size:
+                continue
+            segment = self._snap.segments[bisect.bisect_right(self._firsts, position) - 1]
+            held.update(segment.terms_of(position)[0].tolist())
+        names = self._index._names
+        return {names[t] for t in held}

@@ -49,7 +49,7 @@ import numpy.typing as npt
 from planner_svc.core.exactmath import ln
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
-from planner_svc.index.catalog import Catalog
+from planner_svc.index.catalog import Catalog, CatalogVersion
 from planner_svc.recall.question import Question, analyze_question
 from planner_svc.recall.semantic import confidence_decay, exact_similarities
 from planner_svc.recall.settings import RecallSettings
@@ -201,8 +201,20 @@ class _Recall:
         self.semantic = semantic if query.semantic else None
         self.valid_us = query.valid_us
         self.tx_us = query.tx_us
+        self.passages = catalog.passages.view(valid_us=query.valid_us, tx_us=query.tx_us)
+        self.documents_view = catalog.documents.view(valid_us=query.valid_us, tx_us=query.tx_us)
         self.semantic_hits = 0
         self.unsourced: set[int] = set()  # versions a leg reached that cite no source
+        self._members: dict[str, list[CatalogVersion]] = {}
+        self._vectors: dict[int, Vector | None] = {}
+
+    def members(self, source: str) -> list[CatalogVersion]:
+        """The live nodes of ``source`` (read once per plan)."""
+        found = self._members.get(source)
+        if found is None:
+            found = self._members[source] = self.catalog.live_nodes_of(
+                source, self.valid_us, self.tx_us)
+        return found
 
     # ---------------------------------------------------------------- documents
 
@@ -218,9 +230,7 @@ class _Recall:
                 elif version is not None:
                     self.unsourced.add(version.version_id)
             return _relative(raw, self.settings.structured_sharpness)
-        hits = self.catalog.documents.search(terms, valid_us=self.valid_us, tx_us=self.tx_us,
-                                             limit=self.query.document_k)
-        for row_id, score in hits:
+        for row_id, score in self.documents_view.search(terms, limit=self.query.document_k):
             source = self.catalog.source_of_document(row_id)
             if source is not None:
                 raw[source] = max(raw.get(source, 0.0), score)
@@ -266,15 +276,30 @@ class _Recall:
         return vector if np.any(vector) else None
 
     def similarities(self, vector: Vector, ids: Sequence[int]) -> dict[int, float]:
-        """Exact cosine of ``vector`` with each stored vector of ``ids`` (those that have one)."""
+        """Exact cosine of ``vector`` with each stored vector of ``ids`` (those that have one),
+        in the order of ``ids``. Stored vectors are read once per plan."""
         if self.semantic is None or not ids:
             return {}
-        stored = self.semantic.vectors(ids)
-        have = [i for i in ids if i in stored]
+        missing = [i for i in ids if i not in self._vectors]
+        if missing:
+            stored = self.semantic.vectors(missing)
+            for i in missing:
+                self._vectors[i] = stored.get(i)
+        have = [i for i in ids if self._vectors[i] is not None]
         if not have:
             return {}
-        sims = exact_similarities(vector, np.stack([stored[i] for i in have])).tolist()
+        matrix = np.stack([v for i in have if (v := self._vectors[i]) is not None])
+        sims = exact_similarities(vector, matrix).tolist()
         return dict(zip(have, sims, strict=True))
+
+    def local(self, sources: Sequence[str], terms: Sequence[str], vector: Vector | None
+              ) -> tuple[dict[int, float], dict[int, float]]:
+        """BM25 of ``terms`` and cosine with ``vector`` of every live node of ``sources``:
+        ``(version id -> BM25, version id -> cosine)``, one batch for all of them."""
+        ids = [m.version_id for source in sources for m in self.members(source)]
+        lexical = self.passages.score_rows(terms, ids)
+        cosine = self.similarities(vector, ids) if vector is not None else {}
+        return lexical, cosine
 
     # ---------------------------------------------------------------- hops
 
@@ -288,31 +313,28 @@ class _Recall:
         for source, score in sources:
             if not score > 0.0:
                 continue
-            own = self.catalog.live_nodes_of(source, self.valid_us, self.tx_us)
+            own = self.members(source)
             links: dict[str, float] = {}
             for _mine, other, weight in self.catalog.neighbours(own, self.valid_us, self.tx_us):
                 if other.source is not None:
                     links[other.source] = max(links.get(other.source, 0.0), weight)
             if not links:
                 continue
-            held: set[str] = set()
-            for version in own:
-                held |= self.catalog.passages.row_terms(version.version_id)
+            held = self.passages.held_terms(v.version_id for v in own)
             terms = tuple(t for t in question.terms if t not in held)
             kept = [w for w in words if w.casefold() not in STOPWORDS
                     and not set(query_terms(w)) & held]
             residual = self.embed(" ".join(kept)) if kept else None
             probe = residual if residual is not None or question.text else vector
+            targets = sorted(links)
+            found, sims = self.local(targets, terms, probe)
             lexical: dict[str, float] = {}
             cosine: dict[str, float] = {}
-            for target in sorted(links):
-                ids = [m.version_id for m in
-                       self.catalog.live_nodes_of(target, self.valid_us, self.tx_us)]
-                found = self.catalog.passages.score_rows(terms, ids, valid_us=self.valid_us,
-                                                         tx_us=self.tx_us)
-                lexical[target] = max(found.values(), default=0.0)
+            for target in targets:
+                ids = [m.version_id for m in self.members(target)]
+                lexical[target] = max((found[i] for i in ids if i in found), default=0.0)
                 if probe is not None:
-                    cosine[target] = max(self.similarities(probe, ids).values(), default=0.0)
+                    cosine[target] = max((sims[i] for i in ids if i in sims), default=0.0)
             lex_rel = _relative(lexical, 1.0)
             cos_rel = _relative(cosine, settings.local_sharpness)
             for target, weight in sorted(links.items()):
@@ -325,22 +347,18 @@ class _Recall:
 
     # ---------------------------------------------------------------- passages
 
-    def rank(self, source: str, terms: Sequence[str], vector: Vector | None
+    def rank(self, source: str, lexical: Mapping[int, float], cosine: Mapping[int, float]
              ) -> list[tuple[list[int], float]]:
         """The live nodes of ``source`` grouped by the spans they cite, most relevant group
-        first (ties by their smallest version id): ``(version ids, local relevance)``."""
-        members = self.catalog.live_nodes_of(source, self.valid_us, self.tx_us)
+        first (ties by their smallest version id): ``(version ids, local relevance)``, from
+        the nodes' BM25 (``lexical``) and cosine (``cosine``) by version id."""
+        members = self.members(source)
         if not members:
             return []
         ids = [m.version_id for m in members]
-        lexical = self.catalog.passages.score_rows(terms, ids, valid_us=self.valid_us,
-                                                   tx_us=self.tx_us)
-        lex_rel = _relative({str(k): s for k, s in lexical.items()}, 1.0)
-        cos_rel: dict[str, float] = {}
-        if vector is not None:
-            cos_rel = _relative({str(k): max(0.0, s) for k, s in
-                                 self.similarities(vector, ids).items()},
-                                self.settings.local_sharpness)
+        lex_rel = _relative({str(i): lexical[i] for i in ids if i in lexical}, 1.0)
+        cos_rel = _relative({str(i): max(0.0, cosine[i]) for i in ids if i in cosine},
+                            self.settings.local_sharpness)
         groups: dict[tuple[object, ...], list[int]] = {}
         for m in members:
             groups.setdefault(m.spans, []).append(m.version_id)
@@ -391,16 +409,29 @@ def recall_documents(
     nodes: dict[int, NodeScore] = {}
     documents = []
     residual: dict[str, tuple[str, ...]] = {}
+    # Local relevance is computed in one batch per (terms, vector) pair: the question's, and
+    # each hop's residual.
+    local_query: dict[str, tuple[tuple[str, ...], Vector | None]] = {}
+    for source, _score in ranked:
+        hop = hops.get(source)
+        if hop is not None and hop.score >= scores.get(source, 0.0):
+            residual[source] = hop.terms
+            local_query[source] = (hop.terms, hop.vector if hop.vector is not None else vector)
+        else:
+            local_query[source] = (question.terms, vector)
+    batches: dict[tuple[tuple[str, ...], int], list[str]] = {}
+    for source, (terms, local_vector) in local_query.items():
+        batches.setdefault((terms, id(local_vector)), []).append(source)
+    local: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
+    for (terms, _vector_id), batch in batches.items():
+        batch_scores = state.local(batch, terms, local_query[batch[0]][1])
+        for source in batch:
+            local[source] = batch_scores
     for source, score in ranked:
         hop = hops.get(source)
-        by_hop = hop is not None and hop.score >= scores.get(source, 0.0)
-        terms = question.terms
-        local_vector = vector
-        if by_hop and hop is not None:
-            terms, residual[source] = hop.terms, hop.terms
-            local_vector = hop.vector if hop.vector is not None else vector
         sharp = unit_power(score, settings.document_sharpness)
-        for rank, (versions, relevance) in enumerate(state.rank(source, terms, local_vector)):
+        lexical, cosine = local[source]
+        for rank, (versions, relevance) in enumerate(state.rank(source, lexical, cosine)):
             value = sharp * (settings.passage_floor + (1.0 - settings.passage_floor) * relevance)
             value *= unit_power(settings.passage_decay, rank)
             for version_id in versions:
@@ -441,8 +472,8 @@ def measure_evidence(catalog: Catalog, question: Question, similarity: float | N
     """The absolute evidence for ``question`` (see :class:`Evidence`): the documents measured
     are the :data:`COVERAGE_DOCUMENTS` best by BM25, and the documents linked to the
     :data:`COVERAGE_LINKED` best of them."""
-    count, frequency = catalog.documents.frequencies(question.terms, valid_us=valid_us,
-                                                     tx_us=tx_us)
+    documents = catalog.documents.view(valid_us=valid_us, tx_us=tx_us)
+    count, frequency = documents.frequencies(question.terms)
     # A CJK character pair no document holds is a cut across two words of the question (CJK
     # text has no spaces, so its terms are character pairs), not a name the store lacks.
     terms = [t for t in sorted(frequency) if frequency[t] > 0 or not is_cjk(t)]
@@ -460,8 +491,7 @@ def measure_evidence(catalog: Catalog, question: Question, similarity: float | N
                 got += weights[t]
         return got / total
 
-    hits = catalog.documents.search(terms, valid_us=valid_us, tx_us=tx_us,
-                                    limit=COVERAGE_DOCUMENTS)
+    hits = documents.search(terms, limit=COVERAGE_DOCUMENTS)
     sources = [s for row, _ in hits if (s := catalog.source_of_document(row)) is not None]
     best, where = 0.0, None
     for rank, source in enumerate(sources):

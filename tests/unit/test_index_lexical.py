@@ -110,3 +110,18 @@ def test_row_terms_and_duplicates() -> None:
     assert index.row_terms(1) == frozenset({"river", "sea"})
     assert index.row_terms(99) == frozenset()
     assert index.search(["again"], valid_us=0, tx_us=0, limit=5) == []
+
+
+def test_a_view_reads_one_snapshot() -> None:
+    index = LexicalIndex()
+    index.add([_row(1, "river delta"), _row(2, "sea")])
+    view = index.view(valid_us=0, tx_us=0)
+    before = view.search(["river"], limit=10)
+    index.add([_row(3, "river river")])  # after the view: neither seen nor counted
+    assert view.search(["river"], limit=10) == before
+    assert view.score_rows(["river"], [3, 1]) == dict(before)
+    assert view.frequencies(["river", "zebra"]) == (2, {"river": 1, "zebra": 0})
+    assert view.held_terms([1, 2, 3]) == {"river", "delta", "sea"}
+    fresh = index.view(valid_us=0, tx_us=0)
+    assert fresh.live_rows == 3
+    assert [i for i, _ in fresh.search(["river"], limit=10)] == [3, 1]
