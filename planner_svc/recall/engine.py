@@ -455,9 +455,10 @@ class Evidence:
 
     Attributes:
         coverage: the largest share of the question's information (its distinct terms weighted
-            by their idf over whole documents, as of the plan) that one document holds, or one
-            document and a document it links to together; in [0, 1].
-        best_source: the document (or ``"A + B"`` pair) reaching it; None when none holds any.
+            by their idf over whole documents, as of the plan) that one document holds, one
+            document and a document it links to together, or (for a multi-part question) the
+            best documents of its parts together; in [0, 1].
+        best_source: the document (or ``"A + B"`` group) reaching it; None when none holds any.
         similarity: the best cosine similarity of a passage to the question (None without the
             semantic leg).
     """
@@ -470,8 +471,9 @@ class Evidence:
 def measure_evidence(catalog: Catalog, question: Question, similarity: float | None, *,
                      valid_us: int, tx_us: int) -> Evidence:
     """The absolute evidence for ``question`` (see :class:`Evidence`): the documents measured
-    are the :data:`COVERAGE_DOCUMENTS` best by BM25, and the documents linked to the
-    :data:`COVERAGE_LINKED` best of them."""
+    are the :data:`COVERAGE_DOCUMENTS` best by BM25, the documents linked to the
+    :data:`COVERAGE_LINKED` best of them, and, for a multi-part question, the best document of
+    every part together."""
     documents = catalog.documents.view(valid_us=valid_us, tx_us=tx_us)
     count, frequency = documents.frequencies(question.terms)
     # A CJK character pair no document holds is a cut across two words of the question (CJK
@@ -508,4 +510,16 @@ def measure_evidence(catalog: Catalog, question: Question, similarity: float | N
             value = share(held | catalog.document_terms(other, tx_us))
             if value > best:
                 best, where = value, f"{source} + {other}"
+    if question.parts:  # a comparison is answered by its alternatives' documents together
+        chosen: list[str] = []
+        for part in question.parts:
+            top = documents.search(query_terms(part), limit=1)
+            found = catalog.source_of_document(top[0][0]) if top else None
+            if found is not None and found not in chosen:
+                chosen.append(found)
+        if len(chosen) > 1:
+            held = frozenset[str]().union(*(catalog.document_terms(s, tx_us) for s in chosen))
+            value = share(held)
+            if value > best:
+                best, where = value, " + ".join(chosen)
     return Evidence(coverage=best, best_source=where, similarity=similarity)

@@ -4,10 +4,12 @@ A comparison or choice ("Which is older: the Cupertino iPhone maker or Jeff Bezo
 company?", "Which river runs farther, the Mississippi or the Rio Grande?") names two or more
 alternatives, each of which needs evidence of its own; a plan should carry a span for every
 one of them even at a small budget. :func:`question_parts` finds the alternatives of a final
-``A or B`` (or ``A, B or C``) list set off by a colon or a comma, of a leading ``A or B:``
-list, and of a leading ``Between A and B,``, and returns one sub-question per alternative: the
-question's head ("Which is older") followed by that alternative. Questions of other shapes have
-no parts.
+``A or B`` (or ``A, B or C``; ``vs`` and ``versus`` join alternatives too) list set off by a
+colon or a comma, of a leading ``A or B:`` list, and of a leading ``Between A and B,``, and
+returns one sub-question per alternative: the question's head ("Which is older") followed by
+that alternative. A yes/no comparison ("Is A older than B?") has two parts: its words up to the
+comparative ("Is A older"), and what follows ``than`` with the comparative ("B older").
+Questions of other shapes have no parts.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from planner_svc.index.analysis import query_terms
 
 __all__ = ["Question", "analyze_question", "question_parts"]
 
-_OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+_OR = re.compile(r"\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
 _BETWEEN = re.compile(r"^(?:of\s+|between\s+)(.+?)\s+and\s+(.+?),\s*(.+)$", re.IGNORECASE)
-_LIST_SEP = re.compile(r",\s*|\s+or\s+", re.IGNORECASE)
+_LIST_SEP = re.compile(r",\s*|\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
+_THAN = re.compile(
+    r"^((?:is|was|are|were|does|did|do|has|have|had|can|could)\s+.+?\s+(\w+))\s+than\s+(.+)$",
+    re.IGNORECASE)
 MAX_PARTS = 8
 """Most alternatives kept (a longer list is not a comparison)."""
 
@@ -45,6 +50,10 @@ def question_parts(question: str) -> list[str]:
     """The sub-questions of a comparison or choice, one per alternative (see the module
     docstring); ``[]`` when the question lists no alternatives."""
     text = question.strip().rstrip("?!. ").strip()
+    than = _THAN.match(text)
+    if than:  # "Is A older than B?"
+        left, comparative, right = (g.strip() for g in than.groups())
+        return [left, f"{right} {comparative}"] if right else []
     between = _BETWEEN.match(text)
     if between:  # "Between A and B, which ...?"
         first, second, head = (g.strip() for g in between.groups())
