@@ -47,9 +47,7 @@ def main() -> int:
     with open(args.questions, encoding="utf-8") as fh:
         questions = [json.loads(line)["question"] for line in fh if line.strip()]
     data = [
-        {"query": {"text": q}, "semantic": {"text": q}, "expandDepth": 1,
-         "budgetTokens": str(args.budget)}
-        for q in questions
+        {"question": q, "expandDepth": 1, "budgetTokens": str(args.budget)} for q in questions
     ]
     ghz = ghz_path()
     with running_server(args.data, args.port, workers=args.workers) as address:
@@ -59,7 +57,7 @@ def main() -> int:
         out = subprocess.run(
             [ghz, "--insecure", "--proto", str(ROOT / "protos/planner/v1/plan.proto"),
              "--import-paths", str(ROOT / "protos"),
-             "--call", "planner.v1.EvidencePlanner.Plan", "--data-file", data_file,
+             "--call", "planner.v1.EvidencePlannerService.Plan", "--data-file", data_file,
              "-n", str(args.total), "-c", str(args.concurrency), "--connections", "2",
              "--timeout", "10s", "--format", "json", address],
             check=True, capture_output=True, text=True,

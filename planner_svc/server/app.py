@@ -46,9 +46,9 @@ log = structlog.get_logger("planner_svc.server")
 __all__ = ["SERVICE_NAMES", "RunningServer", "create_server", "serve", "serve_workers"]
 
 SERVICE_NAMES: tuple[str, ...] = (
-    plan_pb2.DESCRIPTOR.services_by_name["EvidencePlanner"].full_name,
-    memory_pb2.DESCRIPTOR.services_by_name["Memory"].full_name,
-    research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name,
+    plan_pb2.DESCRIPTOR.services_by_name["EvidencePlannerService"].full_name,
+    memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
+    research_pb2.DESCRIPTOR.services_by_name["ResearchPlannerService"].full_name,
 )
 """The planner's own services, registered for health and reflection."""
 
@@ -95,10 +95,10 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
         options=options,
         maximum_concurrent_rpcs=settings.transport.max_workers * 16,
     )
-    plan_pb2_grpc.add_EvidencePlannerServicer_to_server(
+    plan_pb2_grpc.add_EvidencePlannerServiceServicer_to_server(
         EvidencePlannerServicer(services.planner), server
     )
-    memory_pb2_grpc.add_MemoryServicer_to_server(
+    memory_pb2_grpc.add_MemoryServiceServicer_to_server(
         MemoryServicer(ingest=services.ingest, memory=services.memory), server
     )
     add_research_servicer(

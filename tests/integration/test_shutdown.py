@@ -33,7 +33,7 @@ def test_drain_then_stop(fixture_data_dir: Path, tmp_path: Path) -> None:
         assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
         status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
         assert status == health_pb2.HealthCheckResponse.NOT_SERVING
-        assert server.planner.Plan(request, timeout=5).spans  # still answered while draining
+        assert server.planner.Plan(request, timeout=5).plan.spans  # still answered while draining
         stopper.join(10)
         with pytest.raises(grpc.RpcError) as info:
             server.planner.Plan(request, timeout=2)

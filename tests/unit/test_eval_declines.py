@@ -81,11 +81,11 @@ class FakeStub:
         self.calls: list[tuple[plan_pb2.PlanRequest, float]] = []
 
     def Plan(self, request: plan_pb2.PlanRequest, *, timeout: float,
-             metadata: tuple[tuple[str, str], ...]) -> plan_pb2.EvidencePlan:
+             metadata: tuple[tuple[str, str], ...]) -> plan_pb2.PlanResponse:
         self.calls.append((request, timeout))
         if isinstance(self.outcome, grpc.RpcError):
             raise self.outcome
-        return self.outcome
+        return plan_pb2.PlanResponse(plan=self.outcome)
 
 
 def test_request_plan_turns_a_decline_into_an_empty_refused_plan() -> None:
@@ -93,8 +93,8 @@ def test_request_plan_turns_a_decline_into_an_empty_refused_plan() -> None:
     assert request_plan(stub, "Who?", budget=500, timeout_s=3.0) == ServerPlan(
         source_ids=(), texts=(), used=0, refused=True)
     request, timeout = stub.calls[0]
-    assert (request.budget_tokens, request.query.text, request.semantic.text, timeout) == (
-        500, "Who?", "Who?", 3.0)
+    assert (request.budget_tokens, request.question, timeout) == (500, "Who?", 3.0)
+    assert not request.HasField("structured") and not request.HasField("semantic")
 
 
 @pytest.mark.parametrize("error", [BACKEND, BARE,

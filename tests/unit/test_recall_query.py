@@ -15,7 +15,7 @@ NOW = 1_800_000_000_000_000
 
 
 def _query(**kw: object) -> plan_pb2.PlanRequest:
-    return plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="Paris", **kw))  # type: ignore[arg-type]
+    return plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="Paris", **kw))  # type: ignore[arg-type]
 
 
 def _convert(msg: plan_pb2.PlanRequest) -> object:
@@ -41,15 +41,15 @@ def test_filters_at_the_bounds_are_accepted() -> None:
 @pytest.mark.parametrize(
     ("kw", "field", "words"),
     [
-        ({"labels": [f"l{i}" for i in range(1100)]}, "query.labels", "at most 32"),
-        ({"labels": [f"l{i}" for i in range(33)]}, "query.labels", "got 33"),
-        ({"labels": ["ok", ""]}, "query.labels", "[1]"),
-        ({"labels": ["x" * 257]}, "query.labels", "257"),
-        ({"properties": {f"k{i}": "v" for i in range(33)}}, "query.properties", "got 33"),
-        ({"properties": {"": "v"}}, "query.properties", "key"),
-        ({"properties": {"k": ""}}, "query.properties", "'k'"),
-        ({"properties": {"k" * 257: "v"}}, "query.properties", "257"),
-        ({"properties": {"k": "v" * 257}}, "query.properties", "257"),
+        ({"labels": [f"l{i}" for i in range(1100)]}, "structured.labels", "at most 32"),
+        ({"labels": [f"l{i}" for i in range(33)]}, "structured.labels", "got 33"),
+        ({"labels": ["ok", ""]}, "structured.labels", "[1]"),
+        ({"labels": ["x" * 257]}, "structured.labels", "257"),
+        ({"properties": {f"k{i}": "v" for i in range(33)}}, "structured.properties", "got 33"),
+        ({"properties": {"": "v"}}, "structured.properties", "key"),
+        ({"properties": {"k": ""}}, "structured.properties", "'k'"),
+        ({"properties": {"k" * 257: "v"}}, "structured.properties", "257"),
+        ({"properties": {"k": "v" * 257}}, "structured.properties", "257"),
     ],
 )
 def test_filters_out_of_bounds_name_the_field(kw: dict[str, object], field: str,
@@ -62,7 +62,7 @@ def test_filters_out_of_bounds_name_the_field(kw: dict[str, object], field: str,
 
 def test_absent_k_and_limit_take_the_recall_settings_defaults() -> None:
     both = plan_pb2.PlanRequest(
-        query=plan_pb2.StructuredQuery(text="Paris"),
+        structured=plan_pb2.StructuredRecall(text="Paris"),
         semantic=plan_pb2.SemanticRecall(text="Paris"),
     )
     custom = evidence_query_from_proto(both, now_us=NOW, config=SelectionSettings(),
@@ -74,7 +74,7 @@ def test_absent_k_and_limit_take_the_recall_settings_defaults() -> None:
     defaults = RecallSettings()
     assert (plain.semantic.k, plain.structured.limit) == (
         defaults.default_k, defaults.default_limit)
-    both.query.limit, both.semantic.k = 3, 4  # an explicit value wins
+    both.structured.limit, both.semantic.k = 3, 4  # an explicit value wins
     explicit = evidence_query_from_proto(both, now_us=NOW, config=SelectionSettings(),
                                      recall=RecallSettings(default_k=7, default_limit=9))
     assert explicit.semantic is not None and explicit.structured is not None
