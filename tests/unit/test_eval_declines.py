@@ -65,7 +65,8 @@ def test_the_reason_on_another_code_or_inconsistent_details_is_no_decline() -> N
     # details claim FAILED_PRECONDITION, the call says UNAVAILABLE: rpc_status rejects it
     mismatched = FakeRpcError(grpc.StatusCode.UNAVAILABLE, status.message, trailing)
     assert (error_reasons(mismatched), is_decline(mismatched)) == ([], False)
-    info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE", domain="planner.v1")
+    info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE",
+                                       domain="planner.plannersvc.dev")
     aborted = rpc_status.to_status(rich(code_pb2.ABORTED, "m", info))
     other = FakeRpcError(aborted.code, aborted.details, aborted.trailing_metadata)
     assert error_reasons(other) == ["INSUFFICIENT_EVIDENCE"]

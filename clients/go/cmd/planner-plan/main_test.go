@@ -142,7 +142,7 @@ func TestInvalidArgumentPrintsCodeAndFieldViolation(t *testing.T) {
 
 func TestFailedPreconditionPrintsReason(t *testing.T) {
 	st, err := status.New(codes.FailedPrecondition, "nothing recalled").WithDetails(
-		&errdetails.ErrorInfo{Reason: "INSUFFICIENT_EVIDENCE", Domain: "planner.v1"})
+		&errdetails.ErrorInfo{Reason: "INSUFFICIENT_EVIDENCE", Domain: "planner.plannersvc.dev"})
 	if err != nil {
 		t.Fatal(err)
 	}
