@@ -11,7 +11,16 @@ FONT_FILES := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf \
 	/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc \
 	/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
-.PHONY: setup fonts protos check-protos lint typecheck test test-go test-fast demo fetch-corpus ingest-demo bench clean
+# buf, from the npm package @bufbuild/buf at this version, installed into .cache/npm (never
+# globally). It lints and formats the contract and checks it for breaking changes against the
+# committed baseline image, which `make buf-baseline` moves (README.md, "The contract").
+BUF_VERSION := 1.75.0
+NPM_TOOLS := .cache/npm
+BUF := $(NPM_TOOLS)/node_modules/.bin/buf
+BUF_BASELINE := protos/baseline/planner-v1.binpb
+
+.PHONY: setup fonts protos lint test test-go test-fast demo fetch-corpus bench clean \
+	buf buf-check buf-baseline go-tools
 
 $(BIN)/planner-svc: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +42,26 @@ fonts:
 
 protos: setup
 	$(BIN)/python scripts/gen_protos.py
+
+buf:
+	@[ "$$($(BUF) --version 2>/dev/null)" = "$(BUF_VERSION)" ] || \
+		npm install --prefix $(NPM_TOOLS) --no-audit --no-fund --save-exact \
+			@bufbuild/buf@$(BUF_VERSION)
+
+# Lint (STANDARD + COMMENTS), formatting, and no breaking change against the baseline.
+buf-check: buf
+	$(BUF) lint
+	$(BUF) format --diff --exit-code
+	$(BUF) breaking --against $(BUF_BASELINE)
+
+# Move the baseline to the contract as it is now: only for a deliberate, reviewed break.
+buf-baseline: buf
+	mkdir -p $(dir $(BUF_BASELINE))
+	$(BUF) build --exclude-source-info -o $(BUF_BASELINE)
+
+# grpcurl and ghz at their pinned versions (bench/gotools.py), into .cache/bin.
+go-tools: setup
+	$(BIN)/python -m bench.gotools
 
 lint: setup
 	$(BIN)/ruff check planner_svc tests bench scripts
