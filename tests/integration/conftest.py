@@ -56,7 +56,7 @@ class Live:
 
     running: RunningServer
     channel: grpc.Channel
-    planner: plan_pb2_grpc.EvidencePlannerStub
+    planner: plan_pb2_grpc.EvidencePlannerServiceStub
     memory: memory_pb2_grpc.MemoryServiceStub
     address: str
 
