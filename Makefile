@@ -113,4 +113,4 @@ bench: setup
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(TS)/dist .cache/ts-gen
