@@ -11,7 +11,20 @@ FONT_FILES := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf \
 	/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc \
 	/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
-.PHONY: setup fonts protos check-protos lint typecheck test test-go test-fast demo fetch-corpus ingest-demo bench clean
+# buf, from the npm package @bufbuild/buf at this version, installed into .cache/npm (never
+# globally). It lints and formats the contract and checks it for breaking changes against the
+# committed baseline image, which `make buf-baseline` moves (README.md, "The contract").
+BUF_VERSION := 1.75.0
+NPM_TOOLS := .cache/npm
+BUF := $(NPM_TOOLS)/node_modules/.bin/buf
+BUF_BASELINE := protos/baseline/planner-v1.binpb
+
+# The TypeScript client: npm packages from its committed package-lock.json (npm ci).
+TS := clients/ts
+TS_DEPS := $(TS)/node_modules/.package-lock.json
+
+.PHONY: setup fonts protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
+	buf buf-check buf-baseline check-gen go-tools
 
 $(BIN)/planner-svc: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,19 +44,61 @@ fonts:
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(FONT_PACKAGES) >/dev/null; \
 	fi
 
-protos: setup
+$(TS_DEPS): $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+	@touch $@
+
+# Regenerate every language's stubs after editing protos/: Python (planner_svc/api), Go
+# (clients/go/gen.sh) and TypeScript (buf generate, buf.gen.yaml).
+protos: setup buf $(TS_DEPS)
 	$(BIN)/python scripts/gen_protos.py
+	clients/go/gen.sh
+	$(BUF) generate
+
+# Fail when the committed Go or TypeScript stubs differ from what protos/ generates (the Python
+# ones are checked by tests/unit/test_protos_drift.py).
+check-gen: setup buf $(TS_DEPS)
+	clients/go/gen.sh --check
+	rm -rf .cache/ts-gen
+	$(BUF) generate -o .cache/ts-gen
+	diff -r $(TS)/src/gen .cache/ts-gen/$(TS)/src/gen
+	@echo "$(TS)/src/gen is up to date"
+
+buf:
+	@[ "$$($(BUF) --version 2>/dev/null)" = "$(BUF_VERSION)" ] || \
+		npm install --prefix $(NPM_TOOLS) --no-audit --no-fund --save-exact \
+			@bufbuild/buf@$(BUF_VERSION)
+
+# Lint (STANDARD + COMMENTS), formatting, and no breaking change against the baseline.
+buf-check: buf
+	$(BUF) lint
+	$(BUF) format --diff --exit-code
+	$(BUF) breaking --against $(BUF_BASELINE)
+
+# Move the baseline to the contract as it is now: only for a deliberate, reviewed break.
+buf-baseline: buf
+	mkdir -p $(dir $(BUF_BASELINE))
+	$(BUF) build --exclude-source-info -o $(BUF_BASELINE)
+
+# grpcurl and ghz at their pinned versions (bench/gotools.py), into .cache/bin.
+go-tools: setup
+	$(BIN)/python -m bench.gotools
 
 lint: setup
 	$(BIN)/ruff check planner_svc tests bench scripts
 	$(BIN)/mypy
 
-test: setup test-go
+test: setup test-go test-ts
 	$(BIN)/python -m pytest -q
 
 # The Go client (clients/go): plan hash vectors and the CLI; modules come from the Go proxy.
 test-go:
 	cd clients/go && go test ./...
+
+# The TypeScript client (clients/ts): tsc, then node's test runner over the plan hash vectors and
+# a live server (the test ingests the fixture and starts `planner-svc serve` itself).
+test-ts: setup $(TS_DEPS)
+	cd $(TS) && PLANNER_SVC=$(abspath $(BIN)/planner-svc) npm test
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m 'not integration'
@@ -58,4 +113,4 @@ bench: setup
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(TS)/dist .cache/ts-gen

@@ -1,9 +1,10 @@
 """Load test of the Plan RPC with ghz (github.com/bojand/ghz) against a loopback server.
 
-Installs ghz with ``go install`` (Go module proxy) when it is not on PATH or in ~/go/bin,
-starts ``planner-svc serve`` on an existing data directory (``make demo`` first), runs
-``bench/ghz/plan.json`` — question texts taken round-robin from a JSONL file — and prints one
-JSON object: requests/s, latency percentiles in ms, status-code counts and the git revision.
+Uses the pinned ghz of :mod:`bench.gotools` (installed into .cache/bin on first use), starts
+``planner-svc serve`` on an existing data directory (``make demo`` first) and asks for plans of
+question texts taken round-robin from a JSONL file. ghz reads the contract through server
+reflection: no proto files. Prints one JSON object: requests/s, latency percentiles in ms,
+status-code counts and the git revision.
 
 Usage: python -m bench.bench_ghz [--data data/demo] [--total 2000] [--concurrency 8]
 """
@@ -12,26 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 
 from bench._server import ROOT, git_revision, running_server
 from bench.bench_plan_grpc import DEFAULT_QUESTIONS
+from bench.gotools import go_tool
 
-GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@v0.120.0"
-"""Pinned: older releases cannot parse proto3 ``optional`` fields."""
-GHZ_BIN = ROOT / ".cache" / "bin"
-
-
-def ghz_path() -> str:
-    """Path of the pinned ghz, installed into .cache/bin with ``go install`` when missing."""
-    binary = GHZ_BIN / "ghz"
-    if not binary.exists():
-        env = {**os.environ, "GOBIN": str(GHZ_BIN)}
-        subprocess.run(["go", "install", GHZ_MODULE], check=True, env=env)
-    return str(binary)
+PLAN_CALL = "planner.v1.EvidencePlannerService.Plan"
+"""The method ghz calls, resolved through server reflection."""
 
 
 def main() -> int:
@@ -47,19 +38,15 @@ def main() -> int:
     with open(args.questions, encoding="utf-8") as fh:
         questions = [json.loads(line)["question"] for line in fh if line.strip()]
     data = [
-        {"query": {"text": q}, "semantic": {"text": q}, "expandDepth": 1,
-         "budgetTokens": str(args.budget)}
-        for q in questions
+        {"question": q, "expandDepth": 1, "budgetTokens": str(args.budget)} for q in questions
     ]
-    ghz = ghz_path()
+    ghz = str(go_tool("ghz"))
     with running_server(args.data, args.port, workers=args.workers) as address:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(data, fh)
             data_file = fh.name
         out = subprocess.run(
-            [ghz, "--insecure", "--proto", str(ROOT / "protos/planner/v1/plan.proto"),
-             "--import-paths", str(ROOT / "protos"),
-             "--call", "planner.v1.EvidencePlanner.Plan", "--data-file", data_file,
+            [ghz, "--insecure", "--call", PLAN_CALL, "--data-file", data_file,
              "-n", str(args.total), "-c", str(args.concurrency), "--connections", "2",
              "--timeout", "10s", "--format", "json", address],
             check=True, capture_output=True, text=True,

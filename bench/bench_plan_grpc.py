@@ -51,7 +51,7 @@ def main() -> int:
         running_server(args.data, args.port, workers=args.workers) as address,
         grpc.insecure_channel(address) as channel,
     ):
-        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
         for r in requests[:20]:  # warm-up
             stub.Plan(r, timeout=30)
         seq: list[float] = []
@@ -71,7 +71,7 @@ def main() -> int:
             with grpc.insecure_channel(
                 address, options=[("grpc.use_local_subchannel_pool", 1)]
             ) as own:
-                own_stub = plan_pb2_grpc.EvidencePlannerStub(own)
+                own_stub = plan_pb2_grpc.EvidencePlannerServiceStub(own)
                 own_stub.Plan(requests[offset % len(requests)], timeout=30)
                 for i in range(per_client):
                     t0 = time.perf_counter()

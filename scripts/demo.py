@@ -99,12 +99,12 @@ def main() -> int:
         if server.poll() is not None:
             raise SystemExit(f"the demo server exited with code {server.returncode}")
         with grpc.insecure_channel(address) as channel:
-            stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+            stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
             for label, question in QUESTIONS:
                 print(f"\n== {label}: {question}\n", flush=True)
                 request = question_request(question, budget_tokens=args.budget, expand_depth=1)
                 started = time.perf_counter()
-                plan = stub.Plan(request, timeout=30)
+                plan = stub.Plan(request, timeout=30).plan
                 elapsed_ms = (time.perf_counter() - started) * 1000
                 print(render_plan(plan, width=140))
                 print(f"(Plan RPC {elapsed_ms:.1f} ms)")

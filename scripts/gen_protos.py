@@ -3,7 +3,9 @@
 Usage: python scripts/gen_protos.py [OUT_DIR]   (default: planner_svc/api)
 
 protoc writes imports as ``from planner.v1 import x_pb2``; they are rewritten to the package path
-``planner_svc.api.planner.v1`` so the generated code imports from inside planner_svc.
+``planner_svc.api.planner.v1`` so the generated code imports from inside planner_svc. Only the
+files under protos/planner are generated: the vendored googleapis files (protos/google) are the
+ones the ``googleapis-common-protos`` package already ships as ``google.rpc``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "protos"
+CONTRACT = PROTO_ROOT / "planner"
 IMPORT_RE = re.compile(r"^from planner\.v1 import ", re.MULTILINE)
 
 
 def generate(out_dir: Path) -> list[Path]:
-    """Run protoc on every .proto under protos/ into ``out_dir``; returns the written files."""
-    protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in PROTO_ROOT.rglob("*.proto"))
+    """Run protoc on every .proto under protos/planner into ``out_dir``; returns the written
+    files."""
+    protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in CONTRACT.rglob("*.proto"))
     out_dir.mkdir(parents=True, exist_ok=True)
     # protoc finds the mypy plugins on PATH; they sit beside this interpreter.
     bin_dir = str(Path(sys.executable).parent)

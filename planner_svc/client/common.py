@@ -50,14 +50,17 @@ def question_request(
     allow_ungrounded: bool = False,
     explain: bool = False,
 ) -> plan_pb2.PlanRequest:
-    """The default request for a natural-language question: both legs from the question text.
+    """The default request for a natural-language question: the question once (both recall
+    legs search with it) and one hop of expansion.
 
-    ``k`` / ``limit`` of 0 take the server defaults; budget None takes the server default. With
-    the defaults it is the wire form of :func:`planner_svc.recall.request.question_query`.
+    ``k`` / ``limit`` of 0 take the server defaults (a leg message is sent only to carry a
+    non-zero one); budget None takes the server default. With the defaults it is the wire form
+    of :func:`planner_svc.recall.request.question_query`.
     """
     request = plan_pb2.PlanRequest(
-        query=plan_pb2.StructuredQuery(text=question, limit=limit),
-        semantic=plan_pb2.SemanticRecall(text=question, k=k),
+        question=question,
+        structured=plan_pb2.StructuredRecall(limit=limit) if limit else None,
+        semantic=plan_pb2.SemanticRecall(k=k) if k else None,
         expand_depth=expand_depth,
         model=model,
         allow_ungrounded=allow_ungrounded,

@@ -136,7 +136,7 @@ def request_plan(
     timeout_s: float,
     metadata: Sequence[tuple[str, str | bytes]] = (),
 ) -> ServerPlan:
-    """Ask ``stub`` (an ``EvidencePlannerStub``) for the plan of ``question``.
+    """Ask ``stub`` (an ``EvidencePlannerServiceStub``) for the plan of ``question``.
 
     Args:
         budget: requested budget, tokens.
@@ -153,7 +153,7 @@ def request_plan(
 
     try:
         plan = stub.Plan(question_request(question, budget_tokens=budget),
-                         timeout=timeout_s, metadata=tuple(metadata))
+                         timeout=timeout_s, metadata=tuple(metadata)).plan
     except grpc.RpcError as err:
         if is_decline(err):
             return ServerPlan(source_ids=(), texts=(), used=0, refused=True)
@@ -175,7 +175,7 @@ class GrpcPlans:
     def __init__(self, channel: grpc.Channel, *, address: str, timeout_s: float) -> None:
         from planner_svc.api.planner.v1 import plan_pb2_grpc
 
-        self._stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        self._stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
         self._address = address
         self._timeout_s = timeout_s
         self._metadata = auth_metadata()

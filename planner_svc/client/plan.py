@@ -37,9 +37,9 @@ def _plan(args: argparse.Namespace) -> int:
     )
     metadata = auth_metadata()
     with grpc.insecure_channel(args.address) as channel:
-        stub = plan_pb2_grpc.EvidencePlannerStub(channel)
+        stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
         try:
-            plan = stub.Plan(request, timeout=args.timeout, metadata=metadata)
+            plan = stub.Plan(request, timeout=args.timeout, metadata=metadata).plan
         except grpc.RpcError as err:
             code = err.code()  # type: ignore[attr-defined]
             print(f"planner-svc plan: {code.name}: {err.details()}"  # type: ignore[attr-defined]
@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan = subparsers.add_parser("plan", help="ask a running server for an evidence plan",
                                  formatter_class=_FMT)
     plan.add_argument("question", type=non_empty,
-                      help="the question; both recall legs use its text")
+                      help="the question; both recall legs search with it")
     plan.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                       help="server HOST:PORT")
     plan.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,

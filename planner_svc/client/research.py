@@ -62,11 +62,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(func=_run)
 
 
-def build_start(args: argparse.Namespace) -> research_pb2.ResearchEvent:
+def build_start(args: argparse.Namespace) -> research_pb2.ResearchRequest:
     """The start event for the parsed arguments."""
     from planner_svc.api.planner.v1 import research_pb2
 
-    event = research_pb2.ResearchEvent()
+    event = research_pb2.ResearchRequest()
     start = event.start
     start.question = args.question
     start.actors.extend(a.strip() for a in args.actors.split(",") if a.strip())
@@ -82,13 +82,13 @@ def build_start(args: argparse.Namespace) -> research_pb2.ResearchEvent:
 
 def lead_results(
     leads: list[research_pb2.Lead], questions: dict[str, research_pb2.SubQuestion]
-) -> list[research_pb2.ResearchEvent]:
+) -> list[research_pb2.ResearchRequest]:
     """One result event per lead from its sub-question's evidence plan (see module doc)."""
     from planner_svc.api.planner.v1 import research_pb2
 
     events = []
     for lead in leads:
-        event = research_pb2.ResearchEvent()
+        event = research_pb2.ResearchRequest()
         event.lead_result.lead_id = lead.id
         q = questions.get(lead.question_id)
         spans = len(q.evidence.spans) if q is not None and q.HasField("evidence") else 0
@@ -115,8 +115,8 @@ def _print_questions(
 
 
 def play(
-    stub: research_pb2_grpc.ResearchPlannerStub,
-    start: research_pb2.ResearchEvent,
+    stub: research_pb2_grpc.ResearchPlannerServiceStub,
+    start: research_pb2.ResearchRequest,
     *,
     timeout_s: float,
     out: TextIO,
@@ -129,10 +129,10 @@ def play(
     """
     import queue
 
-    pending: queue.Queue[research_pb2.ResearchEvent | None] = queue.Queue()
+    pending: queue.Queue[research_pb2.ResearchRequest | None] = queue.Queue()
     pending.put(start)
 
-    def events() -> Iterator[research_pb2.ResearchEvent]:
+    def events() -> Iterator[research_pb2.ResearchRequest]:
         while (event := pending.get()) is not None:
             yield event
 
@@ -186,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
 
     start = build_start(args)
     with grpc.insecure_channel(args.address) as channel:
-        stub = research_pb2_grpc.ResearchPlannerStub(channel)
+        stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
         try:
             final = play(stub, start, timeout_s=args.timeout, out=sys.stdout)
         except grpc.RpcError as exc:

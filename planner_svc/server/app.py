@@ -2,9 +2,9 @@
 
 ``create_server(settings, services) -> RunningServer`` (with its bound port) is separate from
 running it, so tests bind port 0 and talk to a real server. It registers the servicers of every
-RPC, standard health and server reflection, the bearer-token interceptor when a token is set,
-and the message size limits. Shutdown order: health NOT_SERVING, ``stop(grace)``, then the
-services close.
+RPC, standard health (``Check``, ``Watch`` and ``List``) and server reflection (v1 and v1alpha,
+method names included), the bearer-token interceptor when a token is set, and the message size
+limits. Shutdown order: health NOT_SERVING, ``stop(grace)``, then the services close.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import structlog
 # docs/architecture.md, "Processes and threads").
 import planner_svc.index  # noqa: F401  isort: skip
 
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import (
     memory_pb2,
@@ -36,6 +35,8 @@ from planner_svc.api.planner.v1 import (
     research_pb2,
 )
 from planner_svc.server.auth import BearerTokenInterceptor
+from planner_svc.server.health import HEALTH_SERVICE_NAME, HealthServicer
+from planner_svc.server.reflection import add_reflection
 from planner_svc.server.research import add_research_servicer
 from planner_svc.server.servicers import EvidencePlannerServicer, MemoryServicer
 from planner_svc.server.services import Services
@@ -46,9 +47,9 @@ log = structlog.get_logger("planner_svc.server")
 __all__ = ["SERVICE_NAMES", "RunningServer", "create_server", "serve", "serve_workers"]
 
 SERVICE_NAMES: tuple[str, ...] = (
-    plan_pb2.DESCRIPTOR.services_by_name["EvidencePlanner"].full_name,
-    memory_pb2.DESCRIPTOR.services_by_name["Memory"].full_name,
-    research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name,
+    plan_pb2.DESCRIPTOR.services_by_name["EvidencePlannerService"].full_name,
+    memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
+    research_pb2.DESCRIPTOR.services_by_name["ResearchPlannerService"].full_name,
 )
 """The planner's own services, registered for health and reflection."""
 
@@ -59,7 +60,7 @@ class RunningServer:
 
     server: grpc.Server
     port: int
-    health: health.HealthServicer
+    health: HealthServicer
     services: Services
 
     def stop(self, grace_s: float, *, drain_s: float = 0.0) -> None:
@@ -95,10 +96,10 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
         options=options,
         maximum_concurrent_rpcs=settings.transport.max_workers * 16,
     )
-    plan_pb2_grpc.add_EvidencePlannerServicer_to_server(
+    plan_pb2_grpc.add_EvidencePlannerServiceServicer_to_server(
         EvidencePlannerServicer(services.planner), server
     )
-    memory_pb2_grpc.add_MemoryServicer_to_server(
+    memory_pb2_grpc.add_MemoryServiceServicer_to_server(
         MemoryServicer(ingest=services.ingest, memory=services.memory), server
     )
     add_research_servicer(
@@ -108,13 +109,9 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
         max_sessions=settings.research_sessions,
     )
     names = list(SERVICE_NAMES)
-    health_servicer = health.HealthServicer(experimental_non_blocking=True)
+    health_servicer = HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME],
-        server,
-    )
+    add_reflection(server, [*names, HEALTH_SERVICE_NAME])
     if settings.transport.tls_cert is not None and settings.transport.tls_key is not None:
         creds = grpc.ssl_server_credentials(
             [(settings.transport.tls_key.read_bytes(), settings.transport.tls_cert.read_bytes())]

@@ -50,8 +50,10 @@ __all__ = [
     "to_grpc",
 ]
 
-ERROR_DOMAIN = "planner.v1"
-"""``ErrorInfo.domain`` of every error detail the service sends."""
+ERROR_DOMAIN = "planner.plannersvc.dev"
+"""``ErrorInfo.domain`` of every error detail the service sends: the service's DNS-style name
+(the domain the contract's Java package ``dev.plannersvc.planner.v1`` reverses), the logical
+grouping its ``reason`` values are unique within (google.rpc.ErrorInfo; AIP-193)."""
 
 log = structlog.get_logger("planner_svc.server")
 

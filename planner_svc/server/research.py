@@ -1,4 +1,4 @@
-"""The ``ResearchPlanner`` servicer: converts events and updates, delegates to
+"""The ``ResearchPlannerService`` servicer: converts events and updates, delegates to
 :class:`~planner_svc.research.session.ResearchSession`, and maps errors with the one table of
 :mod:`planner_svc.server.errors` (the stream ends; the server keeps serving).
 
@@ -48,12 +48,12 @@ the stream failed with an error)."""
 MIN_SERVICER_DIGEST_CHARS = MAX_QUESTION_CHARS + 400
 """Smallest digest bound a servicer accepts, characters: the longest question fits."""
 
-SERVICE_NAME: str = research_pb2.DESCRIPTOR.services_by_name["ResearchPlanner"].full_name
-"""``planner.v1.ResearchPlanner``: for health and reflection registration."""
+SERVICE_NAME: str = research_pb2.DESCRIPTOR.services_by_name["ResearchPlannerService"].full_name
+"""``planner.v1.ResearchPlannerService``: for health and reflection registration."""
 
 
-class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
-    """Serves ``planner.v1.ResearchPlanner/Research``; one worker thread per open stream.
+class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
+    """Serves ``planner.v1.ResearchPlannerService/Research``; one worker thread per open stream.
 
     Args:
         evidence: plans each sub-question's evidence.
@@ -95,9 +95,9 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
 
     def Research(
         self,
-        request_iterator: Iterator[research_pb2.ResearchEvent],
+        request_iterator: Iterator[research_pb2.ResearchRequest],
         context: grpc.ServicerContext,
-    ) -> Iterator[research_pb2.ResearchUpdate]:
+    ) -> Iterator[research_pb2.ResearchResponse]:
         """Run one session over the stream (protocol: ``protos/planner/v1/research.proto``).
 
         The caller's ``x-request-id`` (or a new one) comes back in the trailing metadata, on
@@ -121,10 +121,10 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
 
     def _research(
         self,
-        request_iterator: Iterator[research_pb2.ResearchEvent],
+        request_iterator: Iterator[research_pb2.ResearchRequest],
         context: grpc.ServicerContext,
         rid: str,
-    ) -> Iterator[research_pb2.ResearchUpdate]:
+    ) -> Iterator[research_pb2.ResearchResponse]:
         cancel = threading.Event()
         context.add_callback(cancel.set)
         session: ResearchSession | None = None
@@ -183,7 +183,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServicer):
             abort_with(context, failure, request_id=rid, method="Research")
 
 
-def _send(updates: Iterable[Update]) -> Iterator[research_pb2.ResearchUpdate]:
+def _send(updates: Iterable[Update]) -> Iterator[research_pb2.ResearchResponse]:
     for update in updates:
         yield convert.update_to_proto(update)
 
@@ -198,7 +198,7 @@ def add_research_servicer(
     max_sessions: int = 4,
     clock: Clock = wall_clock_us,
 ) -> None:
-    """Register ``planner.v1.ResearchPlanner`` on ``server`` (before ``server.start()``).
+    """Register ``planner.v1.ResearchPlannerService`` on ``server`` (before ``server.start()``).
 
     Args:
         server: the gRPC server. Each open stream holds one of its worker threads.
@@ -219,4 +219,4 @@ def add_research_servicer(
         max_sessions=max_sessions,
         clock=clock,
     )
-    research_pb2_grpc.add_ResearchPlannerServicer_to_server(servicer, server)
+    research_pb2_grpc.add_ResearchPlannerServiceServicer_to_server(servicer, server)

@@ -1,4 +1,5 @@
-"""Thin servicers of ``EvidencePlanner`` and ``Memory``: convert, delegate, map errors.
+"""Thin servicers of ``EvidencePlannerService`` and ``MemoryService``: convert, delegate, map
+errors.
 
 No algorithm lives here: recall and selection are in :mod:`planner_svc.recall` and
 :mod:`planner_svc.core`, ingestion in :mod:`planner_svc.ingest`, node and edge writes in
@@ -30,8 +31,8 @@ log = structlog.get_logger("planner_svc.server")
 _T = TypeVar("_T")
 
 
-class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
-    """``planner.v1.EvidencePlanner``: the Plan RPC.
+class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServiceServicer):
+    """``planner.v1.EvidencePlannerService``: the Plan RPC.
 
     Args:
         planner: plans the validated query.
@@ -44,7 +45,7 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
 
     def Plan(
         self, request: plan_pb2.PlanRequest, context: grpc.ServicerContext
-    ) -> plan_pb2.EvidencePlan:
+    ) -> plan_pb2.PlanResponse:
         """Validate, plan, convert; the work stops between recall stages once the caller
         cancels or its deadline passes."""
         rid = request_id(context)
@@ -56,20 +57,20 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServicer):
                     recall=self._planner.recall,
                 )
                 result = self._planner.plan(query, cancelled=lambda: not context.is_active())
-                reply = convert.evidence_result_to_proto(result)
+                plan = convert.evidence_result_to_proto(result)
             except Exception as exc:
                 timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method="Plan",
                            duration_us=timer.elapsed_us)
-            PLAN_SPANS.observe(len(reply.spans))
-            PLAN_USED_TOKENS.observe(reply.used)
-            log.info("plan", request_id=rid, plan_hash=reply.plan_hash, spans=len(reply.spans),
-                     used=reply.used, budget=reply.budget, duration_us=timer.elapsed_us)
-            return reply
+            PLAN_SPANS.observe(len(plan.spans))
+            PLAN_USED_TOKENS.observe(plan.used)
+            log.info("plan", request_id=rid, plan_hash=plan.plan_hash, spans=len(plan.spans),
+                     used=plan.used, budget=plan.budget, duration_us=timer.elapsed_us)
+            return plan_pb2.PlanResponse(plan=plan)
 
 
-class MemoryServicer(memory_pb2_grpc.MemoryServicer):
-    """``planner.v1.Memory``: bulk ingest and API-written nodes and edges.
+class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
+    """``planner.v1.MemoryService``: bulk ingest and API-written nodes and edges.
 
     Args:
         ingest: writes document streams.
@@ -85,11 +86,13 @@ class MemoryServicer(memory_pb2_grpc.MemoryServicer):
         self._clock = clock
 
     def IngestSources(
-        self, request_iterator: Iterator[memory_pb2.SourceDocument], context: grpc.ServicerContext
-    ) -> memory_pb2.IngestSummary:
-        """Ingest every streamed document; bad documents are reported in the summary."""
+        self,
+        request_iterator: Iterator[memory_pb2.IngestSourcesRequest],
+        context: grpc.ServicerContext,
+    ) -> memory_pb2.IngestSourcesResponse:
+        """Ingest every streamed document; bad documents are reported in the response."""
 
-        def ingest() -> memory_pb2.IngestSummary:
+        def ingest() -> memory_pb2.IngestSourcesResponse:
             report = self._ingest.ingest(
                 convert.documents_from_proto(request_iterator),
                 cancelled=lambda: not context.is_active(),

@@ -56,8 +56,8 @@ class Live:
 
     running: RunningServer
     channel: grpc.Channel
-    planner: plan_pb2_grpc.EvidencePlannerStub
-    memory: memory_pb2_grpc.MemoryStub
+    planner: plan_pb2_grpc.EvidencePlannerServiceStub
+    memory: memory_pb2_grpc.MemoryServiceStub
     address: str
 
 
@@ -70,8 +70,8 @@ def start(settings: ServerSettings, services: Services | None = None) -> Live:
     return Live(
         running=running,
         channel=channel,
-        planner=plan_pb2_grpc.EvidencePlannerStub(channel),
-        memory=memory_pb2_grpc.MemoryStub(channel),
+        planner=plan_pb2_grpc.EvidencePlannerServiceStub(channel),
+        memory=memory_pb2_grpc.MemoryServiceStub(channel),
         address=address,
     )
 

@@ -31,9 +31,9 @@ def multilingual(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
                                 transport=TransportSettings(port=0, max_workers=4)))
     docs = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
     summary = live.memory.IngestSources(iter(
-        memory_pb2.SourceDocument(source_id=d["sourceId"], title=d["title"],
-                                  media_type=d["mediaType"], text=d["text"],
-                                  valid_from=d["validFrom"], version_tx=d["versionTx"])
+        memory_pb2.IngestSourcesRequest(document=memory_pb2.SourceDocument(
+            source_id=d["sourceId"], title=d["title"], media_type=d["mediaType"],
+            text=d["text"], valid_from=d["validFrom"], version_tx=d["versionTx"]))
         for d in docs
     ), timeout=60)
     assert (summary.ingested, summary.failed) == (len(docs), 0)
@@ -53,7 +53,7 @@ def test_used_tokens_recounted_by_the_real_tokenizer_stay_within_budget(
     for question in QUESTIONS:
         plan = multilingual.planner.Plan(
             question_request(question, budget_tokens=budget, model=model, k=100), timeout=30
-        )
+        ).plan
         assert plan.stats.token_estimate is False  # counted exactly, so no 0.9 margin
         assert plan.budget == budget
         recounted = [len(tokenizer.encode_ordinary(s.text)) for s in plan.spans]

@@ -118,8 +118,8 @@ def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
     running = create_server(settings, services)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            stub = plan_pb2_grpc.EvidencePlannerStub(channel)
-            request = plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="anything"),
+            stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
+            request = plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="anything"),
                                            expand_depth=1)
             with pytest.raises(grpc.RpcError) as info:
                 stub.Plan(request, timeout=0.2)

@@ -58,7 +58,7 @@ def test_sweep_reports_every_budget_for_the_planner_and_both_baselines(
 
 
 def test_the_servers_insufficient_evidence_status_is_a_decline(live: Live) -> None:
-    request = plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="zqxjkv wvqpzy"))
+    request = plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="zqxjkv wvqpzy"))
     with pytest.raises(grpc.RpcError) as info:
         live.planner.Plan(request, timeout=10)
     assert is_decline(info.value)

@@ -116,7 +116,7 @@ def test_go_cli_verifies_the_same_hash_as_python(
     match = HASH_LINE.search(result.stdout)
     assert match is not None, result.stdout
 
-    plan = live.planner.Plan(question_request(question, budget_tokens=budget), timeout=30)
+    plan = live.planner.Plan(question_request(question, budget_tokens=budget), timeout=30).plan
     assert plan.spans, "the fixture must recall something for this question"
     assert match.group(1) == plan.plan_hash
     # One row per span, in the plan's order: source, kind, tokens, shortest round-trip weight.

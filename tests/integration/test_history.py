@@ -37,14 +37,16 @@ def empty(tmp_path: Path) -> Iterator[Live]:
     server.running.stop(0)
 
 
-def _doc(source_id: str, text: str, **kw: object) -> memory_pb2.SourceDocument:
-    return memory_pb2.SourceDocument(
+def _doc(source_id: str, text: str, **kw: object) -> memory_pb2.IngestSourcesRequest:
+    return memory_pb2.IngestSourcesRequest(document=memory_pb2.SourceDocument(
         source_id=source_id, title=str(kw.pop("title", source_id)), media_type="text/markdown",
         text=text, **kw,  # type: ignore[arg-type]
-    )
+    ))
 
 
-def _ingest(live: Live, *docs: memory_pb2.SourceDocument) -> memory_pb2.IngestSummary:
+def _ingest(
+    live: Live, *docs: memory_pb2.IngestSourcesRequest
+) -> memory_pb2.IngestSourcesResponse:
     return live.memory.IngestSources(iter(docs), timeout=60)
 
 
@@ -88,7 +90,7 @@ def test_an_as_of_plan_never_changes_after_later_writes(empty: Live) -> None:
     )
     request = question_request("How do sea otters open shellfish?", budget_tokens=300,
                                at_valid_us=T1, at_tx_us=T1)
-    before = empty.planner.Plan(request, timeout=30)
+    before = empty.planner.Plan(request, timeout=30).plan
     assert any("stones" in s.text for s in before.spans)
     later = _ingest(
         empty,
@@ -99,11 +101,11 @@ def test_an_as_of_plan_never_changes_after_later_writes(empty: Live) -> None:
              valid_from=T0),
     )
     assert (later.ingested, later.replaced, later.failed) == (2, 1, 1)
-    after = empty.planner.Plan(request, timeout=30)
+    after = empty.planner.Plan(request, timeout=30).plan
     assert after.plan_hash == before.plan_hash
     assert [s.text for s in after.spans] == [s.text for s in before.spans]
     now = empty.planner.Plan(question_request("How do sea otters open shellfish?",
-                                              budget_tokens=300), timeout=30)
+                                              budget_tokens=300), timeout=30).plan
     assert any("chests" in s.text for s in now.spans)
 
 

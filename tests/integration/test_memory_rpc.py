@@ -31,9 +31,11 @@ def fresh(fixture_data_dir: Path, tmp_path: Path) -> Iterator[Live]:
     server.running.stop(0)
 
 
-def _doc(source_id: str, text: str, **kw: object) -> memory_pb2.SourceDocument:
-    return memory_pb2.SourceDocument(source_id=source_id, title=kw.pop("title", source_id),  # type: ignore[arg-type]
-                                     media_type="text/markdown", text=text, **kw)  # type: ignore[arg-type]
+def _doc(source_id: str, text: str, **kw: object) -> memory_pb2.IngestSourcesRequest:
+    return memory_pb2.IngestSourcesRequest(document=memory_pb2.SourceDocument(
+        source_id=source_id, title=str(kw.pop("title", source_id)), media_type="text/markdown",
+        text=text, **kw,  # type: ignore[arg-type]
+    ))
 
 
 def test_ingest_stream_reports_bad_documents_and_keeps_the_rest(fresh: Live) -> None:
@@ -48,12 +50,12 @@ def test_ingest_stream_reports_bad_documents_and_keeps_the_rest(fresh: Live) -> 
     assert (summary.received, summary.ingested, summary.failed) == (3, 2, 1)
     assert [e.source_id for e in summary.errors] == ["notes/empty"]
     plan = fresh.planner.Plan(question_request("Which tank holds the zebrafish colony?",
-                                               budget_tokens=300), timeout=30)
+                                               budget_tokens=300), timeout=30).plan
     assert any("tank 42" in s.text for s in plan.spans)
     again = fresh.memory.IngestSources(iter(docs[:1] + docs[2:]), timeout=60)
     assert (again.ingested, again.unchanged) == (0, 2)
     replan = fresh.planner.Plan(question_request("Which tank holds the zebrafish colony?",
-                                                 budget_tokens=300), timeout=30)
+                                                 budget_tokens=300), timeout=30).plan
     assert replan.plan_hash == plan.plan_hash
 
 
@@ -62,8 +64,9 @@ def test_node_without_provenance_is_recalled_but_never_evidence(fresh: Live) -> 
         node_id="api:quasar-note", labels=["note"], text="quasar brightness survey notes")),
         timeout=10)
     request = plan_pb2.PlanRequest(
-        query=plan_pb2.StructuredQuery(text="quasar", labels=["note"]), allow_ungrounded=True)
-    plan = fresh.planner.Plan(request, timeout=10)
+        structured=plan_pb2.StructuredRecall(text="quasar", labels=["note"]),
+        allow_ungrounded=True)
+    plan = fresh.planner.Plan(request, timeout=10).plan
     assert plan.stats.nodes_without_spans >= 1
     assert all(s.span.source_id != "api:quasar-note" for s in plan.spans)
 
@@ -91,7 +94,7 @@ def test_bearer_token_is_required_when_configured(fixture_data_dir: Path, tmp_pa
             server.planner.Plan(request, timeout=10)
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
         plan = server.planner.Plan(request, timeout=10,
-                                   metadata=(("authorization", "Bearer s3cret"),))
+                                   metadata=(("authorization", "Bearer s3cret"),)).plan
         assert plan.spans
     finally:
         server.channel.close()
@@ -118,7 +121,7 @@ def test_running_server_catches_up_with_another_process_ingest(
             semantic=plan_pb2.SemanticRecall(text="axolotl tank temperature", k=3),
             budget_tokens=200)
         # the very next plan searches an index caught up with the store
-        plan = server.planner.Plan(semantic_only, timeout=10)
+        plan = server.planner.Plan(semantic_only, timeout=10).plan
         assert any(s.span.source_id == "notes/axolotl" for s in plan.spans)
     finally:
         server.channel.close()
@@ -167,7 +170,7 @@ def test_cancelled_ingest_keeps_completed_batches(
     release = threading.Event()
     sent = threading.Event()
 
-    def documents() -> Iterator[memory_pb2.SourceDocument]:
+    def documents() -> Iterator[memory_pb2.IngestSourcesRequest]:
         for i in range(INGEST_BATCH + 10):
             yield _doc(f"bulk/{i:04d}", f"# Bulk {i}\n\nBulk note number {i}.", version_tx=TX)
         sent.set()
@@ -199,7 +202,7 @@ def test_cancelled_ingest_keeps_completed_batches(
 
 def fresh_plan_ok(server: Live) -> bool:
     plan = server.planner.Plan(question_request("Bulk note number 7", budget_tokens=200),
-                               timeout=10)
+                               timeout=10).plan
     return any(s.span.source_id == "bulk/0007" for s in plan.spans)
 
 

@@ -35,7 +35,7 @@ def _sources(plan: plan_pb2.EvidencePlan) -> set[str]:
 
 def test_health_and_reflection_serve(live: Live) -> None:
     health = health_pb2_grpc.HealthStub(live.channel)
-    reply = health.Check(health_pb2.HealthCheckRequest(service="planner.v1.EvidencePlanner"))
+    reply = health.Check(health_pb2.HealthCheckRequest(service="planner.v1.EvidencePlannerService"))
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
@@ -47,7 +47,7 @@ def test_single_hop_question_finds_the_answer_span(live: Live) -> None:
             budget_tokens=500,
         ),
         timeout=30,
-    )
+    ).plan
     assert "wiki/Capra_(genus)" in _sources(plan)
     assert any("domestication occurred in Iran" in s.text for s in plan.spans)
     assert 0 < plan.used <= plan.budget
@@ -62,7 +62,7 @@ def test_multi_hop_question_reaches_the_linked_article(live: Live) -> None:
         "pitching entered a major multi-sport event in 1996. In which city were the very first "
         "of those Games staged?"
     )
-    plan = live.planner.Plan(question_request(question, budget_tokens=1500), timeout=30)
+    plan = live.planner.Plan(question_request(question, budget_tokens=1500), timeout=30).plan
     assert "wiki/Summer_Olympic_Games" in _sources(plan)
     assert any("Athens" in s.text for s in plan.spans)
 
@@ -70,8 +70,8 @@ def test_multi_hop_question_reaches_the_linked_article(live: Live) -> None:
 def test_plan_is_reproducible_and_its_hash_recomputes(live: Live) -> None:
     request = question_request("Which port is the world's busiest by cargo tonnage?",
                                budget_tokens=800)
-    first = live.planner.Plan(request, timeout=30)
-    second = live.planner.Plan(request, timeout=30)
+    first = live.planner.Plan(request, timeout=30).plan
+    second = live.planner.Plan(request, timeout=30).plan
     assert first.plan_hash == second.plan_hash
     assert first.SerializeToString(deterministic=True) == second.SerializeToString(
         deterministic=True
@@ -90,7 +90,7 @@ def test_plan_is_reproducible_and_its_hash_recomputes(live: Live) -> None:
 def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
     question = "In which present-day country did goats first get domesticated?"
     request = question_request(question, budget_tokens=300, explain=True)
-    plan = live.planner.Plan(request, timeout=30)
+    plan = live.planner.Plan(request, timeout=30).plan
     assert len(plan.explanations) == plan.stats.pool_spans > 0
     fates = [e.fate for e in plan.explanations]
     assert fates.count(plan_pb2.CANDIDATE_FATE_PACKED) == plan.stats.selected_spans
@@ -100,16 +100,23 @@ def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
     assert fates.count(plan_pb2.CANDIDATE_FATE_UNPACKABLE) == plan.stats.skipped_unpackable
     assert all(e.legs.node_id and e.legs.fused > 0 for e in plan.explanations)
     # explain does not change the plan
-    plain = live.planner.Plan(question_request(question, budget_tokens=300), timeout=30)
+    plain = live.planner.Plan(question_request(question, budget_tokens=300), timeout=30).plan
     assert plain.plan_hash == plan.plan_hash
 
 
 @pytest.mark.parametrize(
     ("request_msg", "field"),
     [
-        (plan_pb2.PlanRequest(), "query"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="  ")), "query.text"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), expand_depth=3),
+        (plan_pb2.PlanRequest(), "question"),
+        (plan_pb2.PlanRequest(question="  "), "question"),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="  ")), "structured.text"),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(limit=5)), "structured.text"),
+        (plan_pb2.PlanRequest(question="cash", structured=plan_pb2.StructuredRecall(text="")),
+         "structured.text"),
+        (plan_pb2.PlanRequest(semantic=plan_pb2.SemanticRecall(k=5)), "semantic.text"),
+        (plan_pb2.PlanRequest(question="cash", semantic=plan_pb2.SemanticRecall(text=" ")),
+         "semantic.text"),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="cash"), expand_depth=3),
          "expand_depth"),
         (plan_pb2.PlanRequest(semantic=plan_pb2.SemanticRecall(text="cash", alpha=1.5)),
          "semantic.alpha"),
@@ -117,18 +124,19 @@ def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
             vector=plan_pb2.VectorQuery(values=[0.1, 0.2]))), "semantic.vector"),
         (plan_pb2.PlanRequest(semantic=plan_pb2.SemanticRecall(
             vector=plan_pb2.VectorQuery(values=[0.0] * 256))), "semantic.vector"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="cash"),
                               max_frac_per_source=0.0), "max_frac_per_source"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), dedup_overlap=2.0),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="cash"), dedup_overlap=2.0),
          "dedup_overlap"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="cash"),
                               budget_tokens=10**12), "budget_tokens"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="cash"), budget_tokens=0),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="cash"), budget_tokens=0),
          "budget_tokens"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(
-            text="Paris", labels=[f"l{i}" for i in range(1100)])), "query.labels"),
-        (plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(
-            text="Paris", properties={f"k{i}": "v" for i in range(1100)})), "query.properties"),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(
+            text="Paris", labels=[f"l{i}" for i in range(1100)])), "structured.labels"),
+        (plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(
+            text="Paris", properties={f"k{i}": "v" for i in range(1100)})),
+         "structured.properties"),
     ],
 )
 def test_invalid_requests_name_the_field(
@@ -143,7 +151,7 @@ def test_invalid_requests_name_the_field(
 
 
 def test_no_evidence_is_failed_precondition_unless_ungrounded_allowed(live: Live) -> None:
-    request = plan_pb2.PlanRequest(query=plan_pb2.StructuredQuery(text="zqxjkv wvqpzy"))
+    request = plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="zqxjkv wvqpzy"))
     with pytest.raises(grpc.RpcError) as info:
         live.planner.Plan(request, timeout=10)
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
@@ -157,17 +165,17 @@ def test_no_evidence_is_failed_precondition_unless_ungrounded_allowed(live: Live
             reasons.append(ei.reason)
     assert reasons == ["INSUFFICIENT_EVIDENCE"]
     request.allow_ungrounded = True
-    plan = live.planner.Plan(request, timeout=10)
+    plan = live.planner.Plan(request, timeout=10).plan
     assert plan.plan_hash == EMPTY_PLAN_HASH
     assert (len(plan.spans), plan.budget, plan.used) == (0, 0, 0)
 
 
 def test_as_of_before_the_corpus_sees_nothing(live: Live) -> None:
     request = question_request("Johnny Cash backing band", at_tx_us=1, allow_ungrounded=True)
-    plan = live.planner.Plan(request, timeout=10)
+    plan = live.planner.Plan(request, timeout=10).plan
     assert plan.plan_hash == EMPTY_PLAN_HASH
     request.at_tx = 2_000_000_000_000_000
-    assert live.planner.Plan(request, timeout=10).spans
+    assert live.planner.Plan(request, timeout=10).plan.spans
 
 
 def test_caller_vector_matches_text_query(live: Live) -> None:
@@ -176,10 +184,10 @@ def test_caller_vector_matches_text_query(live: Live) -> None:
     text = "goats first domesticated archaeological evidence"
     vec = default_embedder().embed([text])[0]
     by_text = live.planner.Plan(plan_pb2.PlanRequest(
-        semantic=plan_pb2.SemanticRecall(text=text, k=5), budget_tokens=400), timeout=10)
+        semantic=plan_pb2.SemanticRecall(text=text, k=5), budget_tokens=400), timeout=10).plan
     by_vec = live.planner.Plan(plan_pb2.PlanRequest(
         semantic=plan_pb2.SemanticRecall(vector=plan_pb2.VectorQuery(values=vec.tolist()), k=5),
-        budget_tokens=400), timeout=10)
+        budget_tokens=400), timeout=10).plan
     assert by_text.plan_hash == by_vec.plan_hash
     assert by_text.spans
 
@@ -194,4 +202,4 @@ def test_request_id_is_echoed_on_success_and_on_error(live: Live) -> None:
                           metadata=(("x-request-id", "req-bad-1"),))
     trailers = dict(info.value.trailing_metadata())  # type: ignore[attr-defined]
     assert trailers.get("x-request-id") == "req-bad-1"
-    assert _field_violation(info.value)[0] == "query"  # rich details survive too
+    assert _field_violation(info.value)[0] == "question"  # rich details survive too

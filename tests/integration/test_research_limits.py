@@ -19,8 +19,8 @@ from tests.integration.conftest import start
 pytestmark = pytest.mark.integration
 
 
-def _idle_session(release: threading.Event) -> Iterator[research_pb2.ResearchEvent]:
-    event = research_pb2.ResearchEvent()
+def _idle_session(release: threading.Event) -> Iterator[research_pb2.ResearchRequest]:
+    event = research_pb2.ResearchRequest()
     event.start.question = "What caused the Cold War?"
     event.start.actors.append("web")
     event.start.budget_tokens = 200
@@ -36,7 +36,7 @@ def test_sessions_beyond_the_limit_are_refused_and_plans_still_run(
     transport = TransportSettings(port=0, max_workers=4)  # 2 sessions at most
     server = start(ServerSettings(data_dir=data, transport=transport))
     release = threading.Event()
-    stub = research_pb2_grpc.ResearchPlannerStub(server.channel)
+    stub = research_pb2_grpc.ResearchPlannerServiceStub(server.channel)
     calls = []
     try:
         for _ in range(2):
@@ -47,7 +47,7 @@ def test_sessions_beyond_the_limit_are_refused_and_plans_still_run(
         with pytest.raises(grpc.RpcError) as info:
             next(third)
         assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
-        plan = server.planner.Plan(question_request("Cold War", budget_tokens=200), timeout=5)
+        plan = server.planner.Plan(question_request("Cold War", budget_tokens=200), timeout=5).plan
         assert plan.spans
         health = health_pb2_grpc.HealthStub(server.channel).Check(
             health_pb2.HealthCheckRequest(), timeout=5)
@@ -65,8 +65,8 @@ def test_research_errors_carry_the_request_id(fixture_data_dir: Path, tmp_path: 
     shutil.copytree(fixture_data_dir, data)
     server = start(ServerSettings(data_dir=data, transport=TransportSettings(port=0)))
     try:
-        stub = research_pb2_grpc.ResearchPlannerStub(server.channel)
-        bad = research_pb2.ResearchEvent()
+        stub = research_pb2_grpc.ResearchPlannerServiceStub(server.channel)
+        bad = research_pb2.ResearchRequest()
         bad.start.question = "   "  # no question
         bad.start.actors.append("web")
         call = stub.Research(iter([bad]), timeout=10, metadata=(("x-request-id", "rs-req-9"),))

@@ -122,8 +122,8 @@ def served() -> Iterator[Served]:
         server.stop(grace=None)
 
 
-def start_event(question: str = QUESTION, **caps: int) -> research_pb2.ResearchEvent:
-    event = research_pb2.ResearchEvent()
+def start_event(question: str = QUESTION, **caps: int) -> research_pb2.ResearchRequest:
+    event = research_pb2.ResearchRequest()
     event.start.question = question
     event.start.actors.extend(["web", "academic"])
     event.start.at_valid = 1_600_000_000_000_000
@@ -183,15 +183,15 @@ def test_cli_with_no_follow_up_rounds_reports_the_depth_cap(served: Served) -> N
 
 
 def stream(
-    address: str, events: list[research_pb2.ResearchEvent]
-) -> list[research_pb2.ResearchUpdate]:
+    address: str, events: list[research_pb2.ResearchRequest]
+) -> list[research_pb2.ResearchResponse]:
     with grpc.insecure_channel(address) as channel:
-        stub = research_pb2_grpc.ResearchPlannerStub(channel)
+        stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
         return list(stub.Research(iter(events), timeout=30))
 
 
-def lead_result(lead_id: str, claims: int = 0, cause: str = "") -> research_pb2.ResearchEvent:
-    event = research_pb2.ResearchEvent()
+def lead_result(lead_id: str, claims: int = 0, cause: str = "") -> research_pb2.ResearchRequest:
+    event = research_pb2.ResearchRequest()
     event.lead_result.lead_id = lead_id
     if cause:
         event.lead_result.dead_end.cause = cause
@@ -201,19 +201,19 @@ def lead_result(lead_id: str, claims: int = 0, cause: str = "") -> research_pb2.
 
 
 def interactive(
-    address: str, start: research_pb2.ResearchEvent
-) -> list[research_pb2.ResearchUpdate]:
+    address: str, start: research_pb2.ResearchRequest
+) -> list[research_pb2.ResearchResponse]:
     """Play the orchestrator: answer every lead (dead end for 'fixed', else 2 claims)."""
-    pending: queue.Queue[research_pb2.ResearchEvent | None] = queue.Queue()
+    pending: queue.Queue[research_pb2.ResearchRequest | None] = queue.Queue()
     pending.put(start)
 
-    def events() -> Iterator[research_pb2.ResearchEvent]:
+    def events() -> Iterator[research_pb2.ResearchRequest]:
         while (event := pending.get()) is not None:
             yield event
 
     updates = []
     with grpc.insecure_channel(address) as channel:
-        stub = research_pb2_grpc.ResearchPlannerStub(channel)
+        stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
         try:
             for update in stub.Research(events(), timeout=30):
                 updates.append(update)
@@ -280,12 +280,12 @@ def violation(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
         ([start_event(max_depth=9)], "start.caps.max_depth"),
         ([start_event(question="   ")], "start.question"),
         ([start_event(), lead_result("nope", 1)], "lead_result.lead_id"),
-        ([start_event(), research_pb2.ResearchEvent()], "event"),
+        ([start_event(), research_pb2.ResearchRequest()], "event"),
         ([start_event(), start_event()], "start"),
     ],
 )
 def test_malformed_events_get_invalid_argument_and_the_server_keeps_serving(
-    served: Served, events: list[research_pb2.ResearchEvent], field: str
+    served: Served, events: list[research_pb2.ResearchRequest], field: str
 ) -> None:
     with pytest.raises(grpc.RpcError) as err:
         stream(served.address, events)
@@ -310,7 +310,7 @@ def test_client_cancellation_stops_work_at_once() -> None:
     server, info = serve(evidence)
     try:
         with grpc.insecure_channel(info.address) as channel:
-            stub = research_pb2_grpc.ResearchPlannerStub(channel)
+            stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
             call = stub.Research(iter([start_event()]), timeout=30)
             assert evidence.entered.wait(5)  # the first evidence plan is in flight
             call.cancel()  # type: ignore[no-untyped-call]
@@ -325,11 +325,11 @@ def test_client_cancellation_stops_work_at_once() -> None:
             assert err.value.code() == grpc.StatusCode.CANCELLED
         # An idle session (waiting for lead results) is cancelled too.
         with grpc.insecure_channel(info.address) as channel:
-            stub = research_pb2_grpc.ResearchPlannerStub(channel)
-            hold: queue.Queue[research_pb2.ResearchEvent | None] = queue.Queue()
+            stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
+            hold: queue.Queue[research_pb2.ResearchRequest | None] = queue.Queue()
             hold.put(start_event())
 
-            def events() -> Iterator[research_pb2.ResearchEvent]:
+            def events() -> Iterator[research_pb2.ResearchRequest]:
                 while (event := hold.get()) is not None:
                     yield event
 
@@ -387,7 +387,7 @@ def test_same_events_and_same_cassette_give_the_same_stream(tmp_path: Path) -> N
     chat = ChatServer()
     server, info = serve(FakeEvidence(), cassette_dir=tmp_path, openai_url=chat.url)
 
-    def session(provider: str) -> list[research_pb2.ResearchUpdate]:
+    def session(provider: str) -> list[research_pb2.ResearchResponse]:
         event = start_event(max_depth=1, replan_every=2)
         event.start.at_tx = 1_700_000_000_000_000  # a replay names its snapshot
         event.start.provider = provider

@@ -88,11 +88,11 @@ def _hashes(address: str) -> list[str]:
             with grpc.insecure_channel(
                 address, options=[("grpc.use_local_subchannel_pool", 1)]
             ) as channel:
-                plan = plan_pb2_grpc.EvidencePlannerStub(channel).Plan(
+                plan = plan_pb2_grpc.EvidencePlannerServiceStub(channel).Plan(
                     question_request(question, budget_tokens=budget, at_valid_us=AS_OF,
                                      at_tx_us=AS_OF, allow_ungrounded=True),
                     timeout=60,
-                )
+                ).plan
             out.append(plan.plan_hash)
     return out
 

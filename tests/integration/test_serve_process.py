@@ -47,11 +47,11 @@ def test_two_workers_share_a_port_and_stop_on_sigterm(
             with grpc.insecure_channel(
                 address, options=[("grpc.use_local_subchannel_pool", 1)]
             ) as channel:
-                plan = plan_pb2_grpc.EvidencePlannerStub(channel).Plan(
+                plan = plan_pb2_grpc.EvidencePlannerServiceStub(channel).Plan(
                     question_request("Which port is the world's busiest by cargo tonnage?",
                                      budget_tokens=400),
                     timeout=30,
-                )
+                ).plan
                 hashes.add(plan.plan_hash)
         assert len(hashes) == 1  # every worker plans identically
         # a second server on the same port is refused while the workers hold it

@@ -11,6 +11,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.client.common import question_request
+from planner_svc.server.app import SERVICE_NAMES
 from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import start
 
@@ -33,7 +34,11 @@ def test_drain_then_stop(fixture_data_dir: Path, tmp_path: Path) -> None:
         assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
         status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
         assert status == health_pb2.HealthCheckResponse.NOT_SERVING
-        assert server.planner.Plan(request, timeout=5).spans  # still answered while draining
+        listed = health.List(health_pb2.HealthListRequest(), timeout=5).statuses
+        assert {name: s.status for name, s in listed.items()} == {
+            name: health_pb2.HealthCheckResponse.NOT_SERVING for name in ("", *SERVICE_NAMES)
+        }
+        assert server.planner.Plan(request, timeout=5).plan.spans  # still answered while draining
         stopper.join(10)
         with pytest.raises(grpc.RpcError) as info:
             server.planner.Plan(request, timeout=2)

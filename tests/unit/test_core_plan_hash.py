@@ -1,7 +1,7 @@
 """Plan hash v1: the committed test vectors, an independent encoder, and the byte layout.
 
 The independent encoder below works from the JSON of a vector with ``struct`` and ``blake3``
-only, so the vectors are checked against two separate implementations of README.md, "Plan hash v1".
+only, so the vectors are checked against two separate implementations of docs/plan-hash.md.
 """
 
 from __future__ import annotations
@@ -41,19 +41,21 @@ def independent_encoding(v: dict[str, Any]) -> bytes:
     def u64(value: int | str) -> bytes:
         return int(value).to_bytes(8, "big", signed=False)
 
-    out = bytearray(text(v["planModel"]))
-    out += u64(v["budget"]) + u64(v["used"]) + u64(len(v["spans"]))
-    for s in v["spans"]:
+    # proto3 JSON: an omitted field is its zero value; integers may be numbers or strings.
+    spans = v.get("spans", [])
+    out = bytearray(text(v.get("planModel", "")))
+    out += u64(v.get("budget", 0)) + u64(v.get("used", 0)) + u64(len(spans))
+    for s in spans:
         ref = s["span"]
-        out += text(ref["sourceId"])
-        out += int(ref["sourceVersionTx"]).to_bytes(8, "big", signed=True)
-        out += u64(ref["start"]) + u64(ref["end"])
-        out += text(s["kind"])
+        out += text(ref.get("sourceId", ""))
+        out += int(ref.get("sourceVersionTx", 0)).to_bytes(8, "big", signed=True)
+        out += u64(ref.get("start", 0)) + u64(ref.get("end", 0))
+        out += text(s.get("kind", ""))
         out.append(CLASS_BYTE[s["class"]])
         # IEEE-754 bit pattern: pack little-endian, read it back as an integer, write big-endian.
-        bits = int.from_bytes(struct.pack("<d", float(s["weight"])), "little")
+        bits = int.from_bytes(struct.pack("<d", float(s.get("weight", 0.0))), "little")
         out += bits.to_bytes(8, "big")
-        out += u64(s["tokens"])
+        out += u64(s.get("tokens", 0))
     return bytes(out)
 
 
@@ -62,21 +64,14 @@ def independent_hash(v: dict[str, Any]) -> str:
 
 
 def core_spans(v: dict[str, Any]) -> list[PlannedSpan]:
-    return [
-        PlannedSpan(
-            span=SpanRef(
-                s["span"]["sourceId"],
-                int(s["span"]["sourceVersionTx"]),
-                int(s["span"]["start"]),
-                int(s["span"]["end"]),
-            ),
-            kind=s["kind"],
-            span_class=SpanClass(CLASS_BYTE[s["class"]]),
-            weight=float(s["weight"]),
-            tokens=int(s["tokens"]),
-        )
-        for s in v["spans"]
-    ]
+    """The vector's spans read through the service's own converter (proto3 JSON mapping)."""
+    from google.protobuf import json_format
+
+    from planner_svc.api.planner.v1 import plan_pb2
+    from planner_svc.server.convert import plan_from_proto
+
+    fields = {k: v[k] for k in ("planModel", "budget", "used", "spans") if k in v}
+    return list(plan_from_proto(json_format.ParseDict(fields, plan_pb2.EvidencePlan())).spans)
 
 
 def test_vector_files_are_present_and_large_enough() -> None:
@@ -97,7 +92,8 @@ def test_published_vectors_are_an_unmodified_copy() -> None:
 def test_vector_reproduced_by_implementation(file: str, vector: dict[str, Any]) -> None:
     spans = core_spans(vector)
     assert [s.span.key for s in spans] == sorted(s.span.key for s in spans), "canonical order"
-    got = plan_hash(vector["planModel"], int(vector["budget"]), int(vector["used"]), spans)
+    got = plan_hash(vector["planModel"], int(vector.get("budget", 0)),
+                    int(vector.get("used", 0)), spans)
     assert got == vector["planHash"]
 
 
@@ -106,7 +102,7 @@ def test_vector_reproduced_by_independent_encoder(file: str, vector: dict[str, A
     assert independent_hash(vector) == vector["planHash"]
     spans = core_spans(vector)
     assert independent_encoding(vector) == encode_plan(
-        vector["planModel"], int(vector["budget"]), int(vector["used"]), spans
+        vector["planModel"], int(vector.get("budget", 0)), int(vector.get("used", 0)), spans
     )
 
 
@@ -120,13 +116,37 @@ def test_extra_vectors_regenerate_identically() -> None:
 
 def test_extra_vectors_cover_the_edges() -> None:
     extra = load("plan_hash_v1_extra.jsonl")
-    spans = [s for v in extra for s in v["spans"]]
-    assert max(len(v["spans"]) for v in extra) >= 40
-    assert any(int(s["tokens"]) == 2**64 - 1 for s in spans)
+    spans = [s for v in extra for s in v.get("spans", [])]
+    assert max(len(v.get("spans", [])) for v in extra) >= 40
+    assert any(int(s.get("tokens", 0)) == 2**64 - 1 for s in spans)
     assert any(int(s["span"]["sourceVersionTx"]) == -(2**63) for s in spans)
     assert any(len(s["kind"].encode()) > 255 for s in spans)
     assert any(s["class"] == "SPAN_CLASS_CACHE" for s in spans)
-    assert any(s["weight"] == 5e-324 for s in spans)
+    assert any(s.get("weight") == 5e-324 for s in spans)
+
+
+def test_source_ids_order_by_code_point_not_utf16_code_units() -> None:
+    [vector] = [v for _, v in ALL_VECTORS if v["name"].startswith("source ids by code point")]
+    ids = [s["span"]["sourceId"] for s in vector["spans"]]
+    assert ids == ["\uff21", "\ufffd", "\U00010000", "\U0001f600"]
+    assert ids == sorted(ids)  # Python compares str by code point
+    assert ids == sorted(ids, key=lambda i: i.encode("utf-8"))  # the same as UTF-8 bytes
+    # UTF-16 code units put the surrogate pairs (0xD800.., 0xD83D..) before 0xFF21: a client
+    # that sorts or checks order that way disagrees with this vector.
+    assert sorted(ids, key=lambda i: i.encode("utf-16-be")) == [
+        "\U00010000", "\U0001f600", "\uff21", "\ufffd"]
+
+
+def test_proto3_json_as_sent_omits_zeros_and_writes_64_bit_integers_as_strings() -> None:
+    sent = {v["name"]: v for _, v in ALL_VECTORS if "as the service sends it" in v["name"]}
+    empty = sent["empty plan as the service sends it"]
+    assert set(empty) == {"name", "planModel", "planHash"}
+    assert empty["planHash"] == EMPTY_PLAN_HASH
+    [plan] = [v for name, v in sent.items() if name.startswith("as the service sends it")]
+    assert (plan["budget"], plan["used"]) == ("1500", "9")
+    first = plan["spans"][0]
+    assert "start" not in first["span"] and "weight" not in first and "tokens" not in first
+    assert first["span"]["sourceVersionTx"] == "1800000000000000"
 
 
 def test_empty_plan_hash() -> None:

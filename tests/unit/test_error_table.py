@@ -61,7 +61,7 @@ def test_details_name_the_field_or_the_reason() -> None:
     ]
     [info] = _details(InsufficientEvidence("nothing"))
     assert isinstance(info, error_details_pb2.ErrorInfo)
-    assert (info.reason, info.domain) == ("INSUFFICIENT_EVIDENCE", "planner.v1")
+    assert (info.reason, info.domain) == ("INSUFFICIENT_EVIDENCE", "planner.plannersvc.dev")
     [info] = _details(BackendUnavailable("no index"))
     assert isinstance(info, error_details_pb2.ErrorInfo)
     assert info.reason == "BACKEND_UNAVAILABLE"

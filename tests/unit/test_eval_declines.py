@@ -65,7 +65,8 @@ def test_the_reason_on_another_code_or_inconsistent_details_is_no_decline() -> N
     # details claim FAILED_PRECONDITION, the call says UNAVAILABLE: rpc_status rejects it
     mismatched = FakeRpcError(grpc.StatusCode.UNAVAILABLE, status.message, trailing)
     assert (error_reasons(mismatched), is_decline(mismatched)) == ([], False)
-    info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE", domain="planner.v1")
+    info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE",
+                                       domain="planner.plannersvc.dev")
     aborted = rpc_status.to_status(rich(code_pb2.ABORTED, "m", info))
     other = FakeRpcError(aborted.code, aborted.details, aborted.trailing_metadata)
     assert error_reasons(other) == ["INSUFFICIENT_EVIDENCE"]
@@ -81,11 +82,11 @@ class FakeStub:
         self.calls: list[tuple[plan_pb2.PlanRequest, float]] = []
 
     def Plan(self, request: plan_pb2.PlanRequest, *, timeout: float,
-             metadata: tuple[tuple[str, str], ...]) -> plan_pb2.EvidencePlan:
+             metadata: tuple[tuple[str, str], ...]) -> plan_pb2.PlanResponse:
         self.calls.append((request, timeout))
         if isinstance(self.outcome, grpc.RpcError):
             raise self.outcome
-        return self.outcome
+        return plan_pb2.PlanResponse(plan=self.outcome)
 
 
 def test_request_plan_turns_a_decline_into_an_empty_refused_plan() -> None:
@@ -93,8 +94,8 @@ def test_request_plan_turns_a_decline_into_an_empty_refused_plan() -> None:
     assert request_plan(stub, "Who?", budget=500, timeout_s=3.0) == ServerPlan(
         source_ids=(), texts=(), used=0, refused=True)
     request, timeout = stub.calls[0]
-    assert (request.budget_tokens, request.query.text, request.semantic.text, timeout) == (
-        500, "Who?", "Who?", 3.0)
+    assert (request.budget_tokens, request.question, timeout) == (500, "Who?", 3.0)
+    assert not request.HasField("structured") and not request.HasField("semantic")
 
 
 @pytest.mark.parametrize("error", [BACKEND, BARE,

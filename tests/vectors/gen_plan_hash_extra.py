@@ -71,6 +71,22 @@ def _to_json(name: str, budget: int, used: int, spans: list[PlannedSpan]) -> dic
     }
 
 
+def _as_sent(name: str, budget: int, used: int, spans: list[PlannedSpan]) -> dict[str, Any]:
+    """A vector in the proto3 JSON mapping exactly as the service writes a plan: fields at
+    their zero value omitted, every 64-bit integer a string (only the hashed fields kept)."""
+    from google.protobuf import json_format
+
+    from planner_svc.core.model import EvidencePlan, PlanStats
+    from planner_svc.server.convert import plan_to_proto
+
+    spans = sorted(spans, key=lambda s: s.span.key)
+    plan = EvidencePlan(plan_model=PLAN_MODEL, spans=tuple(spans), budget=budget, used=used,
+                        stats=PlanStats(), plan_hash=plan_hash(PLAN_MODEL, budget, used, spans))
+    sent = json_format.MessageToDict(plan_to_proto(plan))
+    hashed = ("planModel", "budget", "used", "spans", "planHash")
+    return {"name": name, **{key: sent[key] for key in hashed if key in sent}}
+
+
 def vectors() -> list[dict[str, Any]]:
     """The extra vectors, deterministic (seeded)."""
     T, C = SpanClass.TRUTH, SpanClass.CACHE
@@ -178,6 +194,31 @@ def vectors() -> list[dict[str, Any]]:
             ],
         )
     )
+    out.append(
+        _to_json(
+            "source ids by code point: U+FF21, U+FFFD before U+10000, U+1F600 (not UTF-16 order)",
+            100,
+            4,
+            [
+                _span("\U0001F600", 1, 0, 4, "body", T, 0.5, 1),
+                _span("\U00010000", 1, 0, 4, "body", T, 0.5, 1),
+                _span("\uFFFD", 1, 0, 4, "body", T, 0.5, 1),
+                _span("\uFF21", 1, 0, 4, "body", T, 0.5, 1),
+            ],
+        )
+    )
+    out.append(
+        _as_sent(
+            "as the service sends it: zero fields omitted, 64-bit integers as strings",
+            1500,
+            9,
+            [
+                _span("doc", 1800000000000000, 0, 12, "paragraph", T, 0.0, 0),
+                _span("doc", 1800000000000000, 12, 40, "body", C, 0.5, 9),
+            ],
+        )
+    )
+    out.append(_as_sent("empty plan as the service sends it", 0, 0, []))
     out.append(
         _to_json(
             "budget unused (used 0) with a zero-token span",

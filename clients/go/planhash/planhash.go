@@ -1,6 +1,6 @@
 // Package planhash recomputes the plan hash v1 of an EvidencePlan.
 //
-// The encoding (DESIGN section 6, tests/vectors/README.md) concatenates, every integer
+// The encoding (docs/plan-hash.md in the repository) concatenates, every integer
 // big-endian: plan_model (u32 UTF-8 byte length, then the bytes), budget (u64), used (u64), the
 // span count (u64), then for each span in the order the plan lists them: source_id (u32 length +
 // UTF-8), source_version_tx (i64, two's complement), start (u64), end (u64), kind (u32 length +
@@ -76,8 +76,9 @@ func (e *MismatchError) Error() string {
 //
 // Errors: a *MismatchError naming both hashes when they differ; otherwise an error naming the
 // field and value when a span has no span reference, a class other than SPAN_CLASS_TRUTH or
-// SPAN_CLASS_CACHE, a string longer than 2^32-1 bytes, or spans out of canonical order
-// (ascending source_id by UTF-8 bytes, then source_version_tx, start, end; no duplicates).
+// SPAN_CLASS_CACHE, a weight that is NaN, infinite or below zero (-0.0 is allowed and hashes as
+// its own bits), a string longer than 2^32-1 bytes, or spans out of canonical order (ascending
+// source_id by UTF-8 bytes, then source_version_tx, start, end; no duplicates).
 func Verify(plan *plannerv1.EvidencePlan) error {
 	if plan == nil {
 		return fmt.Errorf("plan: nil")
@@ -101,6 +102,9 @@ func Verify(plan *plannerv1.EvidencePlan) error {
 		case plannerv1.SpanClass_SPAN_CLASS_TRUTH, plannerv1.SpanClass_SPAN_CLASS_CACHE:
 		default:
 			return fmt.Errorf("spans[%d].class: %v, must be SPAN_CLASS_TRUTH or SPAN_CLASS_CACHE", i, s.GetClass())
+		}
+		if w := s.GetWeight(); math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return fmt.Errorf("spans[%d].weight: %v, must be finite and >= 0", i, w)
 		}
 		if prev != nil && compareRefs(prev, ref) >= 0 {
 			return fmt.Errorf("spans[%d].span: (%q, %d, %d, %d) is not after spans[%d]; spans must be in ascending canonical order",

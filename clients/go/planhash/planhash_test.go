@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -82,12 +84,12 @@ func TestVectorsReproduceTheirHashes(t *testing.T) {
 			}
 		})
 	}
-	// The published set has seven plans; the edge-case set at least ten.
+	// The published set has seven plans; the edge-case set fourteen.
 	if perFile["plan_hash_v1.jsonl"] != 7 {
 		t.Errorf("plan_hash_v1.jsonl: %d vectors read, want 7", perFile["plan_hash_v1.jsonl"])
 	}
-	if perFile["plan_hash_v1_extra.jsonl"] < 10 {
-		t.Errorf("plan_hash_v1_extra.jsonl: %d vectors read, want >= 10", perFile["plan_hash_v1_extra.jsonl"])
+	if perFile["plan_hash_v1_extra.jsonl"] != 14 {
+		t.Errorf("plan_hash_v1_extra.jsonl: %d vectors read, want 14", perFile["plan_hash_v1_extra.jsonl"])
 	}
 }
 
@@ -114,6 +116,51 @@ func TestVectorEdgeCasesParseExactly(t *testing.T) {
 	}
 	if plan := byName["max u64 tokens, budget and used"]; plan.GetBudget() != math.MaxUint64 || plan.GetSpans()[0].GetTokens() != math.MaxUint64 {
 		t.Errorf("max u64 vector parsed as budget %d tokens %d", plan.GetBudget(), plan.GetSpans()[0].GetTokens())
+	}
+	// Omitted proto3 JSON fields are zero; 64-bit integers arrive as strings.
+	sent := byName["as the service sends it: zero fields omitted, 64-bit integers as strings"]
+	if sent == nil || sent.GetBudget() != 1500 || sent.GetUsed() != 9 || len(sent.GetSpans()) != 2 {
+		t.Fatalf("as-sent vector parsed as %v", sent)
+	}
+	first := sent.GetSpans()[0]
+	if first.GetSpan().GetStart() != 0 || first.GetWeight() != 0 || first.GetTokens() != 0 || first.GetSpan().GetSourceVersionTx() != 1_800_000_000_000_000 {
+		t.Errorf("as-sent first span parsed as %v", first)
+	}
+	if empty := byName["empty plan as the service sends it"]; empty.GetPlanHash() != EmptyPlanHash || empty.GetBudget() != 0 || len(empty.GetSpans()) != 0 {
+		t.Errorf("as-sent empty plan parsed as %v", empty)
+	}
+}
+
+func TestSourceIDOrderVectorIsCodePointOrder(t *testing.T) {
+	var plan *plannerv1.EvidencePlan
+	for _, v := range loadVectors(t) {
+		if strings.HasPrefix(v.name, "source ids by code point") {
+			plan = v.plan
+		}
+	}
+	if plan == nil {
+		t.Fatal("code point order vector missing")
+	}
+	var ids []string
+	for _, s := range plan.GetSpans() {
+		ids = append(ids, s.GetSpan().GetSourceId())
+	}
+	if want := []string{"\uFF21", "\uFFFD", "\U00010000", "\U0001F600"}; !slices.Equal(ids, want) {
+		t.Fatalf("ids = %q, want %q", ids, want)
+	}
+	if !slices.IsSorted(ids) { // Go compares strings by UTF-8 bytes: code point order
+		t.Fatalf("%q is not in byte order", ids)
+	}
+	if err := Verify(plan); err != nil {
+		t.Fatal(err)
+	}
+	// Ordered by UTF-16 code units instead, the surrogate pairs come first.
+	byUTF16 := slices.Clone(ids)
+	slices.SortFunc(byUTF16, func(a, b string) int {
+		return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+	})
+	if slices.Equal(byUTF16, ids) {
+		t.Fatalf("UTF-16 order %q does not differ from code point order", byUTF16)
 	}
 }
 
@@ -270,6 +317,18 @@ func TestVerifyRejectsMalformedPlans(t *testing.T) {
 		"duplicate": {
 			func(p *plannerv1.EvidencePlan) { p.Spans[1] = proto.Clone(p.Spans[0]).(*plannerv1.PlannedSpan) },
 			"is not after spans[0]",
+		},
+		"NaN weight": {
+			func(p *plannerv1.EvidencePlan) { p.Spans[0].Weight = math.NaN() },
+			"spans[0].weight: NaN, must be finite and >= 0",
+		},
+		"infinite weight": {
+			func(p *plannerv1.EvidencePlan) { p.Spans[1].Weight = math.Inf(1) },
+			"spans[1].weight: +Inf",
+		},
+		"negative weight": {
+			func(p *plannerv1.EvidencePlan) { p.Spans[0].Weight = -0.5 },
+			"spans[0].weight: -0.5",
 		},
 	}
 	for name, tc := range cases {

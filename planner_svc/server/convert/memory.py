@@ -31,15 +31,19 @@ _OUTCOMES = {
 }
 
 
-def documents_from_proto(stream: Iterator[memory_pb2.SourceDocument]) -> Iterator[DocumentIn]:
-    """The documents of an ``IngestSources`` request stream, converted as they are read.
+def documents_from_proto(
+    stream: Iterator[memory_pb2.IngestSourcesRequest],
+) -> Iterator[DocumentIn]:
+    """The documents of an ``IngestSources`` request stream, converted as they are read (a
+    message without a document is an empty document, refused by ingestion like any other bad
+    one).
 
     Raises:
         Cancelled: the request stream broke because the caller cancelled.
     """
     while True:
         try:
-            doc = next(stream)
+            doc = next(stream).document
         except StopIteration:
             return
         except grpc.RpcError:  # the request stream breaks when the caller cancels
@@ -55,10 +59,10 @@ def documents_from_proto(stream: Iterator[memory_pb2.SourceDocument]) -> Iterato
         )
 
 
-def summary_to_proto(report: IngestReport) -> memory_pb2.IngestSummary:
-    """The ``IngestSummary`` of an ingest report (one entry per accepted and failed document,
-    in stream order)."""
-    return memory_pb2.IngestSummary(
+def summary_to_proto(report: IngestReport) -> memory_pb2.IngestSourcesResponse:
+    """The ``IngestSourcesResponse`` of an ingest report (one entry per accepted and failed
+    document, in stream order)."""
+    return memory_pb2.IngestSourcesResponse(
         received=report.received,
         ingested=report.ingested,
         replaced=report.replaced,

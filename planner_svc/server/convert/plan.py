@@ -144,38 +144,107 @@ def plan_from_proto(msg: plan_pb2.EvidencePlan) -> EvidencePlan:
 
 
 def _check_filters(labels: Sequence[str], properties: Mapping[str, str]) -> None:
-    """Bound the structured query's filters (count, and each string 1..MAX_FILTER_CHARS).
+    """Bound the structured leg's filters (count, and each string 1..MAX_FILTER_CHARS).
 
     Raises:
-        InvalidRequest: ``query.labels`` or ``query.properties``, naming the offending entry.
+        InvalidRequest: ``structured.labels`` or ``structured.properties``, naming the offending
+            entry.
     """
     if len(labels) > MAX_FILTER_LABELS:
         raise InvalidRequest(
-            "query.labels", f"at most {MAX_FILTER_LABELS} labels are allowed, got {len(labels)}"
+            "structured.labels",
+            f"at most {MAX_FILTER_LABELS} labels are allowed, got {len(labels)}",
         )
     for i, label in enumerate(labels):
         if len(label) not in FILTER_CHARS:
             raise InvalidRequest(
-                "query.labels",
+                "structured.labels",
                 f"label [{i}] must be 1..{MAX_FILTER_CHARS} characters, got {len(label)}",
             )
     if len(properties) > MAX_FILTER_PROPERTIES:
         raise InvalidRequest(
-            "query.properties",
+            "structured.properties",
             f"at most {MAX_FILTER_PROPERTIES} properties are allowed, got {len(properties)}",
         )
     for key, value in sorted(properties.items()):
         if len(key) not in FILTER_CHARS:
             raise InvalidRequest(
-                "query.properties",
+                "structured.properties",
                 f"a key must be 1..{MAX_FILTER_CHARS} characters, got {len(key)}",
             )
         if len(value) not in FILTER_CHARS:
             raise InvalidRequest(
-                "query.properties",
+                "structured.properties",
                 f"the value of {key!r} must be 1..{MAX_FILTER_CHARS} characters, "
                 f"got {len(value)}",
             )
+
+
+def _structured_leg(
+    msg: plan_pb2.PlanRequest, question: str | None, settings: RecallSettings
+) -> StructuredLeg | None:
+    """The structured leg: ``structured`` refined, else the question's full-text leg, else
+    none."""
+    if not msg.HasField("structured"):
+        if question is None:
+            return None
+        return StructuredLeg(text=question, limit=settings.default_limit)
+    q = msg.structured
+    if q.HasField("text"):
+        text = q.text
+    elif question is not None:
+        text = question
+    elif q.labels or q.properties:
+        text = ""
+    else:
+        raise InvalidRequest(
+            "structured.text", "set structured.text, a label or property filter, or question"
+        )
+    if not text.strip() and not q.labels and not q.properties:
+        raise InvalidRequest(
+            "structured.text", "must be non-empty unless labels or properties filter"
+        )
+    if q.limit > MAX_LEG_RESULTS:
+        raise InvalidRequest("structured.limit", f"must be <= {MAX_LEG_RESULTS}, got {q.limit}")
+    _check_filters(q.labels, q.properties)
+    return StructuredLeg(
+        text=text,
+        labels=tuple(q.labels),
+        properties=dict(sorted(q.properties.items())),
+        limit=q.limit or settings.default_limit,
+    )
+
+
+def _semantic_leg(
+    msg: plan_pb2.PlanRequest, question: str | None, settings: RecallSettings
+) -> SemanticLeg | None:
+    """The semantic leg: ``semantic`` refined, else the question embedded, else none."""
+    if not msg.HasField("semantic"):
+        if question is None:
+            return None
+        return SemanticLeg(text=question, k=settings.default_k)
+    s = msg.semantic
+    which = s.WhichOneof("input")
+    if which is None and question is None:
+        raise InvalidRequest(
+            "semantic.text", "set semantic.text, semantic.vector or question"
+        )
+    if which == "text" and not s.text.strip():
+        raise InvalidRequest("semantic.text", "must be non-empty")
+    if which == "vector" and not s.vector.values:
+        raise InvalidRequest("semantic.vector.values", "must be non-empty")
+    if s.k > MAX_LEG_RESULTS:
+        raise InvalidRequest("semantic.k", f"must be <= {MAX_LEG_RESULTS}, got {s.k}")
+    alpha = s.alpha if s.HasField("alpha") else 1.0
+    if not math.isfinite(alpha) or not 0.0 <= alpha <= 1.0:
+        raise InvalidRequest("semantic.alpha", f"must be in [0, 1], got {alpha!r}")
+    vector = tuple(s.vector.values) if which == "vector" else None
+    return SemanticLeg(
+        text=None if vector is not None else (s.text if which == "text" else question),
+        vector=vector,
+        k=s.k or settings.default_k,
+        alpha=alpha,
+    )
 
 
 def evidence_query_from_proto(
@@ -187,8 +256,14 @@ def evidence_query_from_proto(
 ) -> EvidenceQuery:
     """Validate a PlanRequest into the internal :class:`EvidenceQuery`.
 
+    Recall legs: a non-empty ``question`` turns on both legs with its text; a leg message
+    refines its leg (filters, limit, k, alpha) and its own input (``structured.text``,
+    ``semantic.text`` or ``semantic.vector``), when set, replaces the question for that leg.
+    Without a question only the leg messages present run, each with its own input. So a request
+    with only ``question`` is the request that repeats it as both legs' text.
+
     Absent as-of times become ``now_us``; absent budget/settings take ``config``'s defaults;
-    an absent (0) ``query.limit`` / ``semantic.k`` takes ``recall.default_limit`` /
+    an absent (0) ``structured.limit`` / ``semantic.k`` takes ``recall.default_limit`` /
     ``recall.default_k`` (``RecallSettings()`` when ``recall`` is None; pass the planner's
     settings so its defaults apply).
     Structured filters are bounded: at most :data:`MAX_FILTER_LABELS` labels and
@@ -199,49 +274,15 @@ def evidence_query_from_proto(
         InvalidRequest: naming the first offending field (proto field path) and the reason.
     """
     settings = recall if recall is not None else RecallSettings()
-    has_query = msg.HasField("query")
-    has_semantic = msg.HasField("semantic")
-    if not has_query and not has_semantic:
-        raise InvalidRequest("query", "at least one of query or semantic must be set")
-    structured: StructuredLeg | None = None
-    if has_query:
-        q = msg.query
-        if not q.text.strip() and not q.labels and not q.properties:
-            raise InvalidRequest(
-                "query.text", "must be non-empty unless labels or properties filter"
-            )
-        if q.limit > MAX_LEG_RESULTS:
-            raise InvalidRequest("query.limit", f"must be <= {MAX_LEG_RESULTS}, got {q.limit}")
-        _check_filters(q.labels, q.properties)
-        structured = StructuredLeg(
-            text=q.text,
-            labels=tuple(q.labels),
-            properties=dict(sorted(q.properties.items())),
-            limit=q.limit or settings.default_limit,
-        )
-    semantic: SemanticLeg | None = None
-    if has_semantic:
-        s = msg.semantic
-        which = s.WhichOneof("query")
-        if which is None:
-            raise InvalidRequest(
-                "semantic.text", "one of semantic.text or semantic.vector is required"
-            )
-        if which == "text" and not s.text.strip():
-            raise InvalidRequest("semantic.text", "must be non-empty")
-        if which == "vector" and not s.vector.values:
-            raise InvalidRequest("semantic.vector.values", "must be non-empty")
-        if s.k > MAX_LEG_RESULTS:
-            raise InvalidRequest("semantic.k", f"must be <= {MAX_LEG_RESULTS}, got {s.k}")
-        alpha = s.alpha if s.HasField("alpha") else 1.0
-        if not math.isfinite(alpha) or not 0.0 <= alpha <= 1.0:
-            raise InvalidRequest("semantic.alpha", f"must be in [0, 1], got {alpha!r}")
-        semantic = SemanticLeg(
-            text=s.text if which == "text" else None,
-            vector=tuple(s.vector.values) if which == "vector" else None,
-            k=s.k or settings.default_k,
-            alpha=alpha,
-        )
+    question: str | None = None
+    if msg.question:
+        if not msg.question.strip():
+            raise InvalidRequest("question", "must not be blank")
+        question = msg.question
+    if question is None and not msg.HasField("structured") and not msg.HasField("semantic"):
+        raise InvalidRequest("question", "set question, or at least one of structured or semantic")
+    structured = _structured_leg(msg, question, settings)
+    semantic = _semantic_leg(msg, question, settings)
     if msg.expand_depth not in EXPAND_DEPTH:
         raise InvalidRequest("expand_depth", f"must be in {EXPAND_DEPTH}, got {msg.expand_depth}")
     budget = msg.budget_tokens if msg.HasField("budget_tokens") else config.default_budget_tokens

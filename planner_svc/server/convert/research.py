@@ -58,7 +58,7 @@ def caps_from_proto(caps: research_pb2.ResearchCaps) -> ResearchCaps:
         raise InvalidRequest(f"start.caps.{exc.field}", exc.reason) from exc
 
 
-def start_from_proto(event: research_pb2.ResearchEvent) -> SessionStart:
+def start_from_proto(event: research_pb2.ResearchRequest) -> SessionStart:
     """The session parameters of a first event.
 
     Raises:
@@ -79,7 +79,7 @@ def start_from_proto(event: research_pb2.ResearchEvent) -> SessionStart:
     )
 
 
-def event_from_proto(event: research_pb2.ResearchEvent) -> Event:
+def event_from_proto(event: research_pb2.ResearchRequest) -> Event:
     """A follow-up event.
 
     Raises:
@@ -134,9 +134,9 @@ def _usage(u: Usage, out: research_pb2.PlannerUsage) -> None:
     out.model = u.model
 
 
-def update_to_proto(update: Update) -> research_pb2.ResearchUpdate:
+def update_to_proto(update: Update) -> research_pb2.ResearchResponse:
     """The wire form of one session update."""
-    msg = research_pb2.ResearchUpdate()
+    msg = research_pb2.ResearchResponse()
     if isinstance(update, InitialUpdate):
         init = msg.initial
         st = update.start

@@ -4,9 +4,9 @@
 //
 //	planner-plan [-addr 127.0.0.1:50151] [-budget N] [-depth 1] [-model M] [-timeout 30s] "question"
 //
-// The request is the one the Python client sends for a question: the structured and the
-// semantic leg both take the question text, hop expansion depth 1, server defaults for k and
-// limit. The plan hash is recomputed locally (plan hash v1); the command prints one line per
+// The request is the one the Python client sends for a question: the question once (both recall
+// legs search with it), hop expansion depth 1, server defaults for k and limit. The plan hash is
+// recomputed locally (plan hash v1, docs/plan-hash.md); the command prints one line per
 // span (source, kind, tokens, weight), the totals, then "hash verified: b3:...". It exits 1 on
 // an RPC error (printing the gRPC code, message and any field violation or error reason), on a
 // plan whose hash does not verify, and 2 on bad usage. PLANNER_SVC_AUTH_TOKEN, when set, is sent
@@ -74,12 +74,11 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// questionRequest builds the default request for a natural-language question: both recall legs
-// from the question text, server defaults for k and limit.
+// questionRequest builds the default request for a natural-language question: the question
+// once (both recall legs search with it), server defaults for k and limit.
 func questionRequest(o options) *plannerv1.PlanRequest {
 	req := &plannerv1.PlanRequest{
-		Query:       &plannerv1.StructuredQuery{Text: o.question},
-		Semantic:    &plannerv1.SemanticRecall{Query: &plannerv1.SemanticRecall_Text{Text: o.question}},
+		Question:    o.question,
 		ExpandDepth: uint32(o.expandDepth),
 		Model:       o.model,
 	}
@@ -110,11 +109,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if token := os.Getenv("PLANNER_SVC_AUTH_TOKEN"); token != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 	}
-	plan, err := plannerv1.NewEvidencePlannerClient(conn).Plan(ctx, questionRequest(o))
+	resp, err := plannerv1.NewEvidencePlannerServiceClient(conn).Plan(ctx, questionRequest(o))
 	if err != nil {
 		fmt.Fprint(stderr, describeError(err))
 		return 1
 	}
+	plan := resp.GetPlan()
 	if err := planhash.Verify(plan); err != nil {
 		fmt.Fprintln(stderr, "planner-plan:", err)
 		return 1

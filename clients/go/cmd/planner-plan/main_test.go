@@ -20,15 +20,18 @@ import (
 
 // fakePlanner answers Plan with a fixed plan or error and records the request it got.
 type fakePlanner struct {
-	plannerv1.UnimplementedEvidencePlannerServer
+	plannerv1.UnimplementedEvidencePlannerServiceServer
 	plan *plannerv1.EvidencePlan
 	err  error
 	got  *plannerv1.PlanRequest
 }
 
-func (f *fakePlanner) Plan(_ context.Context, req *plannerv1.PlanRequest) (*plannerv1.EvidencePlan, error) {
+func (f *fakePlanner) Plan(_ context.Context, req *plannerv1.PlanRequest) (*plannerv1.PlanResponse, error) {
 	f.got = req
-	return f.plan, f.err
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &plannerv1.PlanResponse{Plan: f.plan}, nil
 }
 
 // serve starts f on a loopback ephemeral port and returns its address.
@@ -39,7 +42,7 @@ func serve(t *testing.T, f *fakePlanner) string {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	plannerv1.RegisterEvidencePlannerServer(srv, f)
+	plannerv1.RegisterEvidencePlannerServiceServer(srv, f)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
@@ -77,8 +80,7 @@ func TestPlanIsRequestedPrintedAndVerified(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	want := &plannerv1.PlanRequest{
-		Query:        &plannerv1.StructuredQuery{Text: "Where were goats domesticated?"},
-		Semantic:     &plannerv1.SemanticRecall{Query: &plannerv1.SemanticRecall_Text{Text: "Where were goats domesticated?"}},
+		Question:     "Where were goats domesticated?",
 		ExpandDepth:  1,
 		BudgetTokens: proto.Uint64(500),
 	}
@@ -140,7 +142,7 @@ func TestInvalidArgumentPrintsCodeAndFieldViolation(t *testing.T) {
 
 func TestFailedPreconditionPrintsReason(t *testing.T) {
 	st, err := status.New(codes.FailedPrecondition, "nothing recalled").WithDetails(
-		&errdetails.ErrorInfo{Reason: "INSUFFICIENT_EVIDENCE", Domain: "planner.v1"})
+		&errdetails.ErrorInfo{Reason: "INSUFFICIENT_EVIDENCE", Domain: "planner.plannersvc.dev"})
 	if err != nil {
 		t.Fatal(err)
 	}

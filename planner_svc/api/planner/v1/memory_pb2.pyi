@@ -3,6 +3,9 @@
 isort:skip_file
 Writes into the planner's memory: source documents (ingested into spans, nodes, edges and
 vectors) and API-written nodes and edges.
+
+Units: times are int64 microseconds since the Unix epoch; offsets are UTF-8 byte offsets into
+a source version's canonical text, on code point boundaries.
 """
 
 from collections import abc as _abc
@@ -28,6 +31,7 @@ class _IngestOutcome:
 class _IngestOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_IngestOutcome.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     INGEST_OUTCOME_UNSPECIFIED: _IngestOutcome.ValueType  # 0
+    """Not an outcome; never sent."""
     INGEST_OUTCOME_CREATED: _IngestOutcome.ValueType  # 1
     """The source's first version."""
     INGEST_OUTCOME_REPLACED: _IngestOutcome.ValueType  # 2
@@ -39,6 +43,7 @@ class IngestOutcome(_IngestOutcome, metaclass=_IngestOutcomeEnumTypeWrapper):
     """What an accepted document did to its source."""
 
 INGEST_OUTCOME_UNSPECIFIED: IngestOutcome.ValueType  # 0
+"""Not an outcome; never sent."""
 INGEST_OUTCOME_CREATED: IngestOutcome.ValueType  # 1
 """The source's first version."""
 INGEST_OUTCOME_REPLACED: IngestOutcome.ValueType  # 2
@@ -49,7 +54,9 @@ Global___IngestOutcome: _TypeAlias = IngestOutcome  # noqa: Y015
 
 @_typing.final
 class SourceDocument(_message.Message):
-    """One document to ingest."""
+    """One document to ingest (also the line format of `planner-svc ingest FILE.jsonl`, in the
+    proto3 JSON mapping).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -89,15 +96,18 @@ class SourceDocument(_message.Message):
     text: _builtins.str
     """Document text (UTF-8)."""
     valid_from: _builtins.int
-    """Valid-from time of the document's facts (microseconds); absent = ingest time."""
+    """Valid-from time of the document's facts, microseconds since the Unix epoch; absent =
+    ingest time.
+    """
     version_tx: _builtins.int
-    """Transaction time proposed for a new version (microseconds); absent = the store's clock,
-    strictly increasing across every writer. Lets a corpus load into an empty store reproduce
-    the same version times (and so the same plan hashes) on every machine. Must be later than
-    the source's latest version, no earlier than the latest transaction time the store has
-    recorded (equal is allowed: one bulk load may stamp all its documents with one time), and
-    not in the future; otherwise that document is refused (INVALID_ARGUMENT reason in errors).
-    A time known about the content (written, published) belongs in valid_from.
+    """Transaction time proposed for a new version, microseconds since the Unix epoch; absent =
+    the store's clock, strictly increasing across every writer. Lets a corpus load into an
+    empty store reproduce the same version times (and so the same plan hashes) on every
+    machine. Must be later than the source's latest version, no earlier than the latest
+    transaction time the store has recorded (equal is allowed: one bulk load may stamp all its
+    documents with one time), and not in the future; otherwise that document is refused (its
+    reason in IngestSourcesResponse.errors). A time known about the content (written,
+    published) belongs in valid_from.
     """
     @_builtins.property
     def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
@@ -130,6 +140,30 @@ class SourceDocument(_message.Message):
 Global___SourceDocument: _TypeAlias = SourceDocument  # noqa: Y015
 
 @_typing.final
+class IngestSourcesRequest(_message.Message):
+    """One message of the IngestSources stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def document(self) -> Global___SourceDocument:
+        """The document to ingest."""
+
+    def __init__(
+        self,
+        *,
+        document: Global___SourceDocument | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["document", b"document"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["document", b"document"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestSourcesRequest: _TypeAlias = IngestSourcesRequest  # noqa: Y015
+
+@_typing.final
 class IngestedSource(_message.Message):
     """The source version an accepted document now stands for, so a caller can cite it."""
 
@@ -139,11 +173,14 @@ class IngestedSource(_message.Message):
     VERSION_TX_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     source_id: _builtins.str
+    """The document's source_id."""
     version_tx: _builtins.int
-    """Transaction time of that version (microseconds since the Unix epoch): the version the
-    document created, or the unchanged latest one.
+    """Transaction time of that version, microseconds since the Unix epoch: the version the
+    document created, or the unchanged latest one (SpanRef.source_version_tx of its spans). A
+    decimal string in JavaScript, like source_version_tx.
     """
     outcome: Global___IngestOutcome.ValueType
+    """What the document did."""
     def __init__(
         self,
         *,
@@ -161,12 +198,16 @@ Global___IngestedSource: _TypeAlias = IngestedSource  # noqa: Y015
 
 @_typing.final
 class IngestError(_message.Message):
+    """A refused document."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SOURCE_ID_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     source_id: _builtins.str
+    """The document's source_id (as sent; may be empty when that was the problem)."""
     reason: _builtins.str
+    """Why it was refused, naming the field."""
     def __init__(
         self,
         *,
@@ -182,7 +223,9 @@ class IngestError(_message.Message):
 Global___IngestError: _TypeAlias = IngestError  # noqa: Y015
 
 @_typing.final
-class IngestSummary(_message.Message):
+class IngestSourcesResponse(_message.Message):
+    """IngestSources' response: a summary of the whole stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RECEIVED_FIELD_NUMBER: _builtins.int
@@ -202,14 +245,19 @@ class IngestSummary(_message.Message):
     unchanged: _builtins.int
     """Documents whose canonical text equals the latest version (no new version)."""
     failed: _builtins.int
-    """Documents rejected; see errors."""
+    """Documents refused; see errors."""
     spans: _builtins.int
+    """Spans written (new ledger rows)."""
     nodes: _builtins.int
+    """Node versions written."""
     edges: _builtins.int
+    """Edge versions written."""
     replaced: _builtins.int
     """Of the ingested documents, those whose source already had a version."""
     @_builtins.property
-    def errors(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestError]: ...
+    def errors(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestError]:
+        """One entry per refused document, in stream order."""
+
     @_builtins.property
     def sources(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestedSource]:
         """One entry per accepted document (ingested or unchanged), in stream order."""
@@ -234,7 +282,7 @@ class IngestSummary(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___IngestSummary: _TypeAlias = IngestSummary  # noqa: Y015
+Global___IngestSourcesResponse: _TypeAlias = IngestSourcesResponse  # noqa: Y015
 
 @_typing.final
 class NodeWrite(_message.Message):
@@ -271,19 +319,28 @@ class NodeWrite(_message.Message):
     VALID_TO_FIELD_NUMBER: _builtins.int
     CONFIDENCE_FIELD_NUMBER: _builtins.int
     node_id: _builtins.str
+    """Stable node id, 1..1024 characters, no control characters."""
     text: _builtins.str
     """Text indexed for full-text and semantic recall."""
     valid_from: _builtins.int
+    """Start of the valid interval, microseconds since the Unix epoch; absent = now."""
     valid_to: _builtins.int
+    """End of the valid interval (exclusive), microseconds since the Unix epoch; absent = open."""
     confidence: _builtins.float
-    """Confidence in (0, 1]; absent = 1."""
+    """Confidence, dimensionless in (0, 1]; absent = 1."""
     @_builtins.property
-    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Labels, each a non-empty trimmed string; stored sorted and without duplicates."""
+
     @_builtins.property
-    def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Free-form string properties."""
+
     @_builtins.property
     def provenance(self) -> _containers.RepeatedCompositeFieldContainer[Global___SpanRefWrite]:
-        """Provenance spans into existing source versions."""
+        """Provenance spans into committed source versions, inside their text, on code point
+        boundaries.
+        """
 
     def __init__(
         self,
@@ -318,6 +375,10 @@ Global___NodeWrite: _TypeAlias = NodeWrite  # noqa: Y015
 
 @_typing.final
 class SpanRefWrite(_message.Message):
+    """A provenance span of a written node: a half-open byte range [start, end) of one source
+    version (the fields of SpanRef).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SOURCE_ID_FIELD_NUMBER: _builtins.int
@@ -325,9 +386,15 @@ class SpanRefWrite(_message.Message):
     START_FIELD_NUMBER: _builtins.int
     END_FIELD_NUMBER: _builtins.int
     source_id: _builtins.str
+    """Identity of the source."""
     source_version_tx: _builtins.int
+    """Transaction time of the cited source version, microseconds since the Unix epoch
+    (IngestedSource.version_tx). A decimal string in JavaScript.
+    """
     start: _builtins.int
+    """UTF-8 byte offset of the first byte."""
     end: _builtins.int
+    """UTF-8 byte offset one past the last byte; end > start."""
     def __init__(
         self,
         *,
@@ -346,11 +413,15 @@ Global___SpanRefWrite: _TypeAlias = SpanRefWrite  # noqa: Y015
 
 @_typing.final
 class PutNodeRequest(_message.Message):
+    """PutNode's request."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def node(self) -> Global___NodeWrite: ...
+    def node(self) -> Global___NodeWrite:
+        """The node version to write."""
+
     def __init__(
         self,
         *,
@@ -366,13 +437,18 @@ Global___PutNodeRequest: _TypeAlias = PutNodeRequest  # noqa: Y015
 
 @_typing.final
 class PutNodeResponse(_message.Message):
+    """PutNode's response."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_ID_FIELD_NUMBER: _builtins.int
     TX_FIELD_NUMBER: _builtins.int
     node_id: _builtins.str
+    """The written node's id."""
     tx: _builtins.int
-    """Transaction time of the written version (microseconds)."""
+    """Transaction time of the node's current version, microseconds since the Unix epoch (the
+    existing one's when the write was identical).
+    """
     def __init__(
         self,
         *,
@@ -389,6 +465,8 @@ Global___PutNodeResponse: _TypeAlias = PutNodeResponse  # noqa: Y015
 
 @_typing.final
 class PutEdgeRequest(_message.Message):
+    """PutEdge's request: one edge version from src to dst."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SRC_NODE_ID_FIELD_NUMBER: _builtins.int
@@ -398,13 +476,17 @@ class PutEdgeRequest(_message.Message):
     VALID_FROM_FIELD_NUMBER: _builtins.int
     VALID_TO_FIELD_NUMBER: _builtins.int
     src_node_id: _builtins.str
+    """Node the edge leaves."""
     dst_node_id: _builtins.str
+    """Node the edge reaches."""
     relation: _builtins.str
     """Edge type, e.g. "mentions"."""
     weight: _builtins.float
-    """Edge weight in [0, 1], multiplied into hop expansion scores."""
+    """Edge weight, dimensionless in [0, 1], multiplied into hop expansion scores."""
     valid_from: _builtins.int
+    """Start of the valid interval, microseconds since the Unix epoch; absent = now."""
     valid_to: _builtins.int
+    """End of the valid interval (exclusive), microseconds since the Unix epoch; absent = open."""
     def __init__(
         self,
         *,
@@ -432,10 +514,15 @@ Global___PutEdgeRequest: _TypeAlias = PutEdgeRequest  # noqa: Y015
 
 @_typing.final
 class PutEdgeResponse(_message.Message):
+    """PutEdge's response."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TX_FIELD_NUMBER: _builtins.int
     tx: _builtins.int
+    """Transaction time of the edge's current version, microseconds since the Unix epoch (the
+    existing one's when the write was identical).
+    """
     def __init__(
         self,
         *,

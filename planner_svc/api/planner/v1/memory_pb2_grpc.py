@@ -25,8 +25,9 @@ if _version_not_supported:
     )
 
 
-class MemoryStub:
-    """Missing associated documentation comment in .proto file."""
+class MemoryServiceStub:
+    """Writes documents, nodes and edges.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -35,51 +36,57 @@ class MemoryStub:
             channel: A grpc.Channel.
         """
         self.IngestSources = channel.stream_unary(
-                '/planner.v1.Memory/IngestSources',
-                request_serializer=planner_dot_v1_dot_memory__pb2.SourceDocument.SerializeToString,
-                response_deserializer=planner_dot_v1_dot_memory__pb2.IngestSummary.FromString,
+                '/planner.v1.MemoryService/IngestSources',
+                request_serializer=planner_dot_v1_dot_memory__pb2.IngestSourcesRequest.SerializeToString,
+                response_deserializer=planner_dot_v1_dot_memory__pb2.IngestSourcesResponse.FromString,
                 _registered_method=True)
         self.PutNode = channel.unary_unary(
-                '/planner.v1.Memory/PutNode',
+                '/planner.v1.MemoryService/PutNode',
                 request_serializer=planner_dot_v1_dot_memory__pb2.PutNodeRequest.SerializeToString,
                 response_deserializer=planner_dot_v1_dot_memory__pb2.PutNodeResponse.FromString,
                 _registered_method=True)
         self.PutEdge = channel.unary_unary(
-                '/planner.v1.Memory/PutEdge',
+                '/planner.v1.MemoryService/PutEdge',
                 request_serializer=planner_dot_v1_dot_memory__pb2.PutEdgeRequest.SerializeToString,
                 response_deserializer=planner_dot_v1_dot_memory__pb2.PutEdgeResponse.FromString,
                 _registered_method=True)
 
 
-class MemoryServicer:
-    """Missing associated documentation comment in .proto file."""
+class MemoryServiceServicer:
+    """Writes documents, nodes and edges.
+    """
 
     def IngestSources(self, request_iterator, context):
-        """Client-streaming bulk ingest; a bad document is reported in the summary and skipped.
+        """Client-streaming bulk ingest, one document per message, committed in batches of 256; a
+        bad document is reported in the response and skipped. A cancelled stream keeps the
+        batches it completed; re-sending a document whose text is unchanged writes nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PutNode(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Write one node version. Errors: INVALID_ARGUMENT naming the field (for instance
+        node.provenance[0].end) for a malformed node or provenance a plan could not cite.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PutEdge(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Write one edge version. Errors: INVALID_ARGUMENT naming the field.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
 
-def add_MemoryServicer_to_server(servicer, server):
+def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'IngestSources': grpc.stream_unary_rpc_method_handler(
                     servicer.IngestSources,
-                    request_deserializer=planner_dot_v1_dot_memory__pb2.SourceDocument.FromString,
-                    response_serializer=planner_dot_v1_dot_memory__pb2.IngestSummary.SerializeToString,
+                    request_deserializer=planner_dot_v1_dot_memory__pb2.IngestSourcesRequest.FromString,
+                    response_serializer=planner_dot_v1_dot_memory__pb2.IngestSourcesResponse.SerializeToString,
             ),
             'PutNode': grpc.unary_unary_rpc_method_handler(
                     servicer.PutNode,
@@ -93,14 +100,15 @@ def add_MemoryServicer_to_server(servicer, server):
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'planner.v1.Memory', rpc_method_handlers)
+            'planner.v1.MemoryService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('planner.v1.Memory', rpc_method_handlers)
+    server.add_registered_method_handlers('planner.v1.MemoryService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class Memory:
-    """Missing associated documentation comment in .proto file."""
+class MemoryService:
+    """Writes documents, nodes and edges.
+    """
 
     @staticmethod
     def IngestSources(request_iterator,
@@ -116,9 +124,9 @@ class Memory:
         return grpc.experimental.stream_unary(
             request_iterator,
             target,
-            '/planner.v1.Memory/IngestSources',
-            planner_dot_v1_dot_memory__pb2.SourceDocument.SerializeToString,
-            planner_dot_v1_dot_memory__pb2.IngestSummary.FromString,
+            '/planner.v1.MemoryService/IngestSources',
+            planner_dot_v1_dot_memory__pb2.IngestSourcesRequest.SerializeToString,
+            planner_dot_v1_dot_memory__pb2.IngestSourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -143,7 +151,7 @@ class Memory:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/planner.v1.Memory/PutNode',
+            '/planner.v1.MemoryService/PutNode',
             planner_dot_v1_dot_memory__pb2.PutNodeRequest.SerializeToString,
             planner_dot_v1_dot_memory__pb2.PutNodeResponse.FromString,
             options,
@@ -170,7 +178,7 @@ class Memory:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/planner.v1.Memory/PutEdge',
+            '/planner.v1.MemoryService/PutEdge',
             planner_dot_v1_dot_memory__pb2.PutEdgeRequest.SerializeToString,
             planner_dot_v1_dot_memory__pb2.PutEdgeResponse.FromString,
             options,

@@ -3,6 +3,9 @@
 isort:skip_file
 Writes into the planner's memory: source documents (ingested into spans, nodes, edges and
 vectors) and API-written nodes and edges.
+
+Units: times are int64 microseconds since the Unix epoch; offsets are UTF-8 byte offsets into
+a source version's canonical text, on code point boundaries.
 """
 
 from collections import abc as _abc
@@ -28,45 +31,72 @@ class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ig
 GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
-class MemoryStub:
+class MemoryServiceStub:
+    """Writes documents, nodes and edges."""
+
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> MemoryAsyncStub: ...
-    IngestSources: _grpc.StreamUnaryMultiCallable[_memory_pb2.SourceDocument, _memory_pb2.IngestSummary]
-    """Client-streaming bulk ingest; a bad document is reported in the summary and skipped."""
+    def __new__(cls, channel: _aio.Channel) -> MemoryServiceAsyncStub: ...
+    IngestSources: _grpc.StreamUnaryMultiCallable[_memory_pb2.IngestSourcesRequest, _memory_pb2.IngestSourcesResponse]
+    """Client-streaming bulk ingest, one document per message, committed in batches of 256; a
+    bad document is reported in the response and skipped. A cancelled stream keeps the
+    batches it completed; re-sending a document whose text is unchanged writes nothing.
+    """
     PutNode: _grpc.UnaryUnaryMultiCallable[_memory_pb2.PutNodeRequest, _memory_pb2.PutNodeResponse]
+    """Write one node version. Errors: INVALID_ARGUMENT naming the field (for instance
+    node.provenance[0].end) for a malformed node or provenance a plan could not cite.
+    """
     PutEdge: _grpc.UnaryUnaryMultiCallable[_memory_pb2.PutEdgeRequest, _memory_pb2.PutEdgeResponse]
+    """Write one edge version. Errors: INVALID_ARGUMENT naming the field."""
 
 @_typing.type_check_only
-class MemoryAsyncStub(MemoryStub):
-    def __init__(self, channel: _aio.Channel) -> None: ...
-    IngestSources: _aio.StreamUnaryMultiCallable[_memory_pb2.SourceDocument, _memory_pb2.IngestSummary]  # type: ignore[assignment]
-    """Client-streaming bulk ingest; a bad document is reported in the summary and skipped."""
-    PutNode: _aio.UnaryUnaryMultiCallable[_memory_pb2.PutNodeRequest, _memory_pb2.PutNodeResponse]  # type: ignore[assignment]
-    PutEdge: _aio.UnaryUnaryMultiCallable[_memory_pb2.PutEdgeRequest, _memory_pb2.PutEdgeResponse]  # type: ignore[assignment]
+class MemoryServiceAsyncStub(MemoryServiceStub):
+    """Writes documents, nodes and edges."""
 
-class MemoryServicer(metaclass=_abc_1.ABCMeta):
+    def __init__(self, channel: _aio.Channel) -> None: ...
+    IngestSources: _aio.StreamUnaryMultiCallable[_memory_pb2.IngestSourcesRequest, _memory_pb2.IngestSourcesResponse]  # type: ignore[assignment]
+    """Client-streaming bulk ingest, one document per message, committed in batches of 256; a
+    bad document is reported in the response and skipped. A cancelled stream keeps the
+    batches it completed; re-sending a document whose text is unchanged writes nothing.
+    """
+    PutNode: _aio.UnaryUnaryMultiCallable[_memory_pb2.PutNodeRequest, _memory_pb2.PutNodeResponse]  # type: ignore[assignment]
+    """Write one node version. Errors: INVALID_ARGUMENT naming the field (for instance
+    node.provenance[0].end) for a malformed node or provenance a plan could not cite.
+    """
+    PutEdge: _aio.UnaryUnaryMultiCallable[_memory_pb2.PutEdgeRequest, _memory_pb2.PutEdgeResponse]  # type: ignore[assignment]
+    """Write one edge version. Errors: INVALID_ARGUMENT naming the field."""
+
+class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
+    """Writes documents, nodes and edges."""
+
     @_abc_1.abstractmethod
     def IngestSources(
         self,
-        request_iterator: _MaybeAsyncIterator[_memory_pb2.SourceDocument],
+        request_iterator: _MaybeAsyncIterator[_memory_pb2.IngestSourcesRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_memory_pb2.IngestSummary, _abc.Awaitable[_memory_pb2.IngestSummary]]:
-        """Client-streaming bulk ingest; a bad document is reported in the summary and skipped."""
+    ) -> _typing.Union[_memory_pb2.IngestSourcesResponse, _abc.Awaitable[_memory_pb2.IngestSourcesResponse]]:
+        """Client-streaming bulk ingest, one document per message, committed in batches of 256; a
+        bad document is reported in the response and skipped. A cancelled stream keeps the
+        batches it completed; re-sending a document whose text is unchanged writes nothing.
+        """
 
     @_abc_1.abstractmethod
     def PutNode(
         self,
         request: _memory_pb2.PutNodeRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_memory_pb2.PutNodeResponse, _abc.Awaitable[_memory_pb2.PutNodeResponse]]: ...
+    ) -> _typing.Union[_memory_pb2.PutNodeResponse, _abc.Awaitable[_memory_pb2.PutNodeResponse]]:
+        """Write one node version. Errors: INVALID_ARGUMENT naming the field (for instance
+        node.provenance[0].end) for a malformed node or provenance a plan could not cite.
+        """
 
     @_abc_1.abstractmethod
     def PutEdge(
         self,
         request: _memory_pb2.PutEdgeRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_memory_pb2.PutEdgeResponse, _abc.Awaitable[_memory_pb2.PutEdgeResponse]]: ...
+    ) -> _typing.Union[_memory_pb2.PutEdgeResponse, _abc.Awaitable[_memory_pb2.PutEdgeResponse]]:
+        """Write one edge version. Errors: INVALID_ARGUMENT naming the field."""
 
-def add_MemoryServicer_to_server(servicer: MemoryServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

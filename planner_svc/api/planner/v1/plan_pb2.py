@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15planner/v1/plan.proto\x12\nplanner.v1\"S\n\x07SpanRef\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x19\n\x11source_version_tx\x18\x02 \x01(\x03\x12\r\n\x05start\x18\x03 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x04\"\x92\x01\n\x0bPlannedSpan\x12!\n\x04span\x18\x01 \x01(\x0b\x32\x13.planner.v1.SpanRef\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12$\n\x05\x63lass\x18\x03 \x01(\x0e\x32\x15.planner.v1.SpanClass\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x0e\n\x06tokens\x18\x05 \x01(\x04\x12\x0c\n\x04text\x18\x06 \x01(\t\"\xbd\x03\n\tPlanStats\x12\x12\n\npool_spans\x18\x01 \x01(\x04\x12\x16\n\x0eselected_spans\x18\x02 \x01(\x04\x12\x0f\n\x07\x64\x65\x64uped\x18\x03 \x01(\x04\x12\x1a\n\x12skipped_unpackable\x18\x04 \x01(\x04\x12\x1b\n\x13skipped_budget_full\x18\x05 \x01(\x04\x12\x13\n\x0b\x63\x61p_skipped\x18\x06 \x01(\x04\x12\x1e\n\x16\x62udget_stranded_by_cap\x18\x07 \x01(\x04\x12\x12\n\ncap_tokens\x18\x08 \x01(\x04\x12\x16\n\x0etoken_estimate\x18\t \x01(\x08\x12\x16\n\x0enodes_recalled\x18\n \x01(\x04\x12\x1b\n\x13nodes_without_spans\x18\x0b \x01(\x04\x12\x14\n\x0ckind_missing\x18\x0c \x01(\x04\x12\x16\n\x0eslices_missing\x18\r \x01(\x04\x12\x17\n\x0fpool_duplicates\x18\x0e \x01(\x04\x12\x17\n\x0fstructured_hits\x18\x0f \x01(\x04\x12\x15\n\rsemantic_hits\x18\x10 \x01(\x04\x12\x15\n\rexpanded_hits\x18\x11 \x01(\x04\x12\x16\n\x0enodes_not_live\x18\x12 \x01(\x04\"\xd9\x01\n\x0c\x45videncePlan\x12\x12\n\nplan_model\x18\x01 \x01(\t\x12&\n\x05spans\x18\x02 \x03(\x0b\x32\x17.planner.v1.PlannedSpan\x12\x0e\n\x06\x62udget\x18\x03 \x01(\x04\x12\x0c\n\x04used\x18\x04 \x01(\x04\x12$\n\x05stats\x18\x05 \x01(\x0b\x32\x15.planner.v1.PlanStats\x12\x11\n\tplan_hash\x18\x06 \x01(\t\x12\x36\n\x0c\x65xplanations\x18\x07 \x03(\x0b\x32 .planner.v1.CandidateExplanation\"\xb2\x01\n\x0fStructuredQuery\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12?\n\nproperties\x18\x03 \x03(\x0b\x32+.planner.v1.StructuredQuery.PropertiesEntry\x12\r\n\x05limit\x18\x04 \x01(\r\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"}\n\x0eSemanticRecall\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x06vector\x18\x02 \x01(\x0b\x32\x17.planner.v1.VectorQueryH\x00\x12\t\n\x01k\x18\x03 \x01(\r\x12\x12\n\x05\x61lpha\x18\x04 \x01(\x01H\x01\x88\x01\x01\x42\x07\n\x05queryB\x08\n\x06_alpha\"\x1d\n\x0bVectorQuery\x12\x0e\n\x06values\x18\x01 \x03(\x02\"\x8f\x03\n\x0bPlanRequest\x12*\n\x05query\x18\x01 \x01(\x0b\x32\x1b.planner.v1.StructuredQuery\x12,\n\x08semantic\x18\x02 \x01(\x0b\x32\x1a.planner.v1.SemanticRecall\x12\x14\n\x0c\x65xpand_depth\x18\x03 \x01(\r\x12\x15\n\x08\x61t_valid\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05\x61t_tx\x18\x05 \x01(\x03H\x01\x88\x01\x01\x12\x1a\n\rbudget_tokens\x18\x06 \x01(\x04H\x02\x88\x01\x01\x12\r\n\x05model\x18\x07 \x01(\t\x12\x18\n\x10\x61llow_ungrounded\x18\x08 \x01(\x08\x12\x0f\n\x07\x65xplain\x18\t \x01(\x08\x12 \n\x13max_frac_per_source\x18\n \x01(\x01H\x03\x88\x01\x01\x12\x1a\n\rdedup_overlap\x18\x0b \x01(\x01H\x04\x88\x01\x01\x42\x0b\n\t_at_validB\x08\n\x06_at_txB\x10\n\x0e_budget_tokensB\x16\n\x14_max_frac_per_sourceB\x10\n\x0e_dedup_overlap\"\x9b\x01\n\tLegScores\x12\x17\n\nstructured\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x15\n\x08semantic\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08\x65xpanded\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\r\n\x05\x66used\x18\x04 \x01(\x01\x12\x0f\n\x07node_id\x18\x05 \x01(\tB\r\n\x0b_structuredB\x0b\n\t_semanticB\x0b\n\t_expanded\"\xca\x01\n\x14\x43\x61ndidateExplanation\x12*\n\tcandidate\x18\x01 \x01(\x0b\x32\x17.planner.v1.PlannedSpan\x12\'\n\x04\x66\x61te\x18\x02 \x01(\x0e\x32\x19.planner.v1.CandidateFate\x12\'\n\ndeduped_by\x18\x03 \x01(\x0b\x32\x13.planner.v1.SpanRef\x12#\n\x04legs\x18\x04 \x01(\x0b\x32\x15.planner.v1.LegScores\x12\x0f\n\x07\x64\x65nsity\x18\x05 \x01(\x01\"\xc2\x01\n\rSelectRequest\x12\x12\n\nplan_model\x18\x01 \x01(\t\x12\x0e\n\x06\x62udget\x18\x02 \x01(\x04\x12 \n\x13max_frac_per_source\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x1a\n\rdedup_overlap\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12%\n\x04pool\x18\x05 \x03(\x0b\x32\x17.planner.v1.PlannedSpanB\x16\n\x14_max_frac_per_sourceB\x10\n\x0e_dedup_overlap*S\n\tSpanClass\x12\x1a\n\x16SPAN_CLASS_UNSPECIFIED\x10\x00\x12\x14\n\x10SPAN_CLASS_TRUTH\x10\x01\x12\x14\n\x10SPAN_CLASS_CACHE\x10\x02*\xc5\x01\n\rCandidateFate\x12\x1e\n\x1a\x43\x41NDIDATE_FATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43\x41NDIDATE_FATE_PACKED\x10\x01\x12\x1a\n\x16\x43\x41NDIDATE_FATE_DEDUPED\x10\x02\x12\x1d\n\x19\x43\x41NDIDATE_FATE_UNPACKABLE\x10\x03\x12\x1e\n\x1a\x43\x41NDIDATE_FATE_BUDGET_FULL\x10\x04\x12\x1e\n\x1a\x43\x41NDIDATE_FATE_CAP_BLOCKED\x10\x05\x32L\n\x0f\x45videncePlanner\x12\x39\n\x04Plan\x12\x17.planner.v1.PlanRequest\x1a\x18.planner.v1.EvidencePlanBp\n\x19\x64\x65v.plannersvc.planner.v1B\tPlanProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15planner/v1/plan.proto\x12\nplanner.v1\"W\n\x07SpanRef\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x1d\n\x11source_version_tx\x18\x02 \x01(\x03\x42\x02\x30\x01\x12\r\n\x05start\x18\x03 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x04\"\x92\x01\n\x0bPlannedSpan\x12!\n\x04span\x18\x01 \x01(\x0b\x32\x13.planner.v1.SpanRef\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12$\n\x05\x63lass\x18\x03 \x01(\x0e\x32\x15.planner.v1.SpanClass\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x0e\n\x06tokens\x18\x05 \x01(\x04\x12\x0c\n\x04text\x18\x06 \x01(\t\"\xbd\x03\n\tPlanStats\x12\x12\n\npool_spans\x18\x01 \x01(\x04\x12\x16\n\x0eselected_spans\x18\x02 \x01(\x04\x12\x0f\n\x07\x64\x65\x64uped\x18\x03 \x01(\x04\x12\x1a\n\x12skipped_unpackable\x18\x04 \x01(\x04\x12\x1b\n\x13skipped_budget_full\x18\x05 \x01(\x04\x12\x13\n\x0b\x63\x61p_skipped\x18\x06 \x01(\x04\x12\x1e\n\x16\x62udget_stranded_by_cap\x18\x07 \x01(\x04\x12\x12\n\ncap_tokens\x18\x08 \x01(\x04\x12\x16\n\x0etoken_estimate\x18\t \x01(\x08\x12\x16\n\x0enodes_recalled\x18\n \x01(\x04\x12\x1b\n\x13nodes_without_spans\x18\x0b \x01(\x04\x12\x14\n\x0ckind_missing\x18\x0c \x01(\x04\x12\x16\n\x0eslices_missing\x18\r \x01(\x04\x12\x17\n\x0fpool_duplicates\x18\x0e \x01(\x04\x12\x17\n\x0fstructured_hits\x18\x0f \x01(\x04\x12\x15\n\rsemantic_hits\x18\x10 \x01(\x04\x12\x15\n\rexpanded_hits\x18\x11 \x01(\x04\x12\x16\n\x0enodes_not_live\x18\x12 \x01(\x04\"\xd9\x01\n\x0c\x45videncePlan\x12\x12\n\nplan_model\x18\x01 \x01(\t\x12&\n\x05spans\x18\x02 \x03(\x0b\x32\x17.planner.v1.PlannedSpan\x12\x0e\n\x06\x62udget\x18\x03 \x01(\x04\x12\x0c\n\x04used\x18\x04 \x01(\x04\x12$\n\x05stats\x18\x05 \x01(\x0b\x32\x15.planner.v1.PlanStats\x12\x11\n\tplan_hash\x18\x06 \x01(\t\x12\x36\n\x0c\x65xplanations\x18\x07 \x03(\x0b\x32 .planner.v1.CandidateExplanation\"\xc2\x01\n\x10StructuredRecall\x12\x11\n\x04text\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12@\n\nproperties\x18\x03 \x03(\x0b\x32,.planner.v1.StructuredRecall.PropertiesEntry\x12\r\n\x05limit\x18\x04 \x01(\r\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x07\n\x05_text\"}\n\x0eSemanticRecall\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x06vector\x18\x02 \x01(\x0b\x32\x17.planner.v1.VectorQueryH\x00\x12\t\n\x01k\x18\x03 \x01(\r\x12\x12\n\x05\x61lpha\x18\x04 \x01(\x01H\x01\x88\x01\x01\x42\x07\n\x05inputB\x08\n\x06_alpha\"\x1d\n\x0bVectorQuery\x12\x0e\n\x06values\x18\x01 \x03(\x02\"\xae\x03\n\x0bPlanRequest\x12\x10\n\x08question\x18\x0c \x01(\t\x12\x30\n\nstructured\x18\x01 \x01(\x0b\x32\x1c.planner.v1.StructuredRecall\x12,\n\x08semantic\x18\x02 \x01(\x0b\x32\x1a.planner.v1.SemanticRecall\x12\x14\n\x0c\x65xpand_depth\x18\x03 \x01(\r\x12\x15\n\x08\x61t_valid\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05\x61t_tx\x18\x05 \x01(\x03H\x01\x88\x01\x01\x12\x1a\n\rbudget_tokens\x18\x06 \x01(\x04H\x02\x88\x01\x01\x12\r\n\x05model\x18\x07 \x01(\t\x12\x18\n\x10\x61llow_ungrounded\x18\x08 \x01(\x08\x12\x0f\n\x07\x65xplain\x18\t \x01(\x08\x12 \n\x13max_frac_per_source\x18\n \x01(\x01H\x03\x88\x01\x01\x12\x1a\n\rdedup_overlap\x18\x0b \x01(\x01H\x04\x88\x01\x01\x42\x0b\n\t_at_validB\x08\n\x06_at_txB\x10\n\x0e_budget_tokensB\x16\n\x14_max_frac_per_sourceB\x10\n\x0e_dedup_overlapR\x05query\"6\n\x0cPlanResponse\x12&\n\x04plan\x18\x01 \x01(\x0b\x32\x18.planner.v1.EvidencePlan\"\x9b\x01\n\tLegScores\x12\x17\n\nstructured\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x15\n\x08semantic\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08\x65xpanded\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\r\n\x05\x66used\x18\x04 \x01(\x01\x12\x0f\n\x07node_id\x18\x05 \x01(\tB\r\n\x0b_structuredB\x0b\n\t_semanticB\x0b\n\t_expanded\"\xca\x01\n\x14\x43\x61ndidateExplanation\x12*\n\tcandidate\x18\x01 \x01(\x0b\x32\x17.planner.v1.PlannedSpan\x12\'\n\x04\x66\x61te\x18\x02 \x01(\x0e\x32\x19.planner.v1.CandidateFate\x12\'\n\ndeduped_by\x18\x03 \x01(\x0b\x32\x13.planner.v1.SpanRef\x12#\n\x04legs\x18\x04 \x01(\x0b\x32\x15.planner.v1.LegScores\x12\x0f\n\x07\x64\x65nsity\x18\x05 \x01(\x01\"\xc2\x01\n\rSelectRequest\x12\x12\n\nplan_model\x18\x01 \x01(\t\x12\x0e\n\x06\x62udget\x18\x02 \x01(\x04\x12 \n\x13max_frac_per_source\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x1a\n\rdedup_overlap\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12%\n\x04pool\x18\x05 \x03(\x0b\x32\x17.planner.v1.PlannedSpanB\x16\n\x14_max_frac_per_sourceB\x10\n\x0e_dedup_overlap*S\n\tSpanClass\x12\x1a\n\x16SPAN_CLASS_UNSPECIFIED\x10\x00\x12\x14\n\x10SPAN_CLASS_TRUTH\x10\x01\x12\x14\n\x10SPAN_CLASS_CACHE\x10\x02*\xc5\x01\n\rCandidateFate\x12\x1e\n\x1a\x43\x41NDIDATE_FATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43\x41NDIDATE_FATE_PACKED\x10\x01\x12\x1a\n\x16\x43\x41NDIDATE_FATE_DEDUPED\x10\x02\x12\x1d\n\x19\x43\x41NDIDATE_FATE_UNPACKABLE\x10\x03\x12\x1e\n\x1a\x43\x41NDIDATE_FATE_BUDGET_FULL\x10\x04\x12\x1e\n\x1a\x43\x41NDIDATE_FATE_CAP_BLOCKED\x10\x05\x32S\n\x16\x45videncePlannerService\x12\x39\n\x04Plan\x12\x17.planner.v1.PlanRequest\x1a\x18.planner.v1.PlanResponseBp\n\x19\x64\x65v.plannersvc.planner.v1B\tPlanProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,36 +32,40 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'planner.v1.plan_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\031dev.plannersvc.planner.v1B\tPlanProtoP\001ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1'
-  _globals['_STRUCTUREDQUERY_PROPERTIESENTRY']._loaded_options = None
-  _globals['_STRUCTUREDQUERY_PROPERTIESENTRY']._serialized_options = b'8\001'
-  _globals['_SPANCLASS']._serialized_start=2240
-  _globals['_SPANCLASS']._serialized_end=2323
-  _globals['_CANDIDATEFATE']._serialized_start=2326
-  _globals['_CANDIDATEFATE']._serialized_end=2523
+  _globals['_SPANREF'].fields_by_name['source_version_tx']._loaded_options = None
+  _globals['_SPANREF'].fields_by_name['source_version_tx']._serialized_options = b'0\001'
+  _globals['_STRUCTUREDRECALL_PROPERTIESENTRY']._loaded_options = None
+  _globals['_STRUCTUREDRECALL_PROPERTIESENTRY']._serialized_options = b'8\001'
+  _globals['_SPANCLASS']._serialized_start=2347
+  _globals['_SPANCLASS']._serialized_end=2430
+  _globals['_CANDIDATEFATE']._serialized_start=2433
+  _globals['_CANDIDATEFATE']._serialized_end=2630
   _globals['_SPANREF']._serialized_start=37
-  _globals['_SPANREF']._serialized_end=120
-  _globals['_PLANNEDSPAN']._serialized_start=123
-  _globals['_PLANNEDSPAN']._serialized_end=269
-  _globals['_PLANSTATS']._serialized_start=272
-  _globals['_PLANSTATS']._serialized_end=717
-  _globals['_EVIDENCEPLAN']._serialized_start=720
-  _globals['_EVIDENCEPLAN']._serialized_end=937
-  _globals['_STRUCTUREDQUERY']._serialized_start=940
-  _globals['_STRUCTUREDQUERY']._serialized_end=1118
-  _globals['_STRUCTUREDQUERY_PROPERTIESENTRY']._serialized_start=1069
-  _globals['_STRUCTUREDQUERY_PROPERTIESENTRY']._serialized_end=1118
-  _globals['_SEMANTICRECALL']._serialized_start=1120
-  _globals['_SEMANTICRECALL']._serialized_end=1245
-  _globals['_VECTORQUERY']._serialized_start=1247
-  _globals['_VECTORQUERY']._serialized_end=1276
-  _globals['_PLANREQUEST']._serialized_start=1279
-  _globals['_PLANREQUEST']._serialized_end=1678
-  _globals['_LEGSCORES']._serialized_start=1681
-  _globals['_LEGSCORES']._serialized_end=1836
-  _globals['_CANDIDATEEXPLANATION']._serialized_start=1839
-  _globals['_CANDIDATEEXPLANATION']._serialized_end=2041
-  _globals['_SELECTREQUEST']._serialized_start=2044
-  _globals['_SELECTREQUEST']._serialized_end=2238
-  _globals['_EVIDENCEPLANNER']._serialized_start=2525
-  _globals['_EVIDENCEPLANNER']._serialized_end=2601
+  _globals['_SPANREF']._serialized_end=124
+  _globals['_PLANNEDSPAN']._serialized_start=127
+  _globals['_PLANNEDSPAN']._serialized_end=273
+  _globals['_PLANSTATS']._serialized_start=276
+  _globals['_PLANSTATS']._serialized_end=721
+  _globals['_EVIDENCEPLAN']._serialized_start=724
+  _globals['_EVIDENCEPLAN']._serialized_end=941
+  _globals['_STRUCTUREDRECALL']._serialized_start=944
+  _globals['_STRUCTUREDRECALL']._serialized_end=1138
+  _globals['_STRUCTUREDRECALL_PROPERTIESENTRY']._serialized_start=1080
+  _globals['_STRUCTUREDRECALL_PROPERTIESENTRY']._serialized_end=1129
+  _globals['_SEMANTICRECALL']._serialized_start=1140
+  _globals['_SEMANTICRECALL']._serialized_end=1265
+  _globals['_VECTORQUERY']._serialized_start=1267
+  _globals['_VECTORQUERY']._serialized_end=1296
+  _globals['_PLANREQUEST']._serialized_start=1299
+  _globals['_PLANREQUEST']._serialized_end=1729
+  _globals['_PLANRESPONSE']._serialized_start=1731
+  _globals['_PLANRESPONSE']._serialized_end=1785
+  _globals['_LEGSCORES']._serialized_start=1788
+  _globals['_LEGSCORES']._serialized_end=1943
+  _globals['_CANDIDATEEXPLANATION']._serialized_start=1946
+  _globals['_CANDIDATEEXPLANATION']._serialized_end=2148
+  _globals['_SELECTREQUEST']._serialized_start=2151
+  _globals['_SELECTREQUEST']._serialized_end=2345
+  _globals['_EVIDENCEPLANNERSERVICE']._serialized_start=2632
+  _globals['_EVIDENCEPLANNERSERVICE']._serialized_end=2715
 # @@protoc_insertion_point(module_scope)

@@ -5,7 +5,8 @@ Evidence plans: which source spans a generated answer may cite.
 
 Units: times are int64 microseconds since the Unix epoch; offsets are UTF-8 byte offsets into
 a source version's canonical text, on code point boundaries; token counts are tokens of the
-requested model (or of the estimator, see PlanStats.token_estimate).
+requested model (or of the estimator, see PlanStats.token_estimate). The plan hash is
+specified in docs/plan-hash.md.
 """
 
 from collections import abc as _abc
@@ -31,19 +32,25 @@ class _SpanClass:
 class _SpanClassEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SpanClass.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     SPAN_CLASS_UNSPECIFIED: _SpanClass.ValueType  # 0
+    """Not a class: refused in a selection pool, never sent in a plan, not hashable."""
     SPAN_CLASS_TRUTH: _SpanClass.ValueType  # 1
-    """Verbatim slice of a source version's canonical text. Hashed as 1."""
+    """Verbatim slice of a source version's canonical text. Hashed as the byte 1."""
     SPAN_CLASS_CACHE: _SpanClass.ValueType  # 2
-    """Derived artifact (a cached summary): weight-discounted, never evidence. Hashed as 2."""
+    """Derived artifact (a cached summary): weight-discounted, never evidence. Hashed as the
+    byte 2.
+    """
 
 class SpanClass(_SpanClass, metaclass=_SpanClassEnumTypeWrapper):
     """Whether a span is verbatim source text or a derived artifact."""
 
 SPAN_CLASS_UNSPECIFIED: SpanClass.ValueType  # 0
+"""Not a class: refused in a selection pool, never sent in a plan, not hashable."""
 SPAN_CLASS_TRUTH: SpanClass.ValueType  # 1
-"""Verbatim slice of a source version's canonical text. Hashed as 1."""
+"""Verbatim slice of a source version's canonical text. Hashed as the byte 1."""
 SPAN_CLASS_CACHE: SpanClass.ValueType  # 2
-"""Derived artifact (a cached summary): weight-discounted, never evidence. Hashed as 2."""
+"""Derived artifact (a cached summary): weight-discounted, never evidence. Hashed as the
+byte 2.
+"""
 Global___SpanClass: _TypeAlias = SpanClass  # noqa: Y015
 
 class _CandidateFate:
@@ -53,7 +60,9 @@ class _CandidateFate:
 class _CandidateFateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CandidateFate.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     CANDIDATE_FATE_UNSPECIFIED: _CandidateFate.ValueType  # 0
+    """Not a fate; never sent."""
     CANDIDATE_FATE_PACKED: _CandidateFate.ValueType  # 1
+    """In the plan."""
     CANDIDATE_FATE_DEDUPED: _CandidateFate.ValueType  # 2
     """Overlapped a heavier span of the same source version (see deduped_by)."""
     CANDIDATE_FATE_UNPACKABLE: _CandidateFate.ValueType  # 3
@@ -67,7 +76,9 @@ class CandidateFate(_CandidateFate, metaclass=_CandidateFateEnumTypeWrapper):
     """What selection did with one candidate."""
 
 CANDIDATE_FATE_UNSPECIFIED: CandidateFate.ValueType  # 0
+"""Not a fate; never sent."""
 CANDIDATE_FATE_PACKED: CandidateFate.ValueType  # 1
+"""In the plan."""
 CANDIDATE_FATE_DEDUPED: CandidateFate.ValueType  # 2
 """Overlapped a heavier span of the same source version (see deduped_by)."""
 CANDIDATE_FATE_UNPACKABLE: CandidateFate.ValueType  # 3
@@ -89,12 +100,17 @@ class SpanRef(_message.Message):
     START_FIELD_NUMBER: _builtins.int
     END_FIELD_NUMBER: _builtins.int
     source_id: _builtins.str
+    """Identity of the source, as ingested. Canonical order compares it by Unicode code point
+    (equivalently by UTF-8 bytes).
+    """
     source_version_tx: _builtins.int
-    """Transaction time of the source version, microseconds since the Unix epoch."""
+    """Transaction time of the source version, microseconds since the Unix epoch; part of the
+    span's identity and of the plan hash. A decimal string in JavaScript (exact at any value).
+    """
     start: _builtins.int
-    """UTF-8 byte offset of the first byte."""
+    """UTF-8 byte offset of the span's first byte, on a code point boundary."""
     end: _builtins.int
-    """UTF-8 byte offset one past the last byte; end > start."""
+    """UTF-8 byte offset one past the span's last byte, on a code point boundary; end > start."""
     def __init__(
         self,
         *,
@@ -126,13 +142,15 @@ class PlannedSpan(_message.Message):
     kind: _builtins.str
     """Structural kind: paragraph | heading | cell | code | body."""
     weight: _builtins.float
-    """w(span) = S(node) x kind prior (x cache discount); finite and >= 0."""
+    """w(span) = S(node) x kind prior (x cache discount); dimensionless, finite and >= 0."""
     tokens: _builtins.int
     """Tokens of the span text under the plan's token accounting."""
     text: _builtins.str
     """The span's canonical text, sliced once at plan time. Not hashed."""
     @_builtins.property
-    def span(self) -> Global___SpanRef: ...
+    def span(self) -> Global___SpanRef:
+        """Which bytes of which source version."""
+
     def __init__(
         self,
         *,
@@ -175,21 +193,24 @@ class PlanStats(_message.Message):
     EXPANDED_HITS_FIELD_NUMBER: _builtins.int
     NODES_NOT_LIVE_FIELD_NUMBER: _builtins.int
     pool_spans: _builtins.int
-    """Candidates handed to selection (after exact-coordinate pool dedup)."""
+    """Candidates handed to selection (after exact-coordinate pool dedup), spans."""
     selected_spans: _builtins.int
+    """Spans in the plan."""
     deduped: _builtins.int
-    """Candidates dropped by overlap dedup within a source version."""
+    """Candidates dropped by overlap dedup within a source version, spans."""
     skipped_unpackable: _builtins.int
-    """Skip outcome: tokens > budget (can never fit)."""
+    """Skip outcome, spans: tokens > budget (can never fit)."""
     skipped_budget_full: _builtins.int
-    """Skip outcome: tokens <= budget but used + tokens > budget."""
+    """Skip outcome, spans: tokens <= budget but used + tokens > budget."""
     cap_skipped: _builtins.int
-    """Skip outcome: per-source spend + tokens > the per-source cap."""
+    """Skip outcome, spans: per-source spend + tokens > the per-source cap."""
     budget_stranded_by_cap: _builtins.int
-    """Final unused budget when the cap refused a span that fit the remaining budget, else 0."""
+    """Tokens: the final unused budget when the cap refused a span that fit the remaining
+    budget, else 0.
+    """
     cap_tokens: _builtins.int
     """The per-source cap in tokens: floor(max_frac_per_source x budget), the product computed in
-    IEEE-754 double precision and then floored (the seed's rule: 0.29 x 100 gives 28).
+    IEEE-754 double precision and then floored (0.29 x 100 gives 28).
     """
     token_estimate: _builtins.bool
     """True when any candidate's tokens came from the estimator (the budget then carries x0.9)."""
@@ -202,11 +223,13 @@ class PlanStats(_message.Message):
     slices_missing: _builtins.int
     """Recall: spans whose text could not be sliced (skipped)."""
     pool_duplicates: _builtins.int
-    """Recall: candidates merged away by exact-coordinate pool dedup (max weight kept)."""
+    """Recall: candidates merged away by exact-coordinate pool dedup (max weight kept), spans."""
     structured_hits: _builtins.int
-    """Recall: nodes contributed by each leg (before fusion)."""
+    """Recall: nodes the structured leg contributed (before fusion)."""
     semantic_hits: _builtins.int
+    """Recall: nodes the semantic leg contributed (before fusion)."""
     expanded_hits: _builtins.int
+    """Recall: nodes hop expansion contributed (before fusion)."""
     nodes_not_live: _builtins.int
     """Recall: nodes re-read as-of that had no live version (dropped)."""
     def __init__(
@@ -241,7 +264,7 @@ Global___PlanStats: _TypeAlias = PlanStats  # noqa: Y015
 
 @_typing.final
 class EvidencePlan(_message.Message):
-    """The answer of Plan: the selected spans in canonical order and the plan hash."""
+    """An evidence plan: the selected spans in canonical order and the plan hash."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -259,16 +282,22 @@ class EvidencePlan(_message.Message):
     used: _builtins.int
     """Tokens packed; used <= budget always."""
     plan_hash: _builtins.str
-    """"b3:" + 64 lowercase hex: BLAKE3 of the canonical encoding (plan hash v1)."""
+    """"b3:" + 64 lowercase hex digits: BLAKE3 of the plan's canonical encoding (plan hash v1,
+    docs/plan-hash.md).
+    """
     @_builtins.property
     def spans(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlannedSpan]:
         """Selected spans in canonical order: (source_id, source_version_tx, start, end) ascending."""
 
     @_builtins.property
-    def stats(self) -> Global___PlanStats: ...
+    def stats(self) -> Global___PlanStats:
+        """Recall and selection counters. Not hashed."""
+
     @_builtins.property
     def explanations(self) -> _containers.RepeatedCompositeFieldContainer[Global___CandidateExplanation]:
-        """Present only when PlanRequest.explain is set: every pool candidate and its fate."""
+        """Present only when PlanRequest.explain is set: every pool candidate and its fate. Not
+        hashed.
+        """
 
     def __init__(
         self,
@@ -290,8 +319,8 @@ class EvidencePlan(_message.Message):
 Global___EvidencePlan: _TypeAlias = EvidencePlan  # noqa: Y015
 
 @_typing.final
-class StructuredQuery(_message.Message):
-    """Structured recall leg: label/property filters plus a full-text match (BM25)."""
+class StructuredRecall(_message.Message):
+    """Structured recall leg: a full-text match (BM25) plus label and property filters."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -320,32 +349,38 @@ class StructuredQuery(_message.Message):
     PROPERTIES_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     text: _builtins.str
-    """Full-text query (FTS5 over node text). Empty with filters set: filter-only recall."""
+    """Full-text query (SQLite FTS5 over node text). Absent = PlanRequest.question; empty =
+    filter-only recall (then labels or properties must filter).
+    """
     limit: _builtins.int
-    """Maximum nodes this leg returns; 0 = server default."""
+    """Most nodes this leg returns, 0..1000; 0 = the server default (`serve --default-limit`)."""
     @_builtins.property
     def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Node must carry every label listed."""
+        """The node must carry every label listed; at most 32 labels of 1..256 characters."""
 
     @_builtins.property
     def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Node property must equal the given string value, for every entry."""
+        """The node's property must equal the given string value, for every entry; at most 32
+        entries, keys and values of 1..256 characters.
+        """
 
     def __init__(
         self,
         *,
-        text: _builtins.str = ...,
+        text: _builtins.str | None = ...,
         labels: _abc.Iterable[_builtins.str] | None = ...,
         properties: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         limit: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_text", b"_text", "text", b"text"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["labels", b"labels", "limit", b"limit", "properties", b"properties", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_text", b"_text", "labels", b"labels", "limit", b"limit", "properties", b"properties", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__text: _TypeAlias = _typing.Literal["text"]  # noqa: Y015
+    _WhichOneofArgType__text: _TypeAlias = _typing.Literal["_text", b"_text"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__text) -> _WhichOneofReturnType__text | None: ...
 
-Global___StructuredQuery: _TypeAlias = StructuredQuery  # noqa: Y015
+Global___StructuredRecall: _TypeAlias = StructuredRecall  # noqa: Y015
 
 @_typing.final
 class SemanticRecall(_message.Message):
@@ -358,15 +393,16 @@ class SemanticRecall(_message.Message):
     K_FIELD_NUMBER: _builtins.int
     ALPHA_FIELD_NUMBER: _builtins.int
     text: _builtins.str
+    """Text to embed with the server's embedder; non-blank."""
     k: _builtins.int
-    """Nearest neighbours to keep; 0 = server default."""
+    """Nearest neighbours to keep, 0..1000; 0 = the server default (`serve --default-k`)."""
     alpha: _builtins.float
-    """Blend of similarity and confidence decay: sim^alpha x decay^(1-alpha); in [0, 1].
-    Absent = 1.0 (similarity only).
+    """Blend of similarity and confidence decay: sim^alpha x decay^(1-alpha); dimensionless, in
+    [0, 1]. Absent = 1.0 (similarity only).
     """
     @_builtins.property
     def vector(self) -> Global___VectorQuery:
-        """Query vector with the server embedder's dimension (see IngestSummary / health)."""
+        """A query vector with the server embedder's dimension."""
 
     def __init__(
         self,
@@ -376,28 +412,32 @@ class SemanticRecall(_message.Message):
         k: _builtins.int = ...,
         alpha: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "alpha", b"alpha", "query", b"query", "text", b"text", "vector", b"vector"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "alpha", b"alpha", "input", b"input", "text", b"text", "vector", b"vector"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "alpha", b"alpha", "k", b"k", "query", b"query", "text", b"text", "vector", b"vector"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "alpha", b"alpha", "input", b"input", "k", b"k", "text", b"text", "vector", b"vector"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
     _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015
-    _WhichOneofReturnType_query: _TypeAlias = _typing.Literal["text", "vector"]  # noqa: Y015
-    _WhichOneofArgType_query: _TypeAlias = _typing.Literal["query", b"query"]  # noqa: Y015
+    _WhichOneofReturnType_input: _TypeAlias = _typing.Literal["text", "vector"]  # noqa: Y015
+    _WhichOneofArgType_input: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__alpha) -> _WhichOneofReturnType__alpha | None: ...
     @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType_query) -> _WhichOneofReturnType_query | None: ...
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_input) -> _WhichOneofReturnType_input | None: ...
 
 Global___SemanticRecall: _TypeAlias = SemanticRecall  # noqa: Y015
 
 @_typing.final
 class VectorQuery(_message.Message):
+    """A query vector."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     VALUES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Components, as many as the server embedder's dimension; finite, not all zero."""
+
     def __init__(
         self,
         *,
@@ -413,9 +453,20 @@ Global___VectorQuery: _TypeAlias = VectorQuery  # noqa: Y015
 
 @_typing.final
 class PlanRequest(_message.Message):
+    """Plan's request: what to recall, as of when, under which budget.
+
+    Recall legs: `question` turns on both the structured and the semantic leg with its text. A
+    leg message refines its leg: its filters, limit, k and alpha apply, and its own text (or
+    vector) replaces the question for that leg only, so each leg may search with different words.
+    Without `question`, only the leg messages present run, each with its own input. At least one
+    leg runs. A request with only `question` plans exactly as one that repeats the question as
+    `structured.text` and `semantic.text`.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
-    QUERY_FIELD_NUMBER: _builtins.int
+    QUESTION_FIELD_NUMBER: _builtins.int
+    STRUCTURED_FIELD_NUMBER: _builtins.int
     SEMANTIC_FIELD_NUMBER: _builtins.int
     EXPAND_DEPTH_FIELD_NUMBER: _builtins.int
     AT_VALID_FIELD_NUMBER: _builtins.int
@@ -426,33 +477,53 @@ class PlanRequest(_message.Message):
     EXPLAIN_FIELD_NUMBER: _builtins.int
     MAX_FRAC_PER_SOURCE_FIELD_NUMBER: _builtins.int
     DEDUP_OVERLAP_FIELD_NUMBER: _builtins.int
+    question: _builtins.str
+    """The question both recall legs search with unless a leg sets its own input; non-blank when
+    set. Empty = no question (the leg messages must then carry their inputs).
+    """
     expand_depth: _builtins.int
-    """Hop expansion depth over edges, 0..2."""
+    """Hop expansion depth over edges, 0..2; 0 = none. `planner-svc plan` sends 1."""
     at_valid: _builtins.int
-    """As-of valid time (microseconds); absent = now."""
+    """As-of valid time, microseconds since the Unix epoch; absent = now."""
     at_tx: _builtins.int
-    """As-of transaction time (microseconds); absent = now."""
+    """As-of transaction time, microseconds since the Unix epoch; absent = now."""
     budget_tokens: _builtins.int
-    """Requested budget in tokens; absent = server default. Only lowered by the budget rule."""
+    """Requested budget in tokens, 1..10,000,000; absent = the server default. Only lowered by the
+    budget rule (context ceiling, estimate factor).
+    """
     model: _builtins.str
-    """Model whose tokenizer and context window apply; empty = server default."""
+    """Model whose tokenizer and context window apply; empty = the server default."""
     allow_ungrounded: _builtins.bool
-    """Return an empty plan (empty hash) instead of FAILED_PRECONDITION when nothing is recalled."""
+    """Return an empty plan (with the empty-plan hash) instead of FAILED_PRECONDITION when
+    nothing is recalled.
+    """
     explain: _builtins.bool
     """Return every pool candidate and its fate in EvidencePlan.explanations."""
     max_frac_per_source: _builtins.float
-    """Overrides of the server's selection settings; absent = server default."""
+    """Override of the per-source cap, a fraction of the budget in (0, 1]; absent = the server
+    default.
+    """
     dedup_overlap: _builtins.float
+    """Override of the overlap dedup threshold: intersection / shorter span length, in [0, 1];
+    absent = the server default.
+    """
     @_builtins.property
-    def query(self) -> Global___StructuredQuery:
-        """Structured leg; at least one of query / semantic must be present."""
+    def structured(self) -> Global___StructuredRecall:
+        """Structured leg. Absent: with a question, full text over the question with the server
+        defaults; without one, no structured leg.
+        """
 
     @_builtins.property
-    def semantic(self) -> Global___SemanticRecall: ...
+    def semantic(self) -> Global___SemanticRecall:
+        """Semantic leg. Absent: with a question, the question embedded with the server defaults;
+        without one, no semantic leg.
+        """
+
     def __init__(
         self,
         *,
-        query: Global___StructuredQuery | None = ...,
+        question: _builtins.str = ...,
+        structured: Global___StructuredRecall | None = ...,
         semantic: Global___SemanticRecall | None = ...,
         expand_depth: _builtins.int = ...,
         at_valid: _builtins.int | None = ...,
@@ -464,9 +535,9 @@ class PlanRequest(_message.Message):
         max_frac_per_source: _builtins.float | None = ...,
         dedup_overlap: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx", "_at_valid", b"_at_valid", "_budget_tokens", b"_budget_tokens", "_dedup_overlap", b"_dedup_overlap", "_max_frac_per_source", b"_max_frac_per_source", "at_tx", b"at_tx", "at_valid", b"at_valid", "budget_tokens", b"budget_tokens", "dedup_overlap", b"dedup_overlap", "max_frac_per_source", b"max_frac_per_source", "query", b"query", "semantic", b"semantic"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx", "_at_valid", b"_at_valid", "_budget_tokens", b"_budget_tokens", "_dedup_overlap", b"_dedup_overlap", "_max_frac_per_source", b"_max_frac_per_source", "at_tx", b"at_tx", "at_valid", b"at_valid", "budget_tokens", b"budget_tokens", "dedup_overlap", b"dedup_overlap", "max_frac_per_source", b"max_frac_per_source", "semantic", b"semantic", "structured", b"structured"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx", "_at_valid", b"_at_valid", "_budget_tokens", b"_budget_tokens", "_dedup_overlap", b"_dedup_overlap", "_max_frac_per_source", b"_max_frac_per_source", "allow_ungrounded", b"allow_ungrounded", "at_tx", b"at_tx", "at_valid", b"at_valid", "budget_tokens", b"budget_tokens", "dedup_overlap", b"dedup_overlap", "expand_depth", b"expand_depth", "explain", b"explain", "max_frac_per_source", b"max_frac_per_source", "model", b"model", "query", b"query", "semantic", b"semantic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx", "_at_valid", b"_at_valid", "_budget_tokens", b"_budget_tokens", "_dedup_overlap", b"_dedup_overlap", "_max_frac_per_source", b"_max_frac_per_source", "allow_ungrounded", b"allow_ungrounded", "at_tx", b"at_tx", "at_valid", b"at_valid", "budget_tokens", b"budget_tokens", "dedup_overlap", b"dedup_overlap", "expand_depth", b"expand_depth", "explain", b"explain", "max_frac_per_source", b"max_frac_per_source", "model", b"model", "question", b"question", "semantic", b"semantic", "structured", b"structured"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__at_tx: _TypeAlias = _typing.Literal["at_tx"]  # noqa: Y015
     _WhichOneofArgType__at_tx: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx"]  # noqa: Y015
@@ -492,8 +563,32 @@ class PlanRequest(_message.Message):
 Global___PlanRequest: _TypeAlias = PlanRequest  # noqa: Y015
 
 @_typing.final
+class PlanResponse(_message.Message):
+    """Plan's response."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAN_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def plan(self) -> Global___EvidencePlan:
+        """The evidence plan, its hash and counters (and explanations when asked for)."""
+
+    def __init__(
+        self,
+        *,
+        plan: Global___EvidencePlan | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanResponse: _TypeAlias = PlanResponse  # noqa: Y015
+
+@_typing.final
 class LegScores(_message.Message):
-    """Scores a candidate's node received from each recall leg."""
+    """Scores a candidate's node received from each recall leg; each dimensionless in [0, 1]."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -503,8 +598,11 @@ class LegScores(_message.Message):
     FUSED_FIELD_NUMBER: _builtins.int
     NODE_ID_FIELD_NUMBER: _builtins.int
     structured: _builtins.float
+    """Structured leg score; absent = the leg did not reach the node."""
     semantic: _builtins.float
+    """Semantic leg score; absent = the leg did not reach the node."""
     expanded: _builtins.float
+    """Hop expansion score; absent = expansion did not reach the node."""
     fused: _builtins.float
     """Fused node score S(node) = max over legs and paths."""
     node_id: _builtins.str
@@ -539,6 +637,8 @@ Global___LegScores: _TypeAlias = LegScores  # noqa: Y015
 
 @_typing.final
 class CandidateExplanation(_message.Message):
+    """One pool candidate and what selection did with it."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     CANDIDATE_FIELD_NUMBER: _builtins.int
@@ -547,16 +647,21 @@ class CandidateExplanation(_message.Message):
     LEGS_FIELD_NUMBER: _builtins.int
     DENSITY_FIELD_NUMBER: _builtins.int
     fate: Global___CandidateFate.ValueType
+    """Its fate."""
     density: _builtins.float
-    """Density weight / max(1, tokens) used for packing order."""
+    """Density weight / max(1, tokens), per token; the packing order."""
     @_builtins.property
-    def candidate(self) -> Global___PlannedSpan: ...
-    @_builtins.property
-    def deduped_by(self) -> Global___SpanRef:
-        """For CANDIDATE_FATE_DEDUPED: the kept span it overlapped."""
+    def candidate(self) -> Global___PlannedSpan:
+        """The candidate span (with its text)."""
 
     @_builtins.property
-    def legs(self) -> Global___LegScores: ...
+    def deduped_by(self) -> Global___SpanRef:
+        """For CANDIDATE_FATE_DEDUPED: the kept span it overlapped; otherwise absent."""
+
+    @_builtins.property
+    def legs(self) -> Global___LegScores:
+        """The leg scores of the node it came from; absent when selection ran without recall."""
+
     def __init__(
         self,
         *,
@@ -576,7 +681,9 @@ Global___CandidateExplanation: _TypeAlias = CandidateExplanation  # noqa: Y015
 
 @_typing.final
 class SelectRequest(_message.Message):
-    """Selection alone over a caller-supplied pool (the conformance entry point `planner-svc select`)."""
+    """Selection alone over a caller-supplied pool: the input of `planner-svc select` (proto3 JSON
+    on stdin), the conformance entry point. Not an RPC.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -586,13 +693,19 @@ class SelectRequest(_message.Message):
     DEDUP_OVERLAP_FIELD_NUMBER: _builtins.int
     POOL_FIELD_NUMBER: _builtins.int
     plan_model: _builtins.str
-    """Must be "v1"."""
+    """Must be "v1" (or empty)."""
     budget: _builtins.int
-    """Effective budget B in tokens."""
+    """Effective budget B in tokens (no budget rule is applied)."""
     max_frac_per_source: _builtins.float
+    """Per-source cap, a fraction of the budget in (0, 1]; absent = the default."""
     dedup_overlap: _builtins.float
+    """Overlap dedup threshold: intersection / shorter span length, in [0, 1]; absent = the
+    default.
+    """
     @_builtins.property
-    def pool(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlannedSpan]: ...
+    def pool(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlannedSpan]:
+        """The candidates: every span with a class, a non-empty kind and a finite weight >= 0."""
+
     def __init__(
         self,
         *,

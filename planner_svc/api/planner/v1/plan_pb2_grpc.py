@@ -25,7 +25,7 @@ if _version_not_supported:
     )
 
 
-class EvidencePlannerStub:
+class EvidencePlannerServiceStub:
     """Plans evidence for a question. The hot path.
     """
 
@@ -36,42 +36,45 @@ class EvidencePlannerStub:
             channel: A grpc.Channel.
         """
         self.Plan = channel.unary_unary(
-                '/planner.v1.EvidencePlanner/Plan',
+                '/planner.v1.EvidencePlannerService/Plan',
                 request_serializer=planner_dot_v1_dot_plan__pb2.PlanRequest.SerializeToString,
-                response_deserializer=planner_dot_v1_dot_plan__pb2.EvidencePlan.FromString,
+                response_deserializer=planner_dot_v1_dot_plan__pb2.PlanResponse.FromString,
                 _registered_method=True)
 
 
-class EvidencePlannerServicer:
+class EvidencePlannerServiceServicer:
     """Plans evidence for a question. The hot path.
     """
 
     def Plan(self, request, context):
-        """Errors: INVALID_ARGUMENT (field violations) for a malformed request; FAILED_PRECONDITION
-        (reason INSUFFICIENT_EVIDENCE) when recall finds nothing and allow_ungrounded is false;
-        DEADLINE_EXCEEDED / CANCELLED when the caller gives up.
+        """Recall candidates, select spans under the token budget, return the plan and its hash.
+
+        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest field violation for a malformed
+        request; FAILED_PRECONDITION with google.rpc.ErrorInfo{reason: INSUFFICIENT_EVIDENCE} when
+        recall finds nothing and allow_ungrounded is false; DEADLINE_EXCEEDED / CANCELLED when the
+        caller gives up.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
 
-def add_EvidencePlannerServicer_to_server(servicer, server):
+def add_EvidencePlannerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Plan': grpc.unary_unary_rpc_method_handler(
                     servicer.Plan,
                     request_deserializer=planner_dot_v1_dot_plan__pb2.PlanRequest.FromString,
-                    response_serializer=planner_dot_v1_dot_plan__pb2.EvidencePlan.SerializeToString,
+                    response_serializer=planner_dot_v1_dot_plan__pb2.PlanResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'planner.v1.EvidencePlanner', rpc_method_handlers)
+            'planner.v1.EvidencePlannerService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('planner.v1.EvidencePlanner', rpc_method_handlers)
+    server.add_registered_method_handlers('planner.v1.EvidencePlannerService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class EvidencePlanner:
+class EvidencePlannerService:
     """Plans evidence for a question. The hot path.
     """
 
@@ -89,9 +92,9 @@ class EvidencePlanner:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/planner.v1.EvidencePlanner/Plan',
+            '/planner.v1.EvidencePlannerService/Plan',
             planner_dot_v1_dot_plan__pb2.PlanRequest.SerializeToString,
-            planner_dot_v1_dot_plan__pb2.EvidencePlan.FromString,
+            planner_dot_v1_dot_plan__pb2.PlanResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,7 +5,8 @@ Evidence plans: which source spans a generated answer may cite.
 
 Units: times are int64 microseconds since the Unix epoch; offsets are UTF-8 byte offsets into
 a source version's canonical text, on code point boundaries; token counts are tokens of the
-requested model (or of the estimator, see PlanStats.token_estimate).
+requested model (or of the estimator, see PlanStats.token_estimate). The plan hash is
+specified in docs/plan-hash.md.
 """
 
 from collections import abc as _abc
@@ -31,31 +32,37 @@ class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ig
 GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
-class EvidencePlannerStub:
+class EvidencePlannerServiceStub:
     """Plans evidence for a question. The hot path."""
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> EvidencePlannerAsyncStub: ...
-    Plan: _grpc.UnaryUnaryMultiCallable[_plan_pb2.PlanRequest, _plan_pb2.EvidencePlan]
-    """Errors: INVALID_ARGUMENT (field violations) for a malformed request; FAILED_PRECONDITION
-    (reason INSUFFICIENT_EVIDENCE) when recall finds nothing and allow_ungrounded is false;
-    DEADLINE_EXCEEDED / CANCELLED when the caller gives up.
+    def __new__(cls, channel: _aio.Channel) -> EvidencePlannerServiceAsyncStub: ...
+    Plan: _grpc.UnaryUnaryMultiCallable[_plan_pb2.PlanRequest, _plan_pb2.PlanResponse]
+    """Recall candidates, select spans under the token budget, return the plan and its hash.
+
+    Errors: INVALID_ARGUMENT with a google.rpc.BadRequest field violation for a malformed
+    request; FAILED_PRECONDITION with google.rpc.ErrorInfo{reason: INSUFFICIENT_EVIDENCE} when
+    recall finds nothing and allow_ungrounded is false; DEADLINE_EXCEEDED / CANCELLED when the
+    caller gives up.
     """
 
 @_typing.type_check_only
-class EvidencePlannerAsyncStub(EvidencePlannerStub):
+class EvidencePlannerServiceAsyncStub(EvidencePlannerServiceStub):
     """Plans evidence for a question. The hot path."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    Plan: _aio.UnaryUnaryMultiCallable[_plan_pb2.PlanRequest, _plan_pb2.EvidencePlan]  # type: ignore[assignment]
-    """Errors: INVALID_ARGUMENT (field violations) for a malformed request; FAILED_PRECONDITION
-    (reason INSUFFICIENT_EVIDENCE) when recall finds nothing and allow_ungrounded is false;
-    DEADLINE_EXCEEDED / CANCELLED when the caller gives up.
+    Plan: _aio.UnaryUnaryMultiCallable[_plan_pb2.PlanRequest, _plan_pb2.PlanResponse]  # type: ignore[assignment]
+    """Recall candidates, select spans under the token budget, return the plan and its hash.
+
+    Errors: INVALID_ARGUMENT with a google.rpc.BadRequest field violation for a malformed
+    request; FAILED_PRECONDITION with google.rpc.ErrorInfo{reason: INSUFFICIENT_EVIDENCE} when
+    recall finds nothing and allow_ungrounded is false; DEADLINE_EXCEEDED / CANCELLED when the
+    caller gives up.
     """
 
-class EvidencePlannerServicer(metaclass=_abc_1.ABCMeta):
+class EvidencePlannerServiceServicer(metaclass=_abc_1.ABCMeta):
     """Plans evidence for a question. The hot path."""
 
     @_abc_1.abstractmethod
@@ -63,10 +70,13 @@ class EvidencePlannerServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _plan_pb2.PlanRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_plan_pb2.EvidencePlan, _abc.Awaitable[_plan_pb2.EvidencePlan]]:
-        """Errors: INVALID_ARGUMENT (field violations) for a malformed request; FAILED_PRECONDITION
-        (reason INSUFFICIENT_EVIDENCE) when recall finds nothing and allow_ungrounded is false;
-        DEADLINE_EXCEEDED / CANCELLED when the caller gives up.
+    ) -> _typing.Union[_plan_pb2.PlanResponse, _abc.Awaitable[_plan_pb2.PlanResponse]]:
+        """Recall candidates, select spans under the token budget, return the plan and its hash.
+
+        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest field violation for a malformed
+        request; FAILED_PRECONDITION with google.rpc.ErrorInfo{reason: INSUFFICIENT_EVIDENCE} when
+        recall finds nothing and allow_ungrounded is false; DEADLINE_EXCEEDED / CANCELLED when the
+        caller gives up.
         """
 
-def add_EvidencePlannerServicer_to_server(servicer: EvidencePlannerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+def add_EvidencePlannerServiceServicer_to_server(servicer: EvidencePlannerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

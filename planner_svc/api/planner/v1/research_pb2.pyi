@@ -5,15 +5,15 @@ Research sessions: a question decomposed into sub-questions and leads, each sub-
 its evidence plan, replanned as the orchestrator reports what its workers found.
 
 Protocol (one bidirectional stream per session):
-  1. The orchestrator's first event is `start`.
-  2. The service answers with one `initial` update.
-  3. The orchestrator reports `lead_result`, `contradictions` and `budget` events in any order.
+  1. The orchestrator's first request is `start`.
+  2. The service answers with one `initial` response.
+  3. The orchestrator reports `lead_result`, `contradictions` and `budget` in any order.
      Every `replan_every` completed leads, or when no dispatched lead is outstanding, the
      service reaches a replan point and either streams a `replan` or ends the session.
-  4. The last update is always `final`, carrying the stop reason; the service then closes its
-     side. Events sent after it are ignored.
-A malformed event ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
-naming the field (e.g. `lead_result.lead_id`). Identical events (and, for a model provider,
+  4. The last response is always `final`, carrying the stop reason; the service then closes
+     its side. Requests sent after it are ignored.
+A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
+naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 the same cassette) produce an identical stream.
 
 Units: times are int64 microseconds since the Unix epoch; token counts are evidence tokens.
@@ -43,6 +43,7 @@ class _StopReason:
 class _StopReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StopReason.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     STOP_REASON_UNSPECIFIED: _StopReason.ValueType  # 0
+    """Not a reason; never sent."""
     STOP_REASON_DONE: _StopReason.ValueType  # 1
     """The planner judged the research complete, every sub-question is answered, or it had
     nothing new to propose with no lead outstanding.
@@ -54,9 +55,11 @@ class _StopReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StopReason
     STOP_REASON_CANCELLED: _StopReason.ValueType  # 4
     """The orchestrator closed its side with leads outstanding (or cancelled the call)."""
 
-class StopReason(_StopReason, metaclass=_StopReasonEnumTypeWrapper): ...
+class StopReason(_StopReason, metaclass=_StopReasonEnumTypeWrapper):
+    """Why a session ended."""
 
 STOP_REASON_UNSPECIFIED: StopReason.ValueType  # 0
+"""Not a reason; never sent."""
 STOP_REASON_DONE: StopReason.ValueType  # 1
 """The planner judged the research complete, every sub-question is answered, or it had
 nothing new to propose with no lead outstanding.
@@ -124,7 +127,7 @@ Global___ResearchCaps: _TypeAlias = ResearchCaps  # noqa: Y015
 
 @_typing.final
 class StartSession(_message.Message):
-    """First event of a session."""
+    """First request of a session."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -139,10 +142,17 @@ class StartSession(_message.Message):
     question: _builtins.str
     """The research question (trusted user input), 1..1000 characters."""
     at_valid: _builtins.int
-    """As-of valid and transaction time for every evidence plan (microseconds); absent = now."""
+    """As-of valid time of every evidence plan, microseconds since the Unix epoch; absent = the
+    session's start.
+    """
     at_tx: _builtins.int
+    """As-of transaction time of every evidence plan, microseconds since the Unix epoch; absent =
+    the session's start.
+    """
     budget_tokens: _builtins.int
-    """Evidence budget of each sub-question's plan in tokens; absent = the server default."""
+    """Evidence budget of each sub-question's plan in tokens, 1..10,000,000; absent = the server
+    default.
+    """
     provider: _builtins.str
     """Planning provider: "" or "offline" (no model), "openai" (the server's configured
     OpenAI-compatible endpoint), "cassette:NAME" (replay a recording from the server's
@@ -150,7 +160,7 @@ class StartSession(_message.Message):
     """
     session_id: _builtins.str
     """Caller-chosen session id used in lead ids; empty = derived from this message, so a replay
-    of the same start event gets the same id. At most 64 characters of [A-Za-z0-9._-].
+    of the same start request gets the same id. At most 64 characters of [A-Za-z0-9._-].
     """
     @_builtins.property
     def actors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -159,7 +169,9 @@ class StartSession(_message.Message):
         """
 
     @_builtins.property
-    def caps(self) -> Global___ResearchCaps: ...
+    def caps(self) -> Global___ResearchCaps:
+        """Bounds of the session; absent = every default."""
+
     def __init__(
         self,
         *,
@@ -227,10 +239,13 @@ class LeadResult(_message.Message):
     CLAIMS_FIELD_NUMBER: _builtins.int
     DEAD_END_FIELD_NUMBER: _builtins.int
     lead_id: _builtins.str
+    """The lead's id (Lead.id)."""
     claims: _builtins.int
     """Claims the lead found; >= 1 (a lead that found nothing is a dead_end)."""
     @_builtins.property
-    def dead_end(self) -> Global___DeadEnd: ...
+    def dead_end(self) -> Global___DeadEnd:
+        """The lead found nothing."""
+
     def __init__(
         self,
         *,
@@ -258,6 +273,7 @@ class ContradictionReport(_message.Message):
 
     LIVE_FIELD_NUMBER: _builtins.int
     live: _builtins.int
+    """Live contradictions."""
     def __init__(
         self,
         *,
@@ -273,14 +289,15 @@ Global___ContradictionReport: _TypeAlias = ContradictionReport  # noqa: Y015
 
 @_typing.final
 class BudgetReport(_message.Message):
-    """The fraction of the session's allowance still available, in [0, 1] (replaces the last
-    report). With 0 the next replan point ends the session with STOP_REASON_BUDGET.
+    """The fraction of the session's allowance still available (replaces the last report). With 0
+    the next replan point ends the session with STOP_REASON_BUDGET.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     REMAINING_FRACTION_FIELD_NUMBER: _builtins.int
     remaining_fraction: _builtins.float
+    """Remaining fraction, dimensionless in [0, 1]."""
     def __init__(
         self,
         *,
@@ -295,7 +312,9 @@ class BudgetReport(_message.Message):
 Global___BudgetReport: _TypeAlias = BudgetReport  # noqa: Y015
 
 @_typing.final
-class ResearchEvent(_message.Message):
+class ResearchRequest(_message.Message):
+    """One message from the orchestrator."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     START_FIELD_NUMBER: _builtins.int
@@ -303,13 +322,21 @@ class ResearchEvent(_message.Message):
     CONTRADICTIONS_FIELD_NUMBER: _builtins.int
     BUDGET_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def start(self) -> Global___StartSession: ...
+    def start(self) -> Global___StartSession:
+        """Starts the session (the first request)."""
+
     @_builtins.property
-    def lead_result(self) -> Global___LeadResult: ...
+    def lead_result(self) -> Global___LeadResult:
+        """A dispatched lead's outcome."""
+
     @_builtins.property
-    def contradictions(self) -> Global___ContradictionReport: ...
+    def contradictions(self) -> Global___ContradictionReport:
+        """The live contradiction count."""
+
     @_builtins.property
-    def budget(self) -> Global___BudgetReport: ...
+    def budget(self) -> Global___BudgetReport:
+        """The allowance left."""
+
     def __init__(
         self,
         *,
@@ -326,11 +353,11 @@ class ResearchEvent(_message.Message):
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
-Global___ResearchEvent: _TypeAlias = ResearchEvent  # noqa: Y015
+Global___ResearchRequest: _TypeAlias = ResearchRequest  # noqa: Y015
 
 @_typing.final
 class SubQuestion(_message.Message):
-    """One thread of the research, as of the update that carries it."""
+    """One thread of the research, as of the response that carries it."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -344,15 +371,20 @@ class SubQuestion(_message.Message):
     id: _builtins.str
     """Assigned by the service ("q1", "q2", ...), stable for the session."""
     text: _builtins.str
+    """The sub-question."""
     leads: _builtins.int
-    """Leads dispatched against it and claims reported for it so far."""
+    """Leads dispatched against it so far."""
     claims: _builtins.int
+    """Claims reported for it so far."""
     answered: _builtins.bool
+    """Whether the planner judged it answered."""
     evidence_error: _builtins.str
     """Set instead of `evidence` when planning evidence failed (e.g. "InsufficientEvidence: ...")."""
     @_builtins.property
     def evidence(self) -> _plan_pb2.EvidencePlan:
-        """The sub-question's evidence plan (sections 5-6 of the design), as of the session's as-of."""
+        """The sub-question's evidence plan (the plan Plan returns for its text as a question), as of
+        the session's as-of times.
+        """
 
     def __init__(
         self,
@@ -387,6 +419,7 @@ class Lead(_message.Message):
     id: _builtins.str
     """"<session_id>-L<n>", n counting from 1 across the session."""
     question_id: _builtins.str
+    """The SubQuestion.id it researches."""
     query: _builtins.str
     """What to research: the sub-question's text."""
     actor: _builtins.str
@@ -425,19 +458,27 @@ class EffectiveSettings(_message.Message):
     DIGEST_MAX_CHARS_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
     at_valid: _builtins.int
+    """As-of valid time of every evidence plan, microseconds since the Unix epoch."""
     at_tx: _builtins.int
+    """As-of transaction time of every evidence plan, microseconds since the Unix epoch."""
     budget_tokens: _builtins.int
+    """Evidence budget of each plan in tokens; absent = the server default."""
     provider: _builtins.str
     """Provider name as the service resolved it ("offline", "openai", "cassette:NAME", ...)."""
     digest_max_chars: _builtins.int
     """Bound of the digest the planner reads, in characters."""
     session_id: _builtins.str
+    """The session id (sent or derived)."""
     @_builtins.property
     def caps(self) -> Global___ResearchCaps:
-        """max_depth keeps its encoding: -1 = no follow-up rounds, otherwise the round count."""
+        """The caps; max_depth keeps its encoding: -1 = no follow-up rounds, otherwise the round
+        count.
+        """
 
     @_builtins.property
-    def actors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def actors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Actor types, in round-robin order."""
+
     def __init__(
         self,
         *,
@@ -479,7 +520,9 @@ class PlannerUsage(_message.Message):
     COMPLETION_TOKENS_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     prompt_tokens: _builtins.int
+    """Prompt tokens, model tokens."""
     completion_tokens: _builtins.int
+    """Completion tokens, model tokens."""
     model: _builtins.str
     """Model that answered ("offline" for the offline provider)."""
     def __init__(
@@ -499,6 +542,8 @@ Global___PlannerUsage: _TypeAlias = PlannerUsage  # noqa: Y015
 
 @_typing.final
 class InitialPlan(_message.Message):
+    """The first response: the initial decomposition."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SETTINGS_FIELD_NUMBER: _builtins.int
@@ -507,14 +552,23 @@ class InitialPlan(_message.Message):
     RATIONALE_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
     rationale: _builtins.str
+    """The planner's one-line reason for this decomposition."""
     @_builtins.property
-    def settings(self) -> Global___EffectiveSettings: ...
+    def settings(self) -> Global___EffectiveSettings:
+        """The session's settings, every default resolved."""
+
     @_builtins.property
-    def sub_questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubQuestion]: ...
+    def sub_questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubQuestion]:
+        """The sub-questions, each with its evidence plan."""
+
     @_builtins.property
-    def leads(self) -> _containers.RepeatedCompositeFieldContainer[Global___Lead]: ...
+    def leads(self) -> _containers.RepeatedCompositeFieldContainer[Global___Lead]:
+        """One lead per sub-question, spread over the actors."""
+
     @_builtins.property
-    def usage(self) -> Global___PlannerUsage: ...
+    def usage(self) -> Global___PlannerUsage:
+        """Model usage of the decomposition."""
+
     def __init__(
         self,
         *,
@@ -534,6 +588,8 @@ Global___InitialPlan: _TypeAlias = InitialPlan  # noqa: Y015
 
 @_typing.final
 class Replan(_message.Message):
+    """A replan round."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ROUND_FIELD_NUMBER: _builtins.int
@@ -546,18 +602,23 @@ class Replan(_message.Message):
     round: _builtins.int
     """Replan round, from 1."""
     rationale: _builtins.str
+    """The planner's one-line reason for this round."""
     @_builtins.property
     def sub_questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubQuestion]:
         """Sub-questions this round added (each with its evidence plan)."""
 
     @_builtins.property
-    def leads(self) -> _containers.RepeatedCompositeFieldContainer[Global___Lead]: ...
+    def leads(self) -> _containers.RepeatedCompositeFieldContainer[Global___Lead]:
+        """Leads this round dispatched."""
+
     @_builtins.property
     def answered(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Ids of sub-questions the planner closed this round."""
 
     @_builtins.property
-    def usage(self) -> Global___PlannerUsage: ...
+    def usage(self) -> Global___PlannerUsage:
+        """Model usage of this round."""
+
     @_builtins.property
     def open(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Ids of sub-questions still open after this round."""
@@ -583,6 +644,8 @@ Global___Replan: _TypeAlias = Replan  # noqa: Y015
 
 @_typing.final
 class Final(_message.Message):
+    """The last response of a session."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REASON_FIELD_NUMBER: _builtins.int
@@ -595,6 +658,7 @@ class Final(_message.Message):
     OUTSTANDING_LEADS_FIELD_NUMBER: _builtins.int
     SUB_QUESTIONS_FIELD_NUMBER: _builtins.int
     reason: Global___StopReason.ValueType
+    """Why the session ended."""
     detail: _builtins.str
     """One line explaining the reason, for a trace."""
     model_calls: _builtins.int
@@ -602,9 +666,11 @@ class Final(_message.Message):
     rounds: _builtins.int
     """Replan rounds run."""
     leads_run: _builtins.int
-    """Session totals."""
+    """Leads dispatched, session total."""
     claims_found: _builtins.int
+    """Claims reported, session total."""
     dead_ends: _builtins.int
+    """Dead ends reported, session total."""
     @_builtins.property
     def outstanding_leads(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Leads dispatched but never reported."""
@@ -635,18 +701,26 @@ class Final(_message.Message):
 Global___Final: _TypeAlias = Final  # noqa: Y015
 
 @_typing.final
-class ResearchUpdate(_message.Message):
+class ResearchResponse(_message.Message):
+    """One message from the service."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INITIAL_FIELD_NUMBER: _builtins.int
     REPLAN_FIELD_NUMBER: _builtins.int
     FINAL_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def initial(self) -> Global___InitialPlan: ...
+    def initial(self) -> Global___InitialPlan:
+        """The initial decomposition (the first response)."""
+
     @_builtins.property
-    def replan(self) -> Global___Replan: ...
+    def replan(self) -> Global___Replan:
+        """A replan round."""
+
     @_builtins.property
-    def final(self) -> Global___Final: ...
+    def final(self) -> Global___Final:
+        """The end of the session (the last response)."""
+
     def __init__(
         self,
         *,
@@ -662,4 +736,4 @@ class ResearchUpdate(_message.Message):
     _WhichOneofArgType_update: _TypeAlias = _typing.Literal["update", b"update"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_update) -> _WhichOneofReturnType_update | None: ...
 
-Global___ResearchUpdate: _TypeAlias = ResearchUpdate  # noqa: Y015
+Global___ResearchResponse: _TypeAlias = ResearchResponse  # noqa: Y015

@@ -25,7 +25,7 @@ if _version_not_supported:
     )
 
 
-class ResearchPlannerStub:
+class ResearchPlannerServiceStub:
     """Decomposes a question into leads and replans as evidence arrives.
     """
 
@@ -36,42 +36,45 @@ class ResearchPlannerStub:
             channel: A grpc.Channel.
         """
         self.Research = channel.stream_stream(
-                '/planner.v1.ResearchPlanner/Research',
-                request_serializer=planner_dot_v1_dot_research__pb2.ResearchEvent.SerializeToString,
-                response_deserializer=planner_dot_v1_dot_research__pb2.ResearchUpdate.FromString,
+                '/planner.v1.ResearchPlannerService/Research',
+                request_serializer=planner_dot_v1_dot_research__pb2.ResearchRequest.SerializeToString,
+                response_deserializer=planner_dot_v1_dot_research__pb2.ResearchResponse.FromString,
                 _registered_method=True)
 
 
-class ResearchPlannerServicer:
+class ResearchPlannerServiceServicer:
     """Decomposes a question into leads and replans as evidence arrives.
     """
 
     def Research(self, request_iterator, context):
-        """Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed event;
-        FAILED_PRECONDITION when a replayed cassette has no recording for a request;
-        UNAVAILABLE when the model endpoint fails after retries; CANCELLED when the caller cancels.
+        """One research session per stream (protocol above).
+
+        Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed request;
+        RESOURCE_EXHAUSTED when the server runs as many sessions as it allows; FAILED_PRECONDITION
+        when a replayed cassette has no recording for a request; UNAVAILABLE when the model
+        endpoint fails after retries; CANCELLED when the caller cancels.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
 
-def add_ResearchPlannerServicer_to_server(servicer, server):
+def add_ResearchPlannerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Research': grpc.stream_stream_rpc_method_handler(
                     servicer.Research,
-                    request_deserializer=planner_dot_v1_dot_research__pb2.ResearchEvent.FromString,
-                    response_serializer=planner_dot_v1_dot_research__pb2.ResearchUpdate.SerializeToString,
+                    request_deserializer=planner_dot_v1_dot_research__pb2.ResearchRequest.FromString,
+                    response_serializer=planner_dot_v1_dot_research__pb2.ResearchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'planner.v1.ResearchPlanner', rpc_method_handlers)
+            'planner.v1.ResearchPlannerService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('planner.v1.ResearchPlanner', rpc_method_handlers)
+    server.add_registered_method_handlers('planner.v1.ResearchPlannerService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class ResearchPlanner:
+class ResearchPlannerService:
     """Decomposes a question into leads and replans as evidence arrives.
     """
 
@@ -89,9 +92,9 @@ class ResearchPlanner:
         return grpc.experimental.stream_stream(
             request_iterator,
             target,
-            '/planner.v1.ResearchPlanner/Research',
-            planner_dot_v1_dot_research__pb2.ResearchEvent.SerializeToString,
-            planner_dot_v1_dot_research__pb2.ResearchUpdate.FromString,
+            '/planner.v1.ResearchPlannerService/Research',
+            planner_dot_v1_dot_research__pb2.ResearchRequest.SerializeToString,
+            planner_dot_v1_dot_research__pb2.ResearchResponse.FromString,
             options,
             channel_credentials,
             insecure,

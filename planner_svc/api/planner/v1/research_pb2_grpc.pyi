@@ -5,15 +5,15 @@ Research sessions: a question decomposed into sub-questions and leads, each sub-
 its evidence plan, replanned as the orchestrator reports what its workers found.
 
 Protocol (one bidirectional stream per session):
-  1. The orchestrator's first event is `start`.
-  2. The service answers with one `initial` update.
-  3. The orchestrator reports `lead_result`, `contradictions` and `budget` events in any order.
+  1. The orchestrator's first request is `start`.
+  2. The service answers with one `initial` response.
+  3. The orchestrator reports `lead_result`, `contradictions` and `budget` in any order.
      Every `replan_every` completed leads, or when no dispatched lead is outstanding, the
      service reaches a replan point and either streams a `replan` or ends the session.
-  4. The last update is always `final`, carrying the stop reason; the service then closes its
-     side. Events sent after it are ignored.
-A malformed event ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
-naming the field (e.g. `lead_result.lead_id`). Identical events (and, for a model provider,
+  4. The last response is always `final`, carrying the stop reason; the service then closes
+     its side. Requests sent after it are ignored.
+A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
+naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 the same cassette) produce an identical stream.
 
 Units: times are int64 microseconds since the Unix epoch; token counts are evidence tokens.
@@ -42,42 +42,51 @@ class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ig
 GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
-class ResearchPlannerStub:
+class ResearchPlannerServiceStub:
     """Decomposes a question into leads and replans as evidence arrives."""
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> ResearchPlannerAsyncStub: ...
-    Research: _grpc.StreamStreamMultiCallable[_research_pb2.ResearchEvent, _research_pb2.ResearchUpdate]
-    """Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed event;
-    FAILED_PRECONDITION when a replayed cassette has no recording for a request;
-    UNAVAILABLE when the model endpoint fails after retries; CANCELLED when the caller cancels.
+    def __new__(cls, channel: _aio.Channel) -> ResearchPlannerServiceAsyncStub: ...
+    Research: _grpc.StreamStreamMultiCallable[_research_pb2.ResearchRequest, _research_pb2.ResearchResponse]
+    """One research session per stream (protocol above).
+
+    Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed request;
+    RESOURCE_EXHAUSTED when the server runs as many sessions as it allows; FAILED_PRECONDITION
+    when a replayed cassette has no recording for a request; UNAVAILABLE when the model
+    endpoint fails after retries; CANCELLED when the caller cancels.
     """
 
 @_typing.type_check_only
-class ResearchPlannerAsyncStub(ResearchPlannerStub):
+class ResearchPlannerServiceAsyncStub(ResearchPlannerServiceStub):
     """Decomposes a question into leads and replans as evidence arrives."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    Research: _aio.StreamStreamMultiCallable[_research_pb2.ResearchEvent, _research_pb2.ResearchUpdate]  # type: ignore[assignment]
-    """Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed event;
-    FAILED_PRECONDITION when a replayed cassette has no recording for a request;
-    UNAVAILABLE when the model endpoint fails after retries; CANCELLED when the caller cancels.
+    Research: _aio.StreamStreamMultiCallable[_research_pb2.ResearchRequest, _research_pb2.ResearchResponse]  # type: ignore[assignment]
+    """One research session per stream (protocol above).
+
+    Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed request;
+    RESOURCE_EXHAUSTED when the server runs as many sessions as it allows; FAILED_PRECONDITION
+    when a replayed cassette has no recording for a request; UNAVAILABLE when the model
+    endpoint fails after retries; CANCELLED when the caller cancels.
     """
 
-class ResearchPlannerServicer(metaclass=_abc_1.ABCMeta):
+class ResearchPlannerServiceServicer(metaclass=_abc_1.ABCMeta):
     """Decomposes a question into leads and replans as evidence arrives."""
 
     @_abc_1.abstractmethod
     def Research(
         self,
-        request_iterator: _MaybeAsyncIterator[_research_pb2.ResearchEvent],
+        request_iterator: _MaybeAsyncIterator[_research_pb2.ResearchRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_research_pb2.ResearchUpdate], _abc.AsyncIterator[_research_pb2.ResearchUpdate]]:
-        """Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed event;
-        FAILED_PRECONDITION when a replayed cassette has no recording for a request;
-        UNAVAILABLE when the model endpoint fails after retries; CANCELLED when the caller cancels.
+    ) -> _typing.Union[_abc.Iterator[_research_pb2.ResearchResponse], _abc.AsyncIterator[_research_pb2.ResearchResponse]]:
+        """One research session per stream (protocol above).
+
+        Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed request;
+        RESOURCE_EXHAUSTED when the server runs as many sessions as it allows; FAILED_PRECONDITION
+        when a replayed cassette has no recording for a request; UNAVAILABLE when the model
+        endpoint fails after retries; CANCELLED when the caller cancels.
         """
 
-def add_ResearchPlannerServicer_to_server(servicer: ResearchPlannerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+def add_ResearchPlannerServiceServicer_to_server(servicer: ResearchPlannerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

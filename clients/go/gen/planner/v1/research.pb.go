@@ -2,15 +2,15 @@
 // its evidence plan, replanned as the orchestrator reports what its workers found.
 //
 // Protocol (one bidirectional stream per session):
-//   1. The orchestrator's first event is `start`.
-//   2. The service answers with one `initial` update.
-//   3. The orchestrator reports `lead_result`, `contradictions` and `budget` events in any order.
+//   1. The orchestrator's first request is `start`.
+//   2. The service answers with one `initial` response.
+//   3. The orchestrator reports `lead_result`, `contradictions` and `budget` in any order.
 //      Every `replan_every` completed leads, or when no dispatched lead is outstanding, the
 //      service reaches a replan point and either streams a `replan` or ends the session.
-//   4. The last update is always `final`, carrying the stop reason; the service then closes its
-//      side. Events sent after it are ignored.
-// A malformed event ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
-// naming the field (e.g. `lead_result.lead_id`). Identical events (and, for a model provider,
+//   4. The last response is always `final`, carrying the stop reason; the service then closes
+//      its side. Requests sent after it are ignored.
+// A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
+// naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 // the same cassette) produce an identical stream.
 //
 // Units: times are int64 microseconds since the Unix epoch; token counts are evidence tokens.
@@ -38,9 +38,11 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Why a session ended.
 type StopReason int32
 
 const (
+	// Not a reason; never sent.
 	StopReason_STOP_REASON_UNSPECIFIED StopReason = 0
 	// The planner judged the research complete, every sub-question is answered, or it had
 	// nothing new to propose with no lead outstanding.
@@ -173,26 +175,31 @@ func (x *ResearchCaps) GetMaxDepth() int32 {
 	return 0
 }
 
-// First event of a session.
+// First request of a session.
 type StartSession struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The research question (trusted user input), 1..1000 characters.
 	Question string `protobuf:"bytes,1,opt,name=question,proto3" json:"question,omitempty"`
 	// Actor types that run leads (e.g. "web", "academic"), at least one, no duplicates, each
 	// matching [a-z][a-z0-9_-]{0,31}. Leads are spread over them round-robin in order.
-	Actors []string      `protobuf:"bytes,2,rep,name=actors,proto3" json:"actors,omitempty"`
-	Caps   *ResearchCaps `protobuf:"bytes,3,opt,name=caps,proto3" json:"caps,omitempty"`
-	// As-of valid and transaction time for every evidence plan (microseconds); absent = now.
+	Actors []string `protobuf:"bytes,2,rep,name=actors,proto3" json:"actors,omitempty"`
+	// Bounds of the session; absent = every default.
+	Caps *ResearchCaps `protobuf:"bytes,3,opt,name=caps,proto3" json:"caps,omitempty"`
+	// As-of valid time of every evidence plan, microseconds since the Unix epoch; absent = the
+	// session's start.
 	AtValid *int64 `protobuf:"varint,4,opt,name=at_valid,json=atValid,proto3,oneof" json:"at_valid,omitempty"`
-	AtTx    *int64 `protobuf:"varint,5,opt,name=at_tx,json=atTx,proto3,oneof" json:"at_tx,omitempty"`
-	// Evidence budget of each sub-question's plan in tokens; absent = the server default.
+	// As-of transaction time of every evidence plan, microseconds since the Unix epoch; absent =
+	// the session's start.
+	AtTx *int64 `protobuf:"varint,5,opt,name=at_tx,json=atTx,proto3,oneof" json:"at_tx,omitempty"`
+	// Evidence budget of each sub-question's plan in tokens, 1..10,000,000; absent = the server
+	// default.
 	BudgetTokens *uint64 `protobuf:"varint,6,opt,name=budget_tokens,json=budgetTokens,proto3,oneof" json:"budget_tokens,omitempty"`
 	// Planning provider: "" or "offline" (no model), "openai" (the server's configured
 	// OpenAI-compatible endpoint), "cassette:NAME" (replay a recording from the server's
 	// cassette directory), "record:NAME" (call the model and record into that file).
 	Provider string `protobuf:"bytes,7,opt,name=provider,proto3" json:"provider,omitempty"`
 	// Caller-chosen session id used in lead ids; empty = derived from this message, so a replay
-	// of the same start event gets the same id. At most 64 characters of [A-Za-z0-9._-].
+	// of the same start request gets the same id. At most 64 characters of [A-Za-z0-9._-].
 	SessionId     string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -341,8 +348,11 @@ func (x *DeadEnd) GetQuery() string {
 
 // The outcome of one dispatched lead; each lead is reported at most once.
 type LeadResult struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	LeadId string                 `protobuf:"bytes,1,opt,name=lead_id,json=leadId,proto3" json:"lead_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lead's id (Lead.id).
+	LeadId string `protobuf:"bytes,1,opt,name=lead_id,json=leadId,proto3" json:"lead_id,omitempty"`
+	// What the lead found.
+	//
 	// Types that are valid to be assigned to Outcome:
 	//
 	//	*LeadResult_Claims
@@ -424,6 +434,7 @@ type LeadResult_Claims struct {
 }
 
 type LeadResult_DeadEnd struct {
+	// The lead found nothing.
 	DeadEnd *DeadEnd `protobuf:"bytes,3,opt,name=dead_end,json=deadEnd,proto3,oneof"`
 }
 
@@ -434,8 +445,9 @@ func (*LeadResult_DeadEnd) isLeadResult_Outcome() {}
 // The current number of live contradictions the verifier knows about (replaces the last
 // report; a count, never their text).
 type ContradictionReport struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Live          uint32                 `protobuf:"varint,1,opt,name=live,proto3" json:"live,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Live contradictions.
+	Live          uint32 `protobuf:"varint,1,opt,name=live,proto3" json:"live,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,11 +489,12 @@ func (x *ContradictionReport) GetLive() uint32 {
 	return 0
 }
 
-// The fraction of the session's allowance still available, in [0, 1] (replaces the last
-// report). With 0 the next replan point ends the session with STOP_REASON_BUDGET.
+// The fraction of the session's allowance still available (replaces the last report). With 0
+// the next replan point ends the session with STOP_REASON_BUDGET.
 type BudgetReport struct {
-	state             protoimpl.MessageState `protogen:"open.v1"`
-	RemainingFraction float64                `protobuf:"fixed64,1,opt,name=remaining_fraction,json=remainingFraction,proto3" json:"remaining_fraction,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Remaining fraction, dimensionless in [0, 1].
+	RemainingFraction float64 `protobuf:"fixed64,1,opt,name=remaining_fraction,json=remainingFraction,proto3" json:"remaining_fraction,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -523,33 +536,36 @@ func (x *BudgetReport) GetRemainingFraction() float64 {
 	return 0
 }
 
-type ResearchEvent struct {
+// One message from the orchestrator.
+type ResearchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Exactly one event; `start` first and only first.
+	//
 	// Types that are valid to be assigned to Event:
 	//
-	//	*ResearchEvent_Start
-	//	*ResearchEvent_LeadResult
-	//	*ResearchEvent_Contradictions
-	//	*ResearchEvent_Budget
-	Event         isResearchEvent_Event `protobuf_oneof:"event"`
+	//	*ResearchRequest_Start
+	//	*ResearchRequest_LeadResult
+	//	*ResearchRequest_Contradictions
+	//	*ResearchRequest_Budget
+	Event         isResearchRequest_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ResearchEvent) Reset() {
-	*x = ResearchEvent{}
+func (x *ResearchRequest) Reset() {
+	*x = ResearchRequest{}
 	mi := &file_planner_v1_research_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ResearchEvent) String() string {
+func (x *ResearchRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ResearchEvent) ProtoMessage() {}
+func (*ResearchRequest) ProtoMessage() {}
 
-func (x *ResearchEvent) ProtoReflect() protoreflect.Message {
+func (x *ResearchRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_planner_v1_research_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -561,93 +577,101 @@ func (x *ResearchEvent) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ResearchEvent.ProtoReflect.Descriptor instead.
-func (*ResearchEvent) Descriptor() ([]byte, []int) {
+// Deprecated: Use ResearchRequest.ProtoReflect.Descriptor instead.
+func (*ResearchRequest) Descriptor() ([]byte, []int) {
 	return file_planner_v1_research_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *ResearchEvent) GetEvent() isResearchEvent_Event {
+func (x *ResearchRequest) GetEvent() isResearchRequest_Event {
 	if x != nil {
 		return x.Event
 	}
 	return nil
 }
 
-func (x *ResearchEvent) GetStart() *StartSession {
+func (x *ResearchRequest) GetStart() *StartSession {
 	if x != nil {
-		if x, ok := x.Event.(*ResearchEvent_Start); ok {
+		if x, ok := x.Event.(*ResearchRequest_Start); ok {
 			return x.Start
 		}
 	}
 	return nil
 }
 
-func (x *ResearchEvent) GetLeadResult() *LeadResult {
+func (x *ResearchRequest) GetLeadResult() *LeadResult {
 	if x != nil {
-		if x, ok := x.Event.(*ResearchEvent_LeadResult); ok {
+		if x, ok := x.Event.(*ResearchRequest_LeadResult); ok {
 			return x.LeadResult
 		}
 	}
 	return nil
 }
 
-func (x *ResearchEvent) GetContradictions() *ContradictionReport {
+func (x *ResearchRequest) GetContradictions() *ContradictionReport {
 	if x != nil {
-		if x, ok := x.Event.(*ResearchEvent_Contradictions); ok {
+		if x, ok := x.Event.(*ResearchRequest_Contradictions); ok {
 			return x.Contradictions
 		}
 	}
 	return nil
 }
 
-func (x *ResearchEvent) GetBudget() *BudgetReport {
+func (x *ResearchRequest) GetBudget() *BudgetReport {
 	if x != nil {
-		if x, ok := x.Event.(*ResearchEvent_Budget); ok {
+		if x, ok := x.Event.(*ResearchRequest_Budget); ok {
 			return x.Budget
 		}
 	}
 	return nil
 }
 
-type isResearchEvent_Event interface {
-	isResearchEvent_Event()
+type isResearchRequest_Event interface {
+	isResearchRequest_Event()
 }
 
-type ResearchEvent_Start struct {
+type ResearchRequest_Start struct {
+	// Starts the session (the first request).
 	Start *StartSession `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
 }
 
-type ResearchEvent_LeadResult struct {
+type ResearchRequest_LeadResult struct {
+	// A dispatched lead's outcome.
 	LeadResult *LeadResult `protobuf:"bytes,2,opt,name=lead_result,json=leadResult,proto3,oneof"`
 }
 
-type ResearchEvent_Contradictions struct {
+type ResearchRequest_Contradictions struct {
+	// The live contradiction count.
 	Contradictions *ContradictionReport `protobuf:"bytes,3,opt,name=contradictions,proto3,oneof"`
 }
 
-type ResearchEvent_Budget struct {
+type ResearchRequest_Budget struct {
+	// The allowance left.
 	Budget *BudgetReport `protobuf:"bytes,4,opt,name=budget,proto3,oneof"`
 }
 
-func (*ResearchEvent_Start) isResearchEvent_Event() {}
+func (*ResearchRequest_Start) isResearchRequest_Event() {}
 
-func (*ResearchEvent_LeadResult) isResearchEvent_Event() {}
+func (*ResearchRequest_LeadResult) isResearchRequest_Event() {}
 
-func (*ResearchEvent_Contradictions) isResearchEvent_Event() {}
+func (*ResearchRequest_Contradictions) isResearchRequest_Event() {}
 
-func (*ResearchEvent_Budget) isResearchEvent_Event() {}
+func (*ResearchRequest_Budget) isResearchRequest_Event() {}
 
-// One thread of the research, as of the update that carries it.
+// One thread of the research, as of the response that carries it.
 type SubQuestion struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Assigned by the service ("q1", "q2", ...), stable for the session.
-	Id   string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The sub-question.
 	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
-	// Leads dispatched against it and claims reported for it so far.
-	Leads    uint32 `protobuf:"varint,3,opt,name=leads,proto3" json:"leads,omitempty"`
-	Claims   uint32 `protobuf:"varint,4,opt,name=claims,proto3" json:"claims,omitempty"`
-	Answered bool   `protobuf:"varint,5,opt,name=answered,proto3" json:"answered,omitempty"`
-	// The sub-question's evidence plan (sections 5-6 of the design), as of the session's as-of.
+	// Leads dispatched against it so far.
+	Leads uint32 `protobuf:"varint,3,opt,name=leads,proto3" json:"leads,omitempty"`
+	// Claims reported for it so far.
+	Claims uint32 `protobuf:"varint,4,opt,name=claims,proto3" json:"claims,omitempty"`
+	// Whether the planner judged it answered.
+	Answered bool `protobuf:"varint,5,opt,name=answered,proto3" json:"answered,omitempty"`
+	// The sub-question's evidence plan (the plan Plan returns for its text as a question), as of
+	// the session's as-of times.
 	Evidence *EvidencePlan `protobuf:"bytes,6,opt,name=evidence,proto3" json:"evidence,omitempty"`
 	// Set instead of `evidence` when planning evidence failed (e.g. "InsufficientEvidence: ...").
 	EvidenceError string `protobuf:"bytes,7,opt,name=evidence_error,json=evidenceError,proto3" json:"evidence_error,omitempty"`
@@ -738,7 +762,8 @@ func (x *SubQuestion) GetEvidenceError() string {
 type Lead struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "<session_id>-L<n>", n counting from 1 across the session.
-	Id         string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The SubQuestion.id it researches.
 	QuestionId string `protobuf:"bytes,2,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
 	// What to research: the sub-question's text.
 	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
@@ -818,19 +843,25 @@ func (x *Lead) GetDepth() uint32 {
 // The settings the session runs with, every default resolved.
 type EffectiveSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// max_depth keeps its encoding: -1 = no follow-up rounds, otherwise the round count.
-	Caps         *ResearchCaps `protobuf:"bytes,1,opt,name=caps,proto3" json:"caps,omitempty"`
-	Actors       []string      `protobuf:"bytes,2,rep,name=actors,proto3" json:"actors,omitempty"`
-	AtValid      *int64        `protobuf:"varint,3,opt,name=at_valid,json=atValid,proto3,oneof" json:"at_valid,omitempty"`
-	AtTx         *int64        `protobuf:"varint,4,opt,name=at_tx,json=atTx,proto3,oneof" json:"at_tx,omitempty"`
-	BudgetTokens *uint64       `protobuf:"varint,5,opt,name=budget_tokens,json=budgetTokens,proto3,oneof" json:"budget_tokens,omitempty"`
+	// The caps; max_depth keeps its encoding: -1 = no follow-up rounds, otherwise the round
+	// count.
+	Caps *ResearchCaps `protobuf:"bytes,1,opt,name=caps,proto3" json:"caps,omitempty"`
+	// Actor types, in round-robin order.
+	Actors []string `protobuf:"bytes,2,rep,name=actors,proto3" json:"actors,omitempty"`
+	// As-of valid time of every evidence plan, microseconds since the Unix epoch.
+	AtValid *int64 `protobuf:"varint,3,opt,name=at_valid,json=atValid,proto3,oneof" json:"at_valid,omitempty"`
+	// As-of transaction time of every evidence plan, microseconds since the Unix epoch.
+	AtTx *int64 `protobuf:"varint,4,opt,name=at_tx,json=atTx,proto3,oneof" json:"at_tx,omitempty"`
+	// Evidence budget of each plan in tokens; absent = the server default.
+	BudgetTokens *uint64 `protobuf:"varint,5,opt,name=budget_tokens,json=budgetTokens,proto3,oneof" json:"budget_tokens,omitempty"`
 	// Provider name as the service resolved it ("offline", "openai", "cassette:NAME", ...).
 	Provider string `protobuf:"bytes,6,opt,name=provider,proto3" json:"provider,omitempty"`
 	// Bound of the digest the planner reads, in characters.
 	DigestMaxChars uint32 `protobuf:"varint,7,opt,name=digest_max_chars,json=digestMaxChars,proto3" json:"digest_max_chars,omitempty"`
-	SessionId      string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The session id (sent or derived).
+	SessionId     string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EffectiveSettings) Reset() {
@@ -921,9 +952,11 @@ func (x *EffectiveSettings) GetSessionId() string {
 
 // Token usage of planner model calls (zero for the offline provider).
 type PlannerUsage struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	PromptTokens     uint64                 `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
-	CompletionTokens uint64                 `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Prompt tokens, model tokens.
+	PromptTokens uint64 `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	// Completion tokens, model tokens.
+	CompletionTokens uint64 `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
 	// Model that answered ("offline" for the offline provider).
 	Model         string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -981,13 +1014,19 @@ func (x *PlannerUsage) GetModel() string {
 	return ""
 }
 
+// The first response: the initial decomposition.
 type InitialPlan struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Settings      *EffectiveSettings     `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
-	SubQuestions  []*SubQuestion         `protobuf:"bytes,2,rep,name=sub_questions,json=subQuestions,proto3" json:"sub_questions,omitempty"`
-	Leads         []*Lead                `protobuf:"bytes,3,rep,name=leads,proto3" json:"leads,omitempty"`
-	Rationale     string                 `protobuf:"bytes,4,opt,name=rationale,proto3" json:"rationale,omitempty"`
-	Usage         *PlannerUsage          `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's settings, every default resolved.
+	Settings *EffectiveSettings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	// The sub-questions, each with its evidence plan.
+	SubQuestions []*SubQuestion `protobuf:"bytes,2,rep,name=sub_questions,json=subQuestions,proto3" json:"sub_questions,omitempty"`
+	// One lead per sub-question, spread over the actors.
+	Leads []*Lead `protobuf:"bytes,3,rep,name=leads,proto3" json:"leads,omitempty"`
+	// The planner's one-line reason for this decomposition.
+	Rationale string `protobuf:"bytes,4,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	// Model usage of the decomposition.
+	Usage         *PlannerUsage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1057,17 +1096,21 @@ func (x *InitialPlan) GetUsage() *PlannerUsage {
 	return nil
 }
 
+// A replan round.
 type Replan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Replan round, from 1.
 	Round uint32 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
 	// Sub-questions this round added (each with its evidence plan).
 	SubQuestions []*SubQuestion `protobuf:"bytes,2,rep,name=sub_questions,json=subQuestions,proto3" json:"sub_questions,omitempty"`
-	Leads        []*Lead        `protobuf:"bytes,3,rep,name=leads,proto3" json:"leads,omitempty"`
+	// Leads this round dispatched.
+	Leads []*Lead `protobuf:"bytes,3,rep,name=leads,proto3" json:"leads,omitempty"`
 	// Ids of sub-questions the planner closed this round.
-	Answered  []string      `protobuf:"bytes,4,rep,name=answered,proto3" json:"answered,omitempty"`
-	Rationale string        `protobuf:"bytes,5,opt,name=rationale,proto3" json:"rationale,omitempty"`
-	Usage     *PlannerUsage `protobuf:"bytes,6,opt,name=usage,proto3" json:"usage,omitempty"`
+	Answered []string `protobuf:"bytes,4,rep,name=answered,proto3" json:"answered,omitempty"`
+	// The planner's one-line reason for this round.
+	Rationale string `protobuf:"bytes,5,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	// Model usage of this round.
+	Usage *PlannerUsage `protobuf:"bytes,6,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Ids of sub-questions still open after this round.
 	Open          []string `protobuf:"bytes,7,rep,name=open,proto3" json:"open,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1153,19 +1196,23 @@ func (x *Replan) GetOpen() []string {
 	return nil
 }
 
+// The last response of a session.
 type Final struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Reason StopReason             `protobuf:"varint,1,opt,name=reason,proto3,enum=planner.v1.StopReason" json:"reason,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why the session ended.
+	Reason StopReason `protobuf:"varint,1,opt,name=reason,proto3,enum=planner.v1.StopReason" json:"reason,omitempty"`
 	// One line explaining the reason, for a trace.
 	Detail string `protobuf:"bytes,2,opt,name=detail,proto3" json:"detail,omitempty"`
 	// Planner model calls (initial decomposition plus replans).
 	ModelCalls uint32 `protobuf:"varint,3,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
 	// Replan rounds run.
 	Rounds uint32 `protobuf:"varint,4,opt,name=rounds,proto3" json:"rounds,omitempty"`
-	// Session totals.
-	LeadsRun    uint32 `protobuf:"varint,5,opt,name=leads_run,json=leadsRun,proto3" json:"leads_run,omitempty"`
+	// Leads dispatched, session total.
+	LeadsRun uint32 `protobuf:"varint,5,opt,name=leads_run,json=leadsRun,proto3" json:"leads_run,omitempty"`
+	// Claims reported, session total.
 	ClaimsFound uint32 `protobuf:"varint,6,opt,name=claims_found,json=claimsFound,proto3" json:"claims_found,omitempty"`
-	DeadEnds    uint32 `protobuf:"varint,7,opt,name=dead_ends,json=deadEnds,proto3" json:"dead_ends,omitempty"`
+	// Dead ends reported, session total.
+	DeadEnds uint32 `protobuf:"varint,7,opt,name=dead_ends,json=deadEnds,proto3" json:"dead_ends,omitempty"`
 	// Leads dispatched but never reported.
 	OutstandingLeads []string `protobuf:"bytes,8,rep,name=outstanding_leads,json=outstandingLeads,proto3" json:"outstanding_leads,omitempty"`
 	// Every sub-question, with its final counts (no evidence plans).
@@ -1267,32 +1314,35 @@ func (x *Final) GetSubQuestions() []*SubQuestion {
 	return nil
 }
 
-type ResearchUpdate struct {
+// One message from the service.
+type ResearchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Exactly one update; `initial` first, `final` last.
+	//
 	// Types that are valid to be assigned to Update:
 	//
-	//	*ResearchUpdate_Initial
-	//	*ResearchUpdate_Replan
-	//	*ResearchUpdate_Final
-	Update        isResearchUpdate_Update `protobuf_oneof:"update"`
+	//	*ResearchResponse_Initial
+	//	*ResearchResponse_Replan
+	//	*ResearchResponse_Final
+	Update        isResearchResponse_Update `protobuf_oneof:"update"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ResearchUpdate) Reset() {
-	*x = ResearchUpdate{}
+func (x *ResearchResponse) Reset() {
+	*x = ResearchResponse{}
 	mi := &file_planner_v1_research_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ResearchUpdate) String() string {
+func (x *ResearchResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ResearchUpdate) ProtoMessage() {}
+func (*ResearchResponse) ProtoMessage() {}
 
-func (x *ResearchUpdate) ProtoReflect() protoreflect.Message {
+func (x *ResearchResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_planner_v1_research_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1304,66 +1354,69 @@ func (x *ResearchUpdate) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ResearchUpdate.ProtoReflect.Descriptor instead.
-func (*ResearchUpdate) Descriptor() ([]byte, []int) {
+// Deprecated: Use ResearchResponse.ProtoReflect.Descriptor instead.
+func (*ResearchResponse) Descriptor() ([]byte, []int) {
 	return file_planner_v1_research_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *ResearchUpdate) GetUpdate() isResearchUpdate_Update {
+func (x *ResearchResponse) GetUpdate() isResearchResponse_Update {
 	if x != nil {
 		return x.Update
 	}
 	return nil
 }
 
-func (x *ResearchUpdate) GetInitial() *InitialPlan {
+func (x *ResearchResponse) GetInitial() *InitialPlan {
 	if x != nil {
-		if x, ok := x.Update.(*ResearchUpdate_Initial); ok {
+		if x, ok := x.Update.(*ResearchResponse_Initial); ok {
 			return x.Initial
 		}
 	}
 	return nil
 }
 
-func (x *ResearchUpdate) GetReplan() *Replan {
+func (x *ResearchResponse) GetReplan() *Replan {
 	if x != nil {
-		if x, ok := x.Update.(*ResearchUpdate_Replan); ok {
+		if x, ok := x.Update.(*ResearchResponse_Replan); ok {
 			return x.Replan
 		}
 	}
 	return nil
 }
 
-func (x *ResearchUpdate) GetFinal() *Final {
+func (x *ResearchResponse) GetFinal() *Final {
 	if x != nil {
-		if x, ok := x.Update.(*ResearchUpdate_Final); ok {
+		if x, ok := x.Update.(*ResearchResponse_Final); ok {
 			return x.Final
 		}
 	}
 	return nil
 }
 
-type isResearchUpdate_Update interface {
-	isResearchUpdate_Update()
+type isResearchResponse_Update interface {
+	isResearchResponse_Update()
 }
 
-type ResearchUpdate_Initial struct {
+type ResearchResponse_Initial struct {
+	// The initial decomposition (the first response).
 	Initial *InitialPlan `protobuf:"bytes,1,opt,name=initial,proto3,oneof"`
 }
 
-type ResearchUpdate_Replan struct {
+type ResearchResponse_Replan struct {
+	// A replan round.
 	Replan *Replan `protobuf:"bytes,2,opt,name=replan,proto3,oneof"`
 }
 
-type ResearchUpdate_Final struct {
+type ResearchResponse_Final struct {
+	// The end of the session (the last response).
 	Final *Final `protobuf:"bytes,3,opt,name=final,proto3,oneof"`
 }
 
-func (*ResearchUpdate_Initial) isResearchUpdate_Update() {}
+func (*ResearchResponse_Initial) isResearchResponse_Update() {}
 
-func (*ResearchUpdate_Replan) isResearchUpdate_Update() {}
+func (*ResearchResponse_Replan) isResearchResponse_Update() {}
 
-func (*ResearchUpdate_Final) isResearchUpdate_Update() {}
+func (*ResearchResponse_Final) isResearchResponse_Update() {}
 
 var File_planner_v1_research_proto protoreflect.FileDescriptor
 
@@ -1406,8 +1459,8 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\x13ContradictionReport\x12\x12\n" +
 	"\x04live\x18\x01 \x01(\rR\x04live\"=\n" +
 	"\fBudgetReport\x12-\n" +
-	"\x12remaining_fraction\x18\x01 \x01(\x01R\x11remainingFraction\"\x84\x02\n" +
-	"\rResearchEvent\x120\n" +
+	"\x12remaining_fraction\x18\x01 \x01(\x01R\x11remainingFraction\"\x86\x02\n" +
+	"\x0fResearchRequest\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x18.planner.v1.StartSessionH\x00R\x05start\x129\n" +
 	"\vlead_result\x18\x02 \x01(\v2\x16.planner.v1.LeadResultH\x00R\n" +
 	"leadResult\x12I\n" +
@@ -1470,8 +1523,8 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\fclaims_found\x18\x06 \x01(\rR\vclaimsFound\x12\x1b\n" +
 	"\tdead_ends\x18\a \x01(\rR\bdeadEnds\x12+\n" +
 	"\x11outstanding_leads\x18\b \x03(\tR\x10outstandingLeads\x12<\n" +
-	"\rsub_questions\x18\t \x03(\v2\x17.planner.v1.SubQuestionR\fsubQuestions\"\xa8\x01\n" +
-	"\x0eResearchUpdate\x123\n" +
+	"\rsub_questions\x18\t \x03(\v2\x17.planner.v1.SubQuestionR\fsubQuestions\"\xaa\x01\n" +
+	"\x10ResearchResponse\x123\n" +
 	"\ainitial\x18\x01 \x01(\v2\x17.planner.v1.InitialPlanH\x00R\ainitial\x12,\n" +
 	"\x06replan\x18\x02 \x01(\v2\x12.planner.v1.ReplanH\x00R\x06replan\x12)\n" +
 	"\x05final\x18\x03 \x01(\v2\x11.planner.v1.FinalH\x00R\x05finalB\b\n" +
@@ -1482,9 +1535,9 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\x10STOP_REASON_DONE\x10\x01\x12\x19\n" +
 	"\x15STOP_REASON_DEPTH_CAP\x10\x02\x12\x16\n" +
 	"\x12STOP_REASON_BUDGET\x10\x03\x12\x19\n" +
-	"\x15STOP_REASON_CANCELLED\x10\x042X\n" +
-	"\x0fResearchPlanner\x12E\n" +
-	"\bResearch\x12\x19.planner.v1.ResearchEvent\x1a\x1a.planner.v1.ResearchUpdate(\x010\x01Bt\n" +
+	"\x15STOP_REASON_CANCELLED\x10\x042c\n" +
+	"\x16ResearchPlannerService\x12I\n" +
+	"\bResearch\x12\x1b.planner.v1.ResearchRequest\x1a\x1c.planner.v1.ResearchResponse(\x010\x01Bt\n" +
 	"\x19dev.plannersvc.planner.v1B\rResearchProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3"
 
 var (
@@ -1509,7 +1562,7 @@ var file_planner_v1_research_proto_goTypes = []any{
 	(*LeadResult)(nil),          // 4: planner.v1.LeadResult
 	(*ContradictionReport)(nil), // 5: planner.v1.ContradictionReport
 	(*BudgetReport)(nil),        // 6: planner.v1.BudgetReport
-	(*ResearchEvent)(nil),       // 7: planner.v1.ResearchEvent
+	(*ResearchRequest)(nil),     // 7: planner.v1.ResearchRequest
 	(*SubQuestion)(nil),         // 8: planner.v1.SubQuestion
 	(*Lead)(nil),                // 9: planner.v1.Lead
 	(*EffectiveSettings)(nil),   // 10: planner.v1.EffectiveSettings
@@ -1517,16 +1570,16 @@ var file_planner_v1_research_proto_goTypes = []any{
 	(*InitialPlan)(nil),         // 12: planner.v1.InitialPlan
 	(*Replan)(nil),              // 13: planner.v1.Replan
 	(*Final)(nil),               // 14: planner.v1.Final
-	(*ResearchUpdate)(nil),      // 15: planner.v1.ResearchUpdate
+	(*ResearchResponse)(nil),    // 15: planner.v1.ResearchResponse
 	(*EvidencePlan)(nil),        // 16: planner.v1.EvidencePlan
 }
 var file_planner_v1_research_proto_depIdxs = []int32{
 	1,  // 0: planner.v1.StartSession.caps:type_name -> planner.v1.ResearchCaps
 	3,  // 1: planner.v1.LeadResult.dead_end:type_name -> planner.v1.DeadEnd
-	2,  // 2: planner.v1.ResearchEvent.start:type_name -> planner.v1.StartSession
-	4,  // 3: planner.v1.ResearchEvent.lead_result:type_name -> planner.v1.LeadResult
-	5,  // 4: planner.v1.ResearchEvent.contradictions:type_name -> planner.v1.ContradictionReport
-	6,  // 5: planner.v1.ResearchEvent.budget:type_name -> planner.v1.BudgetReport
+	2,  // 2: planner.v1.ResearchRequest.start:type_name -> planner.v1.StartSession
+	4,  // 3: planner.v1.ResearchRequest.lead_result:type_name -> planner.v1.LeadResult
+	5,  // 4: planner.v1.ResearchRequest.contradictions:type_name -> planner.v1.ContradictionReport
+	6,  // 5: planner.v1.ResearchRequest.budget:type_name -> planner.v1.BudgetReport
 	16, // 6: planner.v1.SubQuestion.evidence:type_name -> planner.v1.EvidencePlan
 	1,  // 7: planner.v1.EffectiveSettings.caps:type_name -> planner.v1.ResearchCaps
 	10, // 8: planner.v1.InitialPlan.settings:type_name -> planner.v1.EffectiveSettings
@@ -1538,11 +1591,11 @@ var file_planner_v1_research_proto_depIdxs = []int32{
 	11, // 14: planner.v1.Replan.usage:type_name -> planner.v1.PlannerUsage
 	0,  // 15: planner.v1.Final.reason:type_name -> planner.v1.StopReason
 	8,  // 16: planner.v1.Final.sub_questions:type_name -> planner.v1.SubQuestion
-	12, // 17: planner.v1.ResearchUpdate.initial:type_name -> planner.v1.InitialPlan
-	13, // 18: planner.v1.ResearchUpdate.replan:type_name -> planner.v1.Replan
-	14, // 19: planner.v1.ResearchUpdate.final:type_name -> planner.v1.Final
-	7,  // 20: planner.v1.ResearchPlanner.Research:input_type -> planner.v1.ResearchEvent
-	15, // 21: planner.v1.ResearchPlanner.Research:output_type -> planner.v1.ResearchUpdate
+	12, // 17: planner.v1.ResearchResponse.initial:type_name -> planner.v1.InitialPlan
+	13, // 18: planner.v1.ResearchResponse.replan:type_name -> planner.v1.Replan
+	14, // 19: planner.v1.ResearchResponse.final:type_name -> planner.v1.Final
+	7,  // 20: planner.v1.ResearchPlannerService.Research:input_type -> planner.v1.ResearchRequest
+	15, // 21: planner.v1.ResearchPlannerService.Research:output_type -> planner.v1.ResearchResponse
 	21, // [21:22] is the sub-list for method output_type
 	20, // [20:21] is the sub-list for method input_type
 	20, // [20:20] is the sub-list for extension type_name
@@ -1563,16 +1616,16 @@ func file_planner_v1_research_proto_init() {
 		(*LeadResult_DeadEnd)(nil),
 	}
 	file_planner_v1_research_proto_msgTypes[6].OneofWrappers = []any{
-		(*ResearchEvent_Start)(nil),
-		(*ResearchEvent_LeadResult)(nil),
-		(*ResearchEvent_Contradictions)(nil),
-		(*ResearchEvent_Budget)(nil),
+		(*ResearchRequest_Start)(nil),
+		(*ResearchRequest_LeadResult)(nil),
+		(*ResearchRequest_Contradictions)(nil),
+		(*ResearchRequest_Budget)(nil),
 	}
 	file_planner_v1_research_proto_msgTypes[9].OneofWrappers = []any{}
 	file_planner_v1_research_proto_msgTypes[14].OneofWrappers = []any{
-		(*ResearchUpdate_Initial)(nil),
-		(*ResearchUpdate_Replan)(nil),
-		(*ResearchUpdate_Final)(nil),
+		(*ResearchResponse_Initial)(nil),
+		(*ResearchResponse_Replan)(nil),
+		(*ResearchResponse_Final)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

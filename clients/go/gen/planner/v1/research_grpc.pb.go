@@ -2,15 +2,15 @@
 // its evidence plan, replanned as the orchestrator reports what its workers found.
 //
 // Protocol (one bidirectional stream per session):
-//   1. The orchestrator's first event is `start`.
-//   2. The service answers with one `initial` update.
-//   3. The orchestrator reports `lead_result`, `contradictions` and `budget` events in any order.
+//   1. The orchestrator's first request is `start`.
+//   2. The service answers with one `initial` response.
+//   3. The orchestrator reports `lead_result`, `contradictions` and `budget` in any order.
 //      Every `replan_every` completed leads, or when no dispatched lead is outstanding, the
 //      service reaches a replan point and either streams a `replan` or ends the session.
-//   4. The last update is always `final`, carrying the stop reason; the service then closes its
-//      side. Events sent after it are ignored.
-// A malformed event ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
-// naming the field (e.g. `lead_result.lead_id`). Identical events (and, for a model provider,
+//   4. The last response is always `final`, carrying the stop reason; the service then closes
+//      its side. Requests sent after it are ignored.
+// A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
+// naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 // the same cassette) produce an identical stream.
 //
 // Units: times are int64 microseconds since the Unix epoch; token counts are evidence tokens.
@@ -36,104 +36,111 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ResearchPlanner_Research_FullMethodName = "/planner.v1.ResearchPlanner/Research"
+	ResearchPlannerService_Research_FullMethodName = "/planner.v1.ResearchPlannerService/Research"
 )
 
-// ResearchPlannerClient is the client API for ResearchPlanner service.
+// ResearchPlannerServiceClient is the client API for ResearchPlannerService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Decomposes a question into leads and replans as evidence arrives.
-type ResearchPlannerClient interface {
-	// Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed event;
-	// FAILED_PRECONDITION when a replayed cassette has no recording for a request;
-	// UNAVAILABLE when the model endpoint fails after retries; CANCELLED when the caller cancels.
-	Research(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ResearchEvent, ResearchUpdate], error)
+type ResearchPlannerServiceClient interface {
+	// One research session per stream (protocol above).
+	//
+	// Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed request;
+	// RESOURCE_EXHAUSTED when the server runs as many sessions as it allows; FAILED_PRECONDITION
+	// when a replayed cassette has no recording for a request; UNAVAILABLE when the model
+	// endpoint fails after retries; CANCELLED when the caller cancels.
+	Research(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ResearchRequest, ResearchResponse], error)
 }
 
-type researchPlannerClient struct {
+type researchPlannerServiceClient struct {
 	cc grpc.ClientConnInterface
 }
 
-func NewResearchPlannerClient(cc grpc.ClientConnInterface) ResearchPlannerClient {
-	return &researchPlannerClient{cc}
+func NewResearchPlannerServiceClient(cc grpc.ClientConnInterface) ResearchPlannerServiceClient {
+	return &researchPlannerServiceClient{cc}
 }
 
-func (c *researchPlannerClient) Research(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ResearchEvent, ResearchUpdate], error) {
+func (c *researchPlannerServiceClient) Research(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ResearchRequest, ResearchResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ResearchPlanner_ServiceDesc.Streams[0], ResearchPlanner_Research_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ResearchPlannerService_ServiceDesc.Streams[0], ResearchPlannerService_Research_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[ResearchEvent, ResearchUpdate]{ClientStream: stream}
+	x := &grpc.GenericClientStream[ResearchRequest, ResearchResponse]{ClientStream: stream}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ResearchPlanner_ResearchClient = grpc.BidiStreamingClient[ResearchEvent, ResearchUpdate]
+type ResearchPlannerService_ResearchClient = grpc.BidiStreamingClient[ResearchRequest, ResearchResponse]
 
-// ResearchPlannerServer is the server API for ResearchPlanner service.
-// All implementations must embed UnimplementedResearchPlannerServer
+// ResearchPlannerServiceServer is the server API for ResearchPlannerService service.
+// All implementations must embed UnimplementedResearchPlannerServiceServer
 // for forward compatibility.
 //
 // Decomposes a question into leads and replans as evidence arrives.
-type ResearchPlannerServer interface {
-	// Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed event;
-	// FAILED_PRECONDITION when a replayed cassette has no recording for a request;
-	// UNAVAILABLE when the model endpoint fails after retries; CANCELLED when the caller cancels.
-	Research(grpc.BidiStreamingServer[ResearchEvent, ResearchUpdate]) error
-	mustEmbedUnimplementedResearchPlannerServer()
+type ResearchPlannerServiceServer interface {
+	// One research session per stream (protocol above).
+	//
+	// Errors: INVALID_ARGUMENT (BadRequest field violations) for a malformed request;
+	// RESOURCE_EXHAUSTED when the server runs as many sessions as it allows; FAILED_PRECONDITION
+	// when a replayed cassette has no recording for a request; UNAVAILABLE when the model
+	// endpoint fails after retries; CANCELLED when the caller cancels.
+	Research(grpc.BidiStreamingServer[ResearchRequest, ResearchResponse]) error
+	mustEmbedUnimplementedResearchPlannerServiceServer()
 }
 
-// UnimplementedResearchPlannerServer must be embedded to have
+// UnimplementedResearchPlannerServiceServer must be embedded to have
 // forward compatible implementations.
 //
 // NOTE: this should be embedded by value instead of pointer to avoid a nil
 // pointer dereference when methods are called.
-type UnimplementedResearchPlannerServer struct{}
+type UnimplementedResearchPlannerServiceServer struct{}
 
-func (UnimplementedResearchPlannerServer) Research(grpc.BidiStreamingServer[ResearchEvent, ResearchUpdate]) error {
+func (UnimplementedResearchPlannerServiceServer) Research(grpc.BidiStreamingServer[ResearchRequest, ResearchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Research not implemented")
 }
-func (UnimplementedResearchPlannerServer) mustEmbedUnimplementedResearchPlannerServer() {}
-func (UnimplementedResearchPlannerServer) testEmbeddedByValue()                         {}
+func (UnimplementedResearchPlannerServiceServer) mustEmbedUnimplementedResearchPlannerServiceServer() {
+}
+func (UnimplementedResearchPlannerServiceServer) testEmbeddedByValue() {}
 
-// UnsafeResearchPlannerServer may be embedded to opt out of forward compatibility for this service.
-// Use of this interface is not recommended, as added methods to ResearchPlannerServer will
+// UnsafeResearchPlannerServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ResearchPlannerServiceServer will
 // result in compilation errors.
-type UnsafeResearchPlannerServer interface {
-	mustEmbedUnimplementedResearchPlannerServer()
+type UnsafeResearchPlannerServiceServer interface {
+	mustEmbedUnimplementedResearchPlannerServiceServer()
 }
 
-func RegisterResearchPlannerServer(s grpc.ServiceRegistrar, srv ResearchPlannerServer) {
-	// If the following call panics, it indicates UnimplementedResearchPlannerServer was
+func RegisterResearchPlannerServiceServer(s grpc.ServiceRegistrar, srv ResearchPlannerServiceServer) {
+	// If the following call panics, it indicates UnimplementedResearchPlannerServiceServer was
 	// embedded by pointer and is nil.  This will cause panics if an
 	// unimplemented method is ever invoked, so we test this at initialization
 	// time to prevent it from happening at runtime later due to I/O.
 	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
 		t.testEmbeddedByValue()
 	}
-	s.RegisterService(&ResearchPlanner_ServiceDesc, srv)
+	s.RegisterService(&ResearchPlannerService_ServiceDesc, srv)
 }
 
-func _ResearchPlanner_Research_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(ResearchPlannerServer).Research(&grpc.GenericServerStream[ResearchEvent, ResearchUpdate]{ServerStream: stream})
+func _ResearchPlannerService_Research_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ResearchPlannerServiceServer).Research(&grpc.GenericServerStream[ResearchRequest, ResearchResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ResearchPlanner_ResearchServer = grpc.BidiStreamingServer[ResearchEvent, ResearchUpdate]
+type ResearchPlannerService_ResearchServer = grpc.BidiStreamingServer[ResearchRequest, ResearchResponse]
 
-// ResearchPlanner_ServiceDesc is the grpc.ServiceDesc for ResearchPlanner service.
+// ResearchPlannerService_ServiceDesc is the grpc.ServiceDesc for ResearchPlannerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
-var ResearchPlanner_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "planner.v1.ResearchPlanner",
-	HandlerType: (*ResearchPlannerServer)(nil),
+var ResearchPlannerService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "planner.v1.ResearchPlannerService",
+	HandlerType: (*ResearchPlannerServiceServer)(nil),
 	Methods:     []grpc.MethodDesc{},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Research",
-			Handler:       _ResearchPlanner_Research_Handler,
+			Handler:       _ResearchPlannerService_Research_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
