@@ -72,6 +72,18 @@ class Abstention:
     min_similarity: float
     declined: bool
 
+    def metadata(self) -> dict[str, str]:
+        """The decision's inputs as strings (for ``ErrorInfo.metadata``); similarity is
+        ``n/a`` without the semantic leg."""
+        similarity = self.evidence.similarity
+        return {
+            "coverage": f"{self.evidence.coverage:.4f}",
+            "similarity": "n/a" if similarity is None else f"{similarity:.4f}",
+            "min_coverage": f"{self.min_coverage:.4f}",
+            "min_similarity": f"{self.min_similarity:.4f}",
+            "best_source": self.evidence.best_source or "",
+        }
+
     def describe(self) -> str:
         """One line for an error message or a log: the decision and its inputs."""
         similarity = self.evidence.similarity
@@ -93,6 +105,7 @@ class LegTrace:
         documents: the candidate documents, best first.
         nodes: node id -> its score, local relevance and rank in its document.
         abstention: the abstention decision (None when the request has no question text).
+        residual: for each document ranked by a hop, the question's terms it was ranked on.
     """
 
     structured: Mapping[str, float] = field(default_factory=dict)
@@ -103,6 +116,7 @@ class LegTrace:
     documents: tuple[DocumentScore, ...] = ()
     nodes: Mapping[str, NodeScore] = field(default_factory=dict)
     abstention: Abstention | None = None
+    residual: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,7 +220,8 @@ class EvidencePlanner:
                     return EvidenceResult(plan=empty_plan(stats),
                                           trace=trace if query.explain else None)
                 raise InsufficientEvidence(f"the store does not support an answer: "
-                                           f"{abstention.describe()}")
+                                           f"{abstention.describe()}",
+                                           metadata=abstention.metadata())
             pool, estimate_mode, origin = self._pool(catalog, recalled, query, stats)
             trace = dataclasses.replace(trace, origin=origin)
             self._check(cancelled)
@@ -306,6 +321,7 @@ class EvidencePlanner:
             documents=recalled.documents,
             nodes={names[v]: n for v, n in recalled.nodes.items()},
             abstention=abstention,
+            residual=recalled.residual,
         )
         return dict(recalled.nodes), trace
 
