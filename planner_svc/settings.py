@@ -7,7 +7,8 @@ field, the value and the allowed range)::
     ├── transport: TransportSettings   bind address, handler threads, message size, shutdown,
     │                                  metrics, TLS, bearer token
     ├── selection: SelectionSettings   weighting and selection defaults (planner_svc.core.config)
-    ├── recall: RecallSettings         leg calibration, expansion, default k/limit
+    ├── recall: RecallSettings         document, hop and passage scoring, abstention,
+    │                                  default k/limit
     │                                  (planner_svc.recall.settings)
     └── research: ResearchSettings     provider cassettes, the OpenAI-compatible endpoint
 
@@ -331,16 +332,30 @@ SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--default-budget", "selection.default_budget_tokens",
          "budget in tokens when a request names none"),
     Flag("--structured-sharpness", "recall.structured_sharpness",
-         "exponent on full-text scores relative to the best hit"),
+         "exponent on a document's full-text score relative to the best"),
     Flag("--semantic-sharpness", "recall.semantic_sharpness",
-         "exponent on semantic scores relative to the best hit"),
-    Flag("--hop-decay", "recall.hop_decay", "score multiplier per expansion hop"),
-    Flag("--max-frontier", "recall.max_frontier", "nodes kept per expansion hop"),
-    Flag("--expand-seeds", "recall.expand_seeds", "best leg hits that seed expansion"),
+         "exponent on a document's semantic score relative to the best"),
+    Flag("--hop-decay", "recall.hop_decay", "score factor per hop, times the edge weight"),
+    Flag("--hop-sources", "recall.hop_sources",
+         "best documents whose edges to other documents are followed"),
+    Flag("--candidate-documents", "recall.candidate_documents",
+         "documents whose passages enter the pool"),
+    Flag("--document-sharpness", "recall.document_sharpness",
+         "exponent on a document's score before it weights its passages"),
+    Flag("--passage-floor", "recall.passage_floor",
+         "share of its document's score the least relevant passage keeps"),
+    Flag("--passage-decay", "recall.passage_decay",
+         "score factor per rank of a passage within its document"),
+    Flag("--local-sharpness", "recall.local_sharpness",
+         "exponent on a passage's similarity relative to its document's best"),
+    Flag("--abstain-coverage", "recall.abstain_coverage",
+         "decline when the best documents hold less of the question than this ..."),
+    Flag("--abstain-similarity", "recall.abstain_similarity",
+         "... and no passage is this similar to it (0 and 0: never decline)"),
     Flag("--default-k", "recall.default_k",
          "semantic neighbours when a request names none"),
     Flag("--default-limit", "recall.default_limit",
-         "full-text hits when a request names none"),
+         "documents the full-text leg keeps when a request names none"),
     Flag("--cassettes", "research.cassette_dir",
          "directory for research-provider cassettes (record/replay)"),
 )

@@ -24,6 +24,7 @@ __all__ = [
     "question_request",
     "render_explanations",
     "render_plan",
+    "render_recall",
     "wait_serving",
 ]
 
@@ -106,9 +107,36 @@ def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str
         + ("  (token estimate)" if st.token_estimate else "")
     )
     lines.append(
-        f"recall: {st.nodes_recalled} nodes (structured {st.structured_hits}, semantic "
-        f"{st.semantic_hits}, expanded {st.expanded_hits})"
+        f"recall: {st.nodes_recalled} passages scored; documents by the structured leg "
+        f"{st.structured_hits}, by hops {st.expanded_hits}; semantic neighbours {st.semantic_hits}"
     )
+    return "\n".join(lines)
+
+
+def render_recall(trace: plan_pb2.RecallTrace, *, documents: int = 12) -> str:
+    """The abstention decision and the best ``documents`` candidate documents with their
+    scores (aligned columns)."""
+    lines = []
+    if trace.HasField("abstention"):
+        a = trace.abstention
+        similarity = f"{a.similarity:.3f}" if a.HasField("similarity") else "n/a"
+        verdict = "declined" if a.declined else "answered"
+        lines.append(
+            f"abstention: {verdict}: coverage {a.coverage:.3f} (min {a.min_coverage:.2f}, "
+            f"{a.best_source or 'no document'}), similarity {similarity} "
+            f"(min {a.min_similarity:.2f})"
+        )
+    lines.append(f"{'score':>6} {'struct':>6} {'sem':>6} {'hop':>6}  document")
+    for d in trace.documents[:documents]:
+        line = (f"{d.score:>6.3f} {d.structured:>6.3f} {d.semantic:>6.3f} {d.hop:>6.3f}  "
+                f"{d.source_id}")
+        if d.hop_from:
+            line += f"  (hop from {d.hop_from}"
+            line += f"; residual {' '.join(d.residual_terms)})" if d.residual_terms else ")"
+        lines.append(line)
+    hidden = len(trace.documents) - documents
+    if hidden > 0:
+        lines.append(f"... {hidden} more documents")
     return "\n".join(lines)
 
 
@@ -116,7 +144,7 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
     """Every candidate with its fate, legs and scores, densest first, in aligned columns."""
     width = width or shutil.get_terminal_size((120, 24)).columns
     header = (f"{'fate':<12} {'density':>8} {'weight':>7} {'tokens':>6}  "
-              f"{'structured/semantic/expanded':<28}  span")
+              f"{'structured/semantic/expanded':<28} {'local':>5} {'rank':>4}  span")
     out = [header]
     ordered = sorted(plan.explanations, key=lambda e: -e.density)
     for e in ordered:
@@ -129,7 +157,7 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
         ref = f"{c.span.source_id}[{c.span.start}:{c.span.end}]"
         line = (
             f"{FATE_NAMES.get(e.fate, '?'):<12} {e.density:>8.5f} {c.weight:>7.4f} "
-            f"{c.tokens:>6}  {leg_txt:<28}  {ref}"
+            f"{c.tokens:>6}  {leg_txt:<28} {legs.local:>5.3f} {legs.rank:>4}  {ref}"
         )
         if e.HasField("deduped_by"):
             d = e.deduped_by

@@ -22,7 +22,12 @@ def _plan(args: argparse.Namespace) -> int:
     from google.protobuf import json_format
 
     from planner_svc.api.planner.v1 import plan_pb2_grpc
-    from planner_svc.client.common import question_request, render_explanations, render_plan
+    from planner_svc.client.common import (
+        question_request,
+        render_explanations,
+        render_plan,
+        render_recall,
+    )
 
     request = question_request(
         args.question,
@@ -39,17 +44,21 @@ def _plan(args: argparse.Namespace) -> int:
     with grpc.insecure_channel(args.address) as channel:
         stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
         try:
-            plan = stub.Plan(request, timeout=args.timeout, metadata=metadata).plan
+            response = stub.Plan(request, timeout=args.timeout, metadata=metadata)
         except grpc.RpcError as err:
             code = err.code()  # type: ignore[attr-defined]
             print(f"planner-svc plan: {code.name}: {err.details()}"  # type: ignore[attr-defined]
                   f"{unavailable_hint(code.name, args.address)}", file=sys.stderr)
             return 1
+    plan = response.plan
     if args.json:
-        print(json.dumps(json_format.MessageToDict(plan), ensure_ascii=False, indent=2))
+        shown = response if args.explain else plan
+        print(json.dumps(json_format.MessageToDict(shown), ensure_ascii=False, indent=2))
         return 0
     print(render_plan(plan))
     if args.explain:
+        print()
+        print(render_recall(response.recall))
         print()
         print(render_explanations(plan))
     return 0
@@ -78,7 +87,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="as-of transaction time, µs since the epoch")
     plan.add_argument("--allow-ungrounded", action="store_true",
                       help="empty plan instead of an error when nothing is found")
-    plan.add_argument("--explain", action="store_true", help="show every candidate's fate")
-    plan.add_argument("--json", action="store_true", help="print the plan as proto3 JSON")
+    plan.add_argument("--explain", action="store_true",
+                      help="show the candidate documents, the abstention decision and every "
+                           "candidate's fate")
+    plan.add_argument("--json", action="store_true",
+                      help="print the plan as proto3 JSON (the whole PlanResponse with --explain)")
     plan.add_argument("--timeout", type=float, default=30.0, help="deadline, seconds")
     plan.set_defaults(func=_plan)

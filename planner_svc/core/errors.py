@@ -5,7 +5,8 @@ Hierarchy::
     PlannerError
     ├── InvalidRequest        a request field is malformed (field path + reason)
     │   └── ConfigError       a configuration value is out of range (rejected, never clamped)
-    ├── InsufficientEvidence  recall produced no span and the caller did not allow ungrounded
+    ├── InsufficientEvidence  the store does not support an answer (abstention), or recall
+    │                         produced no span, and the caller did not allow ungrounded
     ├── BackendUnavailable    a recall backend the request needs is not configured
     ├── ProviderError         a research planning model failed (endpoint down, or an answer
     │                         outside the schema, after retries)
@@ -19,6 +20,8 @@ exceptions (HTTP, SQLite, gRPC) are translated into these where they are caught,
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 __all__ = [
     "BackendUnavailable",
@@ -57,7 +60,17 @@ class ConfigError(InvalidRequest):
 
 
 class InsufficientEvidence(PlannerError):
-    """Recall found no candidate span for the request."""
+    """Recall declined the question (too little absolute evidence) or found no candidate span.
+
+    Attributes:
+        metadata: the decision's inputs as strings (``coverage``, ``similarity``,
+            ``min_coverage``, ``min_similarity``, ``best_source``), carried to the client in
+            ``google.rpc.ErrorInfo.metadata``; empty when recall found no span.
+    """
+
+    def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.metadata: dict[str, str] = dict(metadata or {})
 
 
 class BackendUnavailable(PlannerError):

@@ -8,6 +8,8 @@ worker therefore answers from the same data.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 import structlog
@@ -50,6 +52,18 @@ class FreshIndex:
         """
         return self._index.sync(self._source, catch_up_only=True)
 
+    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """:meth:`VectorIndex.vectors_of` on an up-to-date index."""
+        self._catch_up()
+        return self._index.vectors_of(version_ids)
+
+    def _catch_up(self) -> None:
+        if self._source.max_version_id() > self._index.covered_version_id:
+            try:
+                self._index.sync(self._source, catch_up_only=True)
+            except Exception:
+                _log.exception("vector_index.catch_up_failed")
+
     def search(
         self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int
     ) -> list[VectorHit]:
@@ -61,9 +75,5 @@ class FreshIndex:
         Raises:
             InvalidRequest: as :meth:`VectorIndex.search`.
         """
-        if self._source.max_version_id() > self._index.covered_version_id:
-            try:
-                self._index.sync(self._source, catch_up_only=True)
-            except Exception:
-                _log.exception("vector_index.catch_up_failed")
+        self._catch_up()
         return self._index.search(query, k, valid_us=valid_us, tx_us=tx_us, source=self._source)

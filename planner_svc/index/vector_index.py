@@ -85,6 +85,7 @@ class VectorIndex:
         self._mmap = mmap
         self._lock = threading.Lock()
         self._state = _State(partitions=(), covered_version_id=0, generation=0)
+        self._rows: tuple[_State, dict[int, tuple[int, int]]] | None = None
 
     # ------------------------------------------------------------------ construction
 
@@ -328,6 +329,32 @@ class VectorIndex:
         if not norm > 0.0 or not math.isfinite(norm):
             raise InvalidRequest("semantic.vector", f"has norm {norm}; a direction is needed")
         return (vector / norm).astype(np.float32).reshape(1, self.dim)
+
+    def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
+        """The indexed unit vectors of ``version_ids`` (float32 ``(dim,)``, read-only), bit for
+        bit as searched; versions not indexed are absent."""
+        state = self._state
+        cached = self._rows
+        if cached is None or cached[0] is not state:
+            positions = {
+                int(vid): (p, r)
+                for p, part in enumerate(state.partitions)
+                for r, vid in enumerate(part.version_ids.tolist())
+            }
+            cached = self._rows = (state, positions)
+        where = cached[1]
+        by_partition: dict[int, list[tuple[int, int]]] = {}
+        for vid in version_ids:
+            at = where.get(int(vid))
+            if at is not None:
+                by_partition.setdefault(at[0], []).append((int(vid), at[1]))
+        out: dict[int, Float32s] = {}
+        for p, items in sorted(by_partition.items()):
+            rows = np.asarray([r for _v, r in items], dtype=np.int64)
+            for (vid, _r), vec in zip(items, state.partitions[p].row_vectors(rows), strict=True):
+                vec.setflags(write=False)
+                out[vid] = vec
+        return out
 
     def search(
         self,

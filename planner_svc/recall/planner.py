@@ -1,36 +1,111 @@
 """The evidence planner: Phase A recall, then Phase B selection, returning a hashed plan.
 
 Source: memory-planner seed ("Phase A", "Exploding nodes to spans", "Phase B"); see also
-docs/architecture.md, "Recall and selection". Legs run in a fixed order (structured, semantic,
-expansion); their node maps are fused by max; the pool goes to the pure core for selection and
-hashing.
+docs/architecture.md, "Recall and selection". Phase A runs over the recall catalog, caught up
+with the store first (:mod:`planner_svc.index.catalog_sync`), and scores documents, hops and
+passages (:mod:`planner_svc.recall.engine`); each node's score becomes its spans' weights
+through ``weigh``; Phase B (pure core) selects and hashes. A question nothing in the store
+supports is declined (:class:`~planner_svc.core.errors.InsufficientEvidence`) from absolute
+evidence, not from scores made relative to the best hit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from planner_svc.core.config import SelectionSettings
-from planner_svc.core.errors import Cancelled, InsufficientEvidence
-from planner_svc.core.fusion import max_fuse, relative_scores, sharpen
-from planner_svc.core.model import CoordKey, EvidencePlan, PlanStats
+from planner_svc.core.errors import BackendUnavailable, Cancelled, InsufficientEvidence
+from planner_svc.core.model import (
+    CoordKey,
+    EvidencePlan,
+    PlannedSpan,
+    PlanStats,
+    SpanClass,
+    SpanRef,
+)
 from planner_svc.core.plan import build_plan, empty_plan
 from planner_svc.core.tokens import TokenAccounting
-from planner_svc.recall.expand import expand
-from planner_svc.recall.explode import Pool, explode
+from planner_svc.core.weigh import weigh
+from planner_svc.index.catalog import Catalog
+from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
+from planner_svc.recall.engine import (
+    DocumentScore,
+    EngineQuery,
+    Evidence,
+    NodeScore,
+    measure_evidence,
+    recall_documents,
+)
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import EvidenceQuery
-from planner_svc.recall.semantic import semantic_leg
+from planner_svc.recall.semantic import CANDIDATE_MARGIN, exact_similarities, query_vector
 from planner_svc.recall.settings import RecallSettings
-from planner_svc.recall.structured import structured_leg
+
+__all__ = ["Abstention", "EvidencePlanner", "EvidenceResult", "LegTrace"]
+
+Vector = npt.NDArray[np.float32]
+
+
+class PlannerStore(RecallStore, CatalogFeed, Protocol):
+    """The store as the evidence planner reads it: the recall reads and the change feed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Abstention:
+    """Recall's decision on whether the store supports an answer, and its inputs.
+
+    Attributes:
+        evidence: the absolute evidence measured (:class:`~planner_svc.recall.engine.Evidence`).
+        min_coverage, min_similarity: the thresholds (recall settings).
+        declined: True when coverage < min_coverage and the similarity (when measured) is
+            below min_similarity.
+    """
+
+    evidence: Evidence
+    min_coverage: float
+    min_similarity: float
+    declined: bool
+
+    def metadata(self) -> dict[str, str]:
+        """The decision's inputs as strings (for ``ErrorInfo.metadata``); similarity is
+        ``n/a`` without the semantic leg."""
+        similarity = self.evidence.similarity
+        return {
+            "coverage": f"{self.evidence.coverage:.4f}",
+            "similarity": "n/a" if similarity is None else f"{similarity:.4f}",
+            "min_coverage": f"{self.min_coverage:.4f}",
+            "min_similarity": f"{self.min_similarity:.4f}",
+            "best_source": self.evidence.best_source or "",
+        }
+
+    def describe(self) -> str:
+        """One line for an error message or a log: the decision and its inputs."""
+        similarity = self.evidence.similarity
+        shown = "n/a" if similarity is None else f"{similarity:.3f}"
+        return (f"the best documents hold {self.evidence.coverage:.3f} of the question's "
+                f"information (at least {self.min_coverage:.2f} needed) and the closest passage "
+                f"has similarity {shown} (at least {self.min_similarity:.2f} needed)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LegTrace:
-    """Per-node scores from each leg, for ``explain``.
+    """Why each candidate has its weight, for ``explain``.
 
-    ``origin`` maps each pool coordinate to the node whose score gave its weight.
+    Attributes:
+        structured, semantic, expanded: node id -> its document's structured, semantic and hop
+            score (only nodes whose document the leg reached).
+        fused: node id -> the node's score (what ``weigh`` turned into span weights).
+        origin: each pool coordinate -> the node whose score gave its weight.
+        documents: the candidate documents, best first.
+        nodes: node id -> its score, local relevance and rank in its document.
+        abstention: the abstention decision (None when the request has no question text).
+        residual: for each document ranked by a hop, the question's terms it was ranked on.
     """
 
     structured: Mapping[str, float] = field(default_factory=dict)
@@ -38,41 +113,78 @@ class LegTrace:
     expanded: Mapping[str, float] = field(default_factory=dict)
     fused: Mapping[str, float] = field(default_factory=dict)
     origin: Mapping[CoordKey, str] = field(default_factory=dict)
+    documents: tuple[DocumentScore, ...] = ()
+    nodes: Mapping[str, NodeScore] = field(default_factory=dict)
+    abstention: Abstention | None = None
+    residual: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvidenceResult:
-    """A plan and, when explain was asked, the leg trace behind its candidates."""
+    """A plan and, when explain was asked, the trace behind its candidates."""
 
     plan: EvidencePlan
     trace: LegTrace | None = None
 
 
-class EvidencePlanner:
-    """Plans evidence over one store, vector index and embedder.
+class _Semantic:
+    """The semantic leg bound to one plan's as-of times (``SemanticAccess`` of the engine)."""
 
-    Thread-safe when its backends are (it keeps no per-request state). Every store read of one
-    plan runs inside the store's :meth:`~RecallStore.snapshot`, so a plan sees one state.
+    def __init__(self, index: VectorSearch, embedder: QueryEmbedder | None, *, valid_us: int,
+                 tx_us: int) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._valid_us = valid_us
+        self._tx_us = tx_us
+
+    def embed(self, text: str) -> Vector:
+        if self._embedder is None:
+            raise BackendUnavailable("semantic recall needs an embedder; none is configured")
+        vector: Vector = np.asarray(self._embedder.embed([text])[0], dtype=np.float32)
+        return vector
+
+    def search(self, vector: Vector, k: int) -> list[tuple[int, Vector]]:
+        """The ``k`` live versions nearest ``vector`` by exact similarity, from candidates the
+        index chose with a margin (ties by node id)."""
+        hits = self._index.search(vector, max(k + CANDIDATE_MARGIN, 2 * k),
+                                  valid_us=self._valid_us, tx_us=self._tx_us)
+        if not hits:
+            return []
+        sims = exact_similarities(vector, np.stack([h.vector for h in hits])).tolist()
+        order = sorted(range(len(hits)), key=lambda i: (-sims[i], hits[i].node_id))[:k]
+        return [(hits[i].version_id, hits[i].vector) for i in order]
+
+    def vectors(self, version_ids: Sequence[int]) -> Mapping[int, Vector]:
+        return self._index.vectors(version_ids)
+
+
+class EvidencePlanner:
+    """Plans evidence over one store, its recall catalog, vector index and embedder.
+
+    Thread-safe (it keeps no per-request state). Every store read of one plan runs inside the
+    store's :meth:`~RecallStore.snapshot`, so a plan sees one state.
 
     Args:
-        store: node, edge, span-ledger and source reads.
+        store: the store (recall reads and the change feed the catalog follows).
         index: vector search; None disables the semantic leg (a request that asks for it then
             fails with BackendUnavailable rather than silently skipping the leg).
-        embedder: embeds semantic query text; None means only query vectors are accepted.
+        embedder: embeds question text; None means only query vectors are accepted.
         config: weighting and selection defaults.
         counter: exact token accounting per model; None = estimator only.
-        recall: leg calibration and expansion settings.
+        recall: recall settings.
+        catalog: the catalog to plan over (default: a new one following ``store``).
     """
 
     def __init__(
         self,
-        store: RecallStore,
+        store: PlannerStore,
         *,
         index: VectorSearch | None,
         embedder: QueryEmbedder | None,
         config: SelectionSettings,
         counter: TokenAccounting | None = None,
         recall: RecallSettings | None = None,
+        catalog: FreshCatalog | None = None,
     ) -> None:
         self._store = store
         self._index = index
@@ -80,6 +192,7 @@ class EvidencePlanner:
         self.config = config
         self._counter = counter
         self.recall = recall or RecallSettings()
+        self.catalog = catalog or FreshCatalog(store)
 
     def plan(
         self, query: EvidenceQuery, *, cancelled: Callable[[], bool] = lambda: False
@@ -87,86 +200,211 @@ class EvidencePlanner:
         """Recall, select and hash.
 
         Raises:
-            InsufficientEvidence: the pool is empty and ``allow_ungrounded`` is false.
+            InsufficientEvidence: the question is declined (too little absolute evidence) or
+                recall found no span, and ``allow_ungrounded`` is false.
             BackendUnavailable: the semantic leg was asked for without an index/embedder.
             InvalidRequest: the query vector or settings are invalid.
             Cancelled: ``cancelled()`` turned true between stages.
         """
         stats = PlanStats()
         # One consistent store state for every read of the plan: a write committed while the
-        # legs run is seen by none of them rather than by the later ones only.
+        # plan runs is seen by none of its reads rather than by the later ones only.
         with self._store.snapshot():
-            legs, pool = self._recall(query, stats, cancelled)
-        self._check(cancelled)
-        if not pool.candidates:
-            if query.allow_ungrounded:
-                return EvidenceResult(plan=empty_plan(stats))
-            raise InsufficientEvidence(
-                f"recall found no evidence span ({len(legs.fused)} nodes recalled, "
-                f"{stats.nodes_without_spans} without spans, {stats.slices_missing} slices missing)"
+            catalog = self.catalog.current()
+            self._check(cancelled)
+            recalled, trace = self._recall(catalog, query, stats)
+            self._check(cancelled)
+            abstention = trace.abstention
+            if abstention is not None and abstention.declined:
+                if query.allow_ungrounded:
+                    return EvidenceResult(plan=empty_plan(stats),
+                                          trace=trace if query.explain else None)
+                raise InsufficientEvidence(f"the store does not support an answer: "
+                                           f"{abstention.describe()}",
+                                           metadata=abstention.metadata())
+            pool, estimate_mode, origin = self._pool(catalog, recalled, query, stats)
+            trace = dataclasses.replace(trace, origin=origin)
+            self._check(cancelled)
+            if not pool:
+                if query.allow_ungrounded:
+                    return EvidenceResult(plan=empty_plan(stats),
+                                          trace=trace if query.explain else None)
+                raise InsufficientEvidence(
+                    f"recall found no evidence span ({stats.nodes_recalled} nodes recalled, "
+                    f"{stats.slices_missing} slices missing)"
+                )
+            context_window = (
+                self._counter.context_window(query.model)
+                if self._counter is not None and query.model
+                else None
             )
-        context_window = (
-            self._counter.context_window(query.model)
-            if self._counter is not None and query.model
-            else None
-        )
-        plan = build_plan(
-            pool.candidates,
-            requested_budget=query.budget_tokens,
-            context_window=context_window,
-            estimate_mode=pool.estimate_mode,
-            max_frac_per_source=query.max_frac_per_source,
-            dedup_overlap=query.dedup_overlap,
-            recall_stats=stats,
-            explain=query.explain,
-        )
-        return EvidenceResult(plan=plan, trace=legs if query.explain else None)
+            plan = build_plan(
+                pool,
+                requested_budget=query.budget_tokens,
+                context_window=context_window,
+                estimate_mode=estimate_mode,
+                max_frac_per_source=query.max_frac_per_source,
+                dedup_overlap=query.dedup_overlap,
+                recall_stats=stats,
+                explain=query.explain,
+            )
+            plan = self._with_texts(plan)
+        return EvidenceResult(plan=plan, trace=trace if query.explain else None)
 
-    def _recall(
-        self, query: EvidenceQuery, stats: PlanStats, cancelled: Callable[[], bool]
-    ) -> tuple[LegTrace, Pool]:
-        """Phase A: the legs, their fusion and the candidate pool (every store read)."""
+    # ---------------------------------------------------------------- phase A
+
+    def _recall(self, catalog: Catalog, query: EvidenceQuery, stats: PlanStats
+                ) -> tuple[dict[int, NodeScore], LegTrace]:
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
-        structured: dict[str, float] = {}
-        semantic: dict[str, float] = {}
         settings = self.recall
-        if query.structured is not None:
-            # Already in [0, 1] relative to the best hit (filter-only: 1.0); only sharpen.
-            structured = sharpen(
-                structured_leg(self._store, query.structured, valid_us=valid_us, tx_us=tx_us),
-                settings.structured_sharpness,
+        structured, semantic = query.structured, query.semantic
+        text = (structured.text if structured is not None and structured.text.strip()
+                else semantic.text if semantic is not None and semantic.text else "")
+        filtered: dict[str, float] | None = None
+        if structured is not None and (structured.labels or structured.properties):
+            filtered = dict(self._store.search_text(
+                structured.text, labels=structured.labels, properties=structured.properties,
+                valid_us=valid_us, tx_us=tx_us, limit=structured.limit,
+            ))
+        access = None
+        vector: Vector | None = None
+        if semantic is not None:
+            if self._index is None:
+                raise BackendUnavailable("semantic recall needs a vector index; none is "
+                                         "configured")
+            if semantic.vector is not None:
+                vector = query_vector(semantic, self._embedder)
+            elif self._embedder is None:
+                raise BackendUnavailable("semantic recall needs an embedder; none is configured")
+            access = _Semantic(self._index, self._embedder, valid_us=valid_us, tx_us=tx_us)
+        recalled = recall_documents(
+            catalog,
+            EngineQuery(
+                text=text, structured=structured is not None, filtered=filtered,
+                semantic=semantic is not None, vector=vector,
+                alpha=semantic.alpha if semantic is not None else 1.0,
+                document_k=structured.limit if structured is not None else settings.default_limit,
+                semantic_k=semantic.k if semantic is not None else settings.default_k,
+                expand_depth=query.expand_depth, valid_us=valid_us, tx_us=tx_us,
+            ),
+            settings=settings,
+            semantic=access,
+        )
+        abstention = None
+        if (structured is not None and text.strip()
+                and (settings.abstain_coverage > 0.0 or settings.abstain_similarity > 0.0)):
+            evidence = measure_evidence(catalog, recalled.question, recalled.best_similarity,
+                                        valid_us=valid_us, tx_us=tx_us)
+            declined = evidence.coverage < settings.abstain_coverage and (
+                evidence.similarity is None or evidence.similarity < settings.abstain_similarity
             )
-        self._check(cancelled)
-        if query.semantic is not None:
-            semantic = relative_scores(
-                semantic_leg(self._store, self._index, self._embedder, query.semantic,
-                             valid_us=valid_us, tx_us=tx_us),
-                settings.semantic_sharpness,
-            )
-        self._check(cancelled)
-        seeds = max_fuse([structured, semantic])
-        expanded: dict[str, float] = {}
-        if query.expand_depth > 0 and seeds:
-            best_seeds = dict(
-                sorted(seeds.items(), key=lambda item: (-item[1], item[0]))[
-                    : settings.expand_seeds
-                ]
-            )
-            expanded = expand(self._store, best_seeds, query.expand_depth, valid_us=valid_us,
-                              tx_us=tx_us, hop_decay=settings.hop_decay,
-                              max_frontier=settings.max_frontier)
-        self._check(cancelled)
-        fused = max_fuse([seeds, expanded])
-        stats.structured_hits = len(structured)
-        stats.semantic_hits = len(semantic)
-        stats.expanded_hits = len(expanded)
-        stats.nodes_recalled = len(fused)
-        pool = explode(self._store, fused, valid_us=valid_us, tx_us=tx_us, config=self.config,
-                       counter=self._counter, model=query.model, stats=stats,
-                       cancelled=cancelled)
-        legs = LegTrace(structured=structured, semantic=semantic, expanded=expanded,
-                        fused=fused, origin=pool.origin)
-        return legs, pool
+            abstention = Abstention(evidence=evidence, min_coverage=settings.abstain_coverage,
+                                    min_similarity=settings.abstain_similarity,
+                                    declined=declined)
+        stats.structured_hits = sum(1 for d in recalled.documents if d.structured > 0.0)
+        stats.semantic_hits = recalled.semantic_hits
+        stats.expanded_hits = sum(1 for d in recalled.documents if d.hop > 0.0)
+        stats.nodes_recalled = len(recalled.nodes)
+        stats.nodes_without_spans = recalled.without_spans
+        by_source = {d.source_id: d for d in recalled.documents}
+        names = {vid: v.node_id for vid in recalled.nodes
+                 if (v := catalog.version(vid)) is not None}
+        trace = LegTrace(
+            structured={names[v]: by_source[n.source_id].structured
+                        for v, n in recalled.nodes.items()
+                        if by_source[n.source_id].structured > 0.0},
+            semantic={names[v]: by_source[n.source_id].semantic for v, n in recalled.nodes.items()
+                      if by_source[n.source_id].semantic > 0.0},
+            expanded={names[v]: by_source[n.source_id].hop for v, n in recalled.nodes.items()
+                      if by_source[n.source_id].hop > 0.0},
+            fused={names[v]: n.score for v, n in recalled.nodes.items()},
+            documents=recalled.documents,
+            nodes={names[v]: n for v, n in recalled.nodes.items()},
+            abstention=abstention,
+            residual=recalled.residual,
+        )
+        return dict(recalled.nodes), trace
+
+    def _pool(self, catalog: Catalog, nodes: Mapping[int, NodeScore], query: EvidenceQuery,
+              stats: PlanStats) -> tuple[list[PlannedSpan], bool, dict[CoordKey, str]]:
+        """Explode node scores into weighted spans (Phase A's last step), without their text:
+        the pool, whether any token count is an estimate, and each span's node."""
+        best: dict[CoordKey, tuple[float, str, str]] = {}
+        for version_id, node in nodes.items():
+            version = catalog.version(version_id)
+            if version is None:
+                continue
+            for key in version.spans:
+                info = catalog.span(key)
+                if info is None or info.estimated_tokens is None or key[1] > query.at_tx_us:
+                    stats.slices_missing += 1
+                    continue
+                if not info.kind_known:
+                    stats.kind_missing += 1
+                weight = weigh(node.score, info.kind, SpanClass.TRUTH, self.config)
+                current = best.get(key)
+                if current is not None:
+                    stats.pool_duplicates += 1
+                    if weight <= current[0]:
+                        continue
+                best[key] = (weight, info.kind, version.node_id)
+        keys = sorted(best)
+        tokens, estimated = self._tokens(catalog, keys, query.model)
+        pool = [
+            PlannedSpan(span=SpanRef(*key), kind=best[key][1], span_class=SpanClass.TRUTH,
+                        weight=best[key][0], tokens=tokens[key])
+            for key in keys
+        ]
+        return pool, estimated, {key: best[key][2] for key in keys}
+
+    def _tokens(self, catalog: Catalog, keys: Sequence[CoordKey], model: str
+                ) -> tuple[dict[CoordKey, int], bool]:
+        """Token counts of ``keys``: the model's exact counts (counted once per span, then
+        cached), else the estimates; and whether any count is an estimate."""
+        counts: dict[CoordKey, int] = {}
+        missing: list[CoordKey] = []
+        exact = self._counter is not None and bool(model)
+        if exact:
+            for key in keys:
+                cached = catalog.count_tokens(key, model)
+                if cached is None:
+                    missing.append(key)
+                else:
+                    counts[key] = cached
+        if missing and self._counter is not None:
+            texts = self._store.canonical_slices(missing)
+            learned: dict[tuple[str, CoordKey], int] = {}
+            for key in missing:
+                count = self._counter.count(model, texts.get(key, ""))
+                if count is None:
+                    break  # the model has no exact tokenizer: every span is estimated
+                learned[(model, key)] = count
+                counts[key] = count
+            catalog.remember_tokens(learned)
+        estimated = False
+        for key in keys:
+            if key not in counts:
+                info = catalog.span(key)
+                assert info is not None and info.estimated_tokens is not None
+                counts[key] = info.estimated_tokens
+                estimated = True
+        return counts, estimated
+
+    def _with_texts(self, plan: EvidencePlan) -> EvidencePlan:
+        """The plan with each span's text (and each explained candidate's), sliced once."""
+        keys = {s.span.key for s in plan.spans} | {e.candidate.span.key
+                                                    for e in plan.explanations}
+        texts = self._store.canonical_slices(keys)
+
+        def filled(span: PlannedSpan) -> PlannedSpan:
+            return dataclasses.replace(span, text=texts.get(span.span.key, ""))
+
+        return dataclasses.replace(
+            plan,
+            spans=tuple(filled(s) for s in plan.spans),
+            explanations=tuple(dataclasses.replace(e, candidate=filled(e.candidate))
+                               for e in plan.explanations),
+        )
 
     @staticmethod
     def _check(cancelled: Callable[[], bool]) -> None:

@@ -200,6 +200,12 @@ class VectorSearch(Protocol):
         """
         ...
 
+    def vectors(self, version_ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
+        """The stored unit vectors (float32 ``(dim,)``, bit for bit as searched) of
+        ``version_ids``; versions without a vector are absent. Recall scores the passages of a
+        candidate document with them."""
+        ...
+
 
 class QueryEmbedder(Protocol):
     """Embeds query text into vectors of the index's space."""

@@ -104,11 +104,11 @@ def question_query(
         at_valid_us, at_tx_us: as-of times, microseconds; None = ``now_us``.
 
     Raises:
-        InvalidRequest: (``query.text``) the question is blank; (``budget_tokens``) outside
+        InvalidRequest: (``question``) the question is blank; (``budget_tokens``) outside
             :data:`~planner_svc.core.limits.BUDGET_TOKENS`.
     """
     if not question.strip():
-        raise InvalidRequest("query.text", "must be non-empty unless labels or properties filter")
+        raise InvalidRequest("question", "must not be blank")
     budget = config.default_budget_tokens if budget_tokens is None else budget_tokens
     if budget not in BUDGET_TOKENS:
         raise InvalidRequest("budget_tokens", f"must be in {BUDGET_TOKENS}, got {budget}")

@@ -81,7 +81,8 @@ def status_for(exc: BaseException) -> tuple[status_pb2.Status, bool]:
             False,
         )
     if isinstance(exc, InsufficientEvidence):
-        info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE", domain=ERROR_DOMAIN)
+        info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE", domain=ERROR_DOMAIN,
+                                           metadata=exc.metadata)
         message = f"insufficient evidence: {exc}; set allow_ungrounded for an empty plan"
         return rich(code_pb2.FAILED_PRECONDITION, message, info), False
     if isinstance(exc, BackendUnavailable):

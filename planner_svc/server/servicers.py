@@ -57,16 +57,17 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServiceServicer):
                     recall=self._planner.recall,
                 )
                 result = self._planner.plan(query, cancelled=lambda: not context.is_active())
-                plan = convert.evidence_result_to_proto(result)
+                response = convert.evidence_result_to_proto(result)
             except Exception as exc:
                 timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method="Plan",
                            duration_us=timer.elapsed_us)
+            plan = response.plan
             PLAN_SPANS.observe(len(plan.spans))
             PLAN_USED_TOKENS.observe(plan.used)
             log.info("plan", request_id=rid, plan_hash=plan.plan_hash, spans=len(plan.spans),
                      used=plan.used, budget=plan.budget, duration_us=timer.elapsed_us)
-            return plan_pb2.PlanResponse(plan=plan)
+            return response
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):

@@ -19,9 +19,10 @@ Tables (times are integer microseconds since the Unix epoch, offsets UTF-8 bytes
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Stored in ``PRAGMA user_version``; a file with a newer version is refused. Version 2 adds the
-``last_tx`` clock row (filled from the recorded times when an older file is opened)."""
+``last_tx`` clock row (filled from the recorded times when an older file is opened); version 3
+indexes closed transaction intervals, which the change feed reads."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS nodes (
     tx_to INTEGER
 );
 CREATE INDEX IF NOT EXISTS nodes_by_id ON nodes (node_id, tx_from);
+CREATE INDEX IF NOT EXISTS nodes_by_tx_to ON nodes (tx_to) WHERE tx_to IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS nodes_open ON nodes (node_id) WHERE tx_to IS NULL;
 
 CREATE TABLE IF NOT EXISTS node_labels (
@@ -105,6 +107,7 @@ CREATE TABLE IF NOT EXISTS edges (
 );
 CREATE INDEX IF NOT EXISTS edges_by_key ON edges (src, dst, relation, tx_from);
 CREATE INDEX IF NOT EXISTS edges_by_dst ON edges (dst, tx_from);
+CREATE INDEX IF NOT EXISTS edges_by_tx_to ON edges (tx_to) WHERE tx_to IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS edges_open ON edges (src, dst, relation) WHERE tx_to IS NULL;
 
 CREATE TABLE IF NOT EXISTS vectors (

@@ -11,6 +11,7 @@ transactions, snapshots) and its :class:`~planner_svc.store.clock.TransactionClo
 :mod:`planner_svc.store.edges`          bitemporal weighted edges
 :mod:`planner_svc.store.fulltext`       full-text search (FTS5, BM25) with filters
 :mod:`planner_svc.store.vectors`        node-version vectors
+:mod:`planner_svc.store.feed`           the change feed of the derived structures
 :mod:`planner_svc.store.clock`          transaction clock (``last_tx``, ``stamped``), metadata
 :mod:`planner_svc.store.db`             connections, transactions, snapshots, batch reads
 =====================================  ===================================================
@@ -28,6 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner_svc.store.edges import Edges
+from planner_svc.store.feed import ChangeFeed
 from planner_svc.store.fulltext import FullText
 from planner_svc.store.ledger import SpanLedger
 from planner_svc.store.nodes import Nodes
@@ -38,7 +40,7 @@ STORE_FILE = "store.sqlite"
 """File name of the database inside the data directory."""
 
 
-class Store(SourceVersions, SpanLedger, Nodes, Edges, FullText, Vectors):
+class Store(SourceVersions, SpanLedger, Nodes, Edges, FullText, Vectors, ChangeFeed):
     """Sources, span ledger, bitemporal nodes and edges, full-text index and vectors.
 
     Open with :meth:`Store.open`; use as a context manager or call :meth:`close`. Safe to share

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,31 +18,49 @@ from planner_svc.recall.request import EvidenceQuery
 from planner_svc.server.app import create_server
 from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings, TransportSettings
+from planner_svc.store import FeedPosition
 
 pytestmark = pytest.mark.integration
 
 
 class HeldStore:
-    """A store whose full-text search waits for ``release``; records later reads and when the
-    plan's snapshot ends."""
+    """A store whose change feed waits for ``release`` while the plan catches its catalog up;
+    records reads made after that and when the plan's snapshot ends."""
 
     def __init__(self) -> None:
         self.searched = threading.Event()
         self.release = threading.Event()
         self.read_after_search = threading.Event()
         self.plan_over = threading.Event()
+        self._depth = 0
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
+        self._depth += 1
         try:
             yield
         finally:
-            self.plan_over.set()
+            self._depth -= 1
+            if self._depth == 0:
+                self.plan_over.set()
 
-    def search_text(self, query: str, **kwargs: Any) -> list[tuple[str, float]]:
+    def generation(self) -> int:
+        return 1
+
+    def feed_position(self) -> FeedPosition:
         self.searched.set()
         assert self.release.wait(10)
-        return [("n1", 1.0)]
+        return FeedPosition(generation=1)
+
+    def node_versions_closed_since(self, tx_us: int) -> list[tuple[int, int]]:
+        return []
+
+    def edge_versions_closed_since(self, tx_us: int) -> list[tuple[int, int]]:
+        return []
+
+    def search_text(self, query: str, **kwargs: Any) -> list[tuple[str, float]]:
+        self.read_after_search.set()
+        return []
 
     def get_many_as_of(
         self, node_ids: Iterable[str], valid_us: int, tx_us: int
@@ -50,15 +68,11 @@ class HeldStore:
         self.read_after_search.set()
         return {}
 
-    def edges_as_of(self, node_ids: Iterable[str], valid_us: int, tx_us: int,
-                    *, direction: str = "out") -> Sequence[Any]:
-        self.read_after_search.set()
-        return []
-
     def span_kinds(self, keys: Iterable[Any]) -> Mapping[Any, str]:
         return {}
 
     def canonical_slices(self, keys: Iterable[Any]) -> Mapping[Any, str]:
+        self.read_after_search.set()
         return {}
 
     def source_ids_by_title(self, title: str) -> list[str]:
@@ -111,7 +125,7 @@ def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
                 stub.Plan(request, timeout=0.2)
             assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
         assert store.searched.is_set()
-        # The server sees the deadline too; then the search returns, and the planner must stop.
+        # The server sees the deadline too; then the catch-up returns, and the planner must stop.
         [cancelled] = planner.checks
         assert _wait_for(cancelled), "the server never saw the deadline pass"
         store.release.set()

@@ -64,7 +64,7 @@ def test_node_without_provenance_is_recalled_but_never_evidence(fresh: Live) -> 
         node_id="api:quasar-note", labels=["note"], text="quasar brightness survey notes")),
         timeout=10)
     request = plan_pb2.PlanRequest(
-        structured=plan_pb2.StructuredRecall(text="quasar brightness survey"),
+        structured=plan_pb2.StructuredRecall(text="quasar", labels=["note"]),
         allow_ungrounded=True)
     plan = fresh.planner.Plan(request, timeout=10).plan
     assert plan.stats.nodes_without_spans >= 1

@@ -88,8 +88,10 @@ def test_plan_is_reproducible_and_its_hash_recomputes(live: Live) -> None:
 
 
 def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
-    request = question_request("Who invented the telephone?", budget_tokens=300, explain=True)
-    plan = live.planner.Plan(request, timeout=30).plan
+    question = "In which present-day country did goats first get domesticated?"
+    request = question_request(question, budget_tokens=300, explain=True)
+    response = live.planner.Plan(request, timeout=30)
+    plan = response.plan
     assert len(plan.explanations) == plan.stats.pool_spans > 0
     fates = [e.fate for e in plan.explanations]
     assert fates.count(plan_pb2.CANDIDATE_FATE_PACKED) == plan.stats.selected_spans
@@ -98,10 +100,46 @@ def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
     assert fates.count(plan_pb2.CANDIDATE_FATE_CAP_BLOCKED) == plan.stats.cap_skipped
     assert fates.count(plan_pb2.CANDIDATE_FATE_UNPACKABLE) == plan.stats.skipped_unpackable
     assert all(e.legs.node_id and e.legs.fused > 0 for e in plan.explanations)
-    # explain does not change the plan
-    plain = live.planner.Plan(question_request("Who invented the telephone?", budget_tokens=300),
-                              timeout=30).plan
-    assert plain.plan_hash == plan.plan_hash
+    assert all(0.0 <= e.legs.local <= 1.0 for e in plan.explanations)
+    assert any(e.legs.rank == 0 for e in plan.explanations)
+    # the recall trace: documents best first, the abstention decision and its inputs
+    documents = response.recall.documents
+    assert documents and documents[0].score == 1.0
+    assert [d.score for d in documents] == sorted((d.score for d in documents), reverse=True)
+    assert {s.span.source_id for s in plan.spans} <= {d.source_id for d in documents}
+    abstention = response.recall.abstention
+    assert not abstention.declined
+    assert abstention.coverage >= abstention.min_coverage > 0.0
+    assert abstention.best_source
+    # explain does not change the plan, and without it there is no trace
+    plain = live.planner.Plan(question_request(question, budget_tokens=300), timeout=30)
+    assert plain.plan.plan_hash == plan.plan_hash
+    assert not plain.HasField("recall")
+
+
+def test_a_question_the_store_cannot_answer_is_declined_with_its_evidence(live: Live) -> None:
+    question = "What is the refund window of the Qorvlith Fenmarsh web shop?"
+    with pytest.raises(grpc.RpcError) as info:
+        live.planner.Plan(question_request(question), timeout=10)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
+    status = rpc_status.from_call(info.value)  # type: ignore[arg-type]
+    assert status is not None
+    infos = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            ei = error_details_pb2.ErrorInfo()
+            detail.Unpack(ei)
+            infos.append(ei)
+    assert [i.reason for i in infos] == ["INSUFFICIENT_EVIDENCE"]
+    meta = infos[0].metadata
+    assert float(meta["coverage"]) < float(meta["min_coverage"])
+    assert float(meta["similarity"]) < float(meta["min_similarity"])
+    # allow_ungrounded with explain: an empty plan and the same decision in the trace
+    response = live.planner.Plan(question_request(question, allow_ungrounded=True, explain=True),
+                                 timeout=10)
+    assert response.plan.plan_hash == EMPTY_PLAN_HASH
+    assert response.recall.abstention.declined
+    assert f"{response.recall.abstention.coverage:.4f}" == meta["coverage"]
 
 
 @pytest.mark.parametrize(

@@ -4,21 +4,18 @@ in the stats, and the context-window ceiling (README.md, "Selection rules")."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
 from planner_svc.core.config import SelectionSettings
-from planner_svc.core.model import CoordKey, EvidencePlan, PlanStats, SpanRef
-from planner_svc.core.plan import build_plan
+from planner_svc.core.model import EvidencePlan, SpanRef
 from planner_svc.core.tokens import TokenAccounting, estimate_tokens
-from planner_svc.recall.explode import Pool, explode
 from planner_svc.recall.planner import EvidencePlanner
-from planner_svc.recall.ports import EdgeView
 from planner_svc.recall.request import EvidenceQuery, StructuredLeg
 from planner_svc.recall.tokens import default_counter
+from planner_svc.store import NodeWrite, Store
 from planner_svc.tokens import ModelRegistry, ModelSpec, RegistryCounter, TiktokenTokenizer
 
 MODEL = "minilm-l6"
@@ -27,52 +24,42 @@ MODEL = "minilm-l6"
 IDEOGRAPHS = "中的人大国上年生学时日本一出会文工部是不行方说地可成所家发下"
 
 
-@dataclass(frozen=True, slots=True)
-class _Node:
-    node_id: str
-    confidence: float
-    valid_from_us: int
-    provenance: Sequence[SpanRef]
+T = 1_000  # the fixture's transaction and valid time, microseconds
 
 
-@dataclass
-class _Store:
-    """Just what ``explode`` and the structured leg read: one span per node."""
-
-    texts: dict[CoordKey, str]
-    node_span: dict[str, CoordKey] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, texts: Sequence[str]) -> _Store:
-        store = cls(texts={})
+def _store(tmp_path: Path, texts: Sequence[str]) -> Store:
+    """A real store holding one document per text, each one passage citing its whole text."""
+    store = Store.open(tmp_path / f"data-{len(list(tmp_path.iterdir()))}")
+    with store.transaction():
         for i, text in enumerate(texts):
-            key = (f"src-{i:02d}", 0, 0, len(text.encode()))
-            store.texts[key] = text
-            store.node_span[f"n{i:02d}"] = key
-        return store
+            source = f"src-{i:02d}"
+            store.put_source_version(source, text, title=source, media_type="text/plain",
+                                     tx_us=T)
+            end = len(text.encode())
+            store.add_spans(source, T, [(0, end, "paragraph")])
+            store.write_nodes([NodeWrite(node_id=f"psg:{source}:0", labels=("passage",),
+                                         text=text, provenance=(SpanRef(source, T, 0, end),),
+                                         valid_from_us=T)], tx_us=T)
+    return store
 
-    def search_text(self, query: str, *, labels: Sequence[str] = (),
-                    properties: Mapping[str, str] | None = None, valid_us: int, tx_us: int,
-                    limit: int) -> list[tuple[str, float]]:
-        return [(n, 1.0) for n in sorted(self.node_span)][:limit]
 
-    def get_many_as_of(self, node_ids: Iterable[str], valid_us: int,
-                       tx_us: int) -> Mapping[str, _Node]:
-        return {n: _Node(n, 1.0, 0, (SpanRef(*self.node_span[n]),))
-                for n in node_ids if n in self.node_span}
+def _query(model: str, budget: int) -> EvidenceQuery:
+    """Every passage, by a filter on its label (each scores alike; ties go by coordinates)."""
+    return EvidenceQuery(structured=StructuredLeg(text="", labels=("passage",)), semantic=None,
+                         expand_depth=0, at_valid_us=T, at_tx_us=T, budget_tokens=budget,
+                         model=model, allow_ungrounded=False, explain=True,
+                         max_frac_per_source=1.0, dedup_overlap=0.5)
 
-    def edges_as_of(self, node_ids: Iterable[str], valid_us: int, tx_us: int, *,
-                    direction: str = "out") -> Sequence[EdgeView]:
-        return []
 
-    def span_kinds(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
-        return {k: "paragraph" for k in keys}
+def _plan(store: Store, counter: TokenAccounting | None, requested: int,
+          model: str = MODEL) -> EvidencePlan:
+    planner = EvidencePlanner(store, index=None, embedder=None, config=SelectionSettings(),
+                              counter=counter)
+    return planner.plan(_query(model, requested)).plan
 
-    def canonical_slices(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
-        return {k: self.texts[k] for k in keys if k in self.texts}
 
-    def snapshot(self) -> AbstractContextManager[None]:
-        return nullcontext()  # immutable
+def _pool_tokens(plan: EvidencePlan) -> list[int]:
+    return [e.candidate.tokens for e in plan.explanations]
 
 
 class CharsOver4:
@@ -85,19 +72,6 @@ class CharsOver4:
         return 512
 
 
-def _pool(store: _Store, counter: TokenAccounting | None, model: str = MODEL) -> Pool:
-    scores = {n: 1.0 - i / 100 for i, n in enumerate(sorted(store.node_span))}
-    return explode(store, scores, valid_us=0, tx_us=0, config=SelectionSettings(), counter=counter,
-                   model=model, stats=PlanStats())
-
-
-def _plan(pool: Pool, counter: TokenAccounting, requested: int, model: str = MODEL) -> EvidencePlan:
-    return build_plan(pool.candidates, requested_budget=requested,
-                      context_window=counter.context_window(model),
-                      estimate_mode=pool.estimate_mode, max_frac_per_source=1.0,
-                      dedup_overlap=0.5)
-
-
 def _cjk_spans(n: int, length: int) -> list[str]:
     return [
         "".join(IDEOGRAPHS[(i * 7 + j) % len(IDEOGRAPHS)] for j in range(length))
@@ -105,20 +79,21 @@ def _cjk_spans(n: int, length: int) -> list[str]:
     ]
 
 
-def test_cjk_budget_holds_with_exact_counts_and_breaks_with_chars_over_four() -> None:
+def test_cjk_budget_holds_with_exact_counts_and_breaks_with_chars_over_four(
+    tmp_path: Path,
+) -> None:
     exact = default_counter()
-    store = _Store.of(_cjk_spans(12, 40))
+    texts = _cjk_spans(12, 40)
     truth: dict[str, int] = {}
-    for text in store.texts.values():
+    for text in texts:
         n = exact.count(MODEL, text)
         assert n is not None
         truth[text] = n
     assert set(truth.values()) == {40}  # one token per ideograph, counted by the tokenizer
 
-    pool = _pool(store, exact)
-    assert not pool.estimate_mode
-    assert [c.tokens for c in pool.candidates] == [40] * 12
-    plan = _plan(pool, exact, requested=200)
+    store = _store(tmp_path, texts)
+    plan = _plan(store, exact, requested=200)
+    assert _pool_tokens(plan) == [40] * 12
     assert plan.budget == 200  # min(200, 512 // 2): the ceiling does not bind here
     assert plan.used == 200
     assert plan.used <= plan.budget
@@ -127,9 +102,8 @@ def test_cjk_budget_holds_with_exact_counts_and_breaks_with_chars_over_four() ->
     assert plan.stats.token_estimate is False
 
     quarter = CharsOver4()
-    pool4 = _pool(store, quarter)
-    assert [c.tokens for c in pool4.candidates] == [10] * 12
-    plan4 = _plan(pool4, quarter, requested=200)
+    plan4 = _plan(store, quarter, requested=200)
+    assert _pool_tokens(plan4) == [10] * 12
     assert plan4.budget == 200
     assert plan4.used == 120 <= plan4.budget  # the plan believes it fits...
     actual = sum(truth[s.text] for s in plan4.spans)
@@ -137,21 +111,16 @@ def test_cjk_budget_holds_with_exact_counts_and_breaks_with_chars_over_four() ->
     assert actual == 480 > plan4.budget  # ...but the model would see 2.4x the budget
 
 
-def test_estimator_keeps_the_same_cjk_pool_within_budget() -> None:
-    store = _Store.of(_cjk_spans(12, 40))
-    assert all(estimate_tokens(t) == 40 for t in store.texts.values())
-    pool = _pool(store, None)
-    assert pool.estimate_mode
-    plan = build_plan(pool.candidates, requested_budget=200, context_window=None,
-                      estimate_mode=True, max_frac_per_source=1.0, dedup_overlap=0.5)
+def test_estimator_keeps_the_same_cjk_pool_within_budget(tmp_path: Path) -> None:
+    texts = _cjk_spans(12, 40)
+    assert all(estimate_tokens(t) == 40 for t in texts)
+    plan = _plan(_store(tmp_path, texts), None, requested=200)
     assert plan.budget == 180 and plan.used == 160 and len(plan.spans) == 4
     assert plan.stats.token_estimate is True
 
 
-def test_context_window_ceiling_applies_to_exact_plans() -> None:
-    exact = default_counter()
-    pool = _pool(_Store.of(_cjk_spans(12, 40)), exact)
-    plan = _plan(pool, exact, requested=6000)
+def test_context_window_ceiling_applies_to_exact_plans(tmp_path: Path) -> None:
+    plan = _plan(_store(tmp_path, _cjk_spans(12, 40)), default_counter(), requested=6000)
     assert plan.budget == 256  # min(6000, 512 // 2), no estimate factor
     assert plan.used == 240 and len(plan.spans) == 6
     assert plan.stats.token_estimate is False
@@ -167,23 +136,12 @@ class _Partial:
         return None
 
 
-def test_one_estimated_span_puts_the_whole_plan_in_estimate_mode() -> None:
-    store = _Store.of([*_cjk_spans(3, 10), "plain ASCII text, estimated"])
-    pool = _pool(store, _Partial())
-    assert pool.estimate_mode
-    assert sorted(c.tokens for c in pool.candidates) == [8, 10, 10, 10]
-    plan = build_plan(pool.candidates, requested_budget=100, context_window=None,
-                      estimate_mode=pool.estimate_mode, max_frac_per_source=1.0,
-                      dedup_overlap=0.5)
+def test_one_estimated_span_puts_the_whole_plan_in_estimate_mode(tmp_path: Path) -> None:
+    store = _store(tmp_path, [*_cjk_spans(3, 10), "plain ASCII text, estimated"])
+    plan = _plan(store, _Partial(), requested=100)
+    assert sorted(_pool_tokens(plan)) == [8, 10, 10, 10]
     assert plan.budget == 90
     assert plan.stats.token_estimate is True
-
-
-def _query(model: str, budget: int) -> EvidenceQuery:
-    return EvidenceQuery(structured=StructuredLeg(text="q"), semantic=None, expand_depth=0,
-                     at_valid_us=0, at_tx_us=0, budget_tokens=budget, model=model,
-                     allow_ungrounded=False, explain=False, max_frac_per_source=1.0,
-                     dedup_overlap=0.5)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +157,7 @@ def _query(model: str, budget: int) -> EvidenceQuery:
     ],
 )
 def test_planner_applies_registry_windows_and_records_estimate_mode(
-    model: str, requested: int, budget: int, estimated: bool
+    model: str, requested: int, budget: int, estimated: bool, tmp_path: Path
 ) -> None:
     base = default_counter().registry.models
     registry = ModelRegistry(models={
@@ -208,9 +166,8 @@ def test_planner_applies_registry_windows_and_records_estimate_mode(
                            tokenizer=TiktokenTokenizer(encoding="cl100k_base")),
         "window-only": ModelSpec(name="window-only", context_window=1000, tokenizer=None),
     })
-    planner = EvidencePlanner(_Store.of(_cjk_spans(12, 40)), index=None, embedder=None,
-                              config=SelectionSettings(), counter=RegistryCounter(registry))
-    plan = planner.plan(_query(model, requested)).plan
+    plan = _plan(_store(tmp_path, _cjk_spans(12, 40)), RegistryCounter(registry), requested,
+                 model=model)
     assert plan.budget == budget
     assert plan.used <= plan.budget
     assert plan.stats.token_estimate is estimated

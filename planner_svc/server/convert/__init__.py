@@ -20,6 +20,7 @@ from planner_svc.server.convert.memory import (
     summary_to_proto,
 )
 from planner_svc.server.convert.plan import (
+    abstention_to_proto,
     evidence_query_from_proto,
     evidence_result_to_proto,
     explanation_to_proto,
@@ -28,6 +29,7 @@ from planner_svc.server.convert.plan import (
     plan_to_proto,
     planned_span_from_proto,
     planned_span_to_proto,
+    recall_trace_to_proto,
     span_ref_from_proto,
     span_ref_to_proto,
     stats_to_proto,
@@ -41,6 +43,7 @@ from planner_svc.server.convert.research import (
 )
 
 __all__ = [
+    "abstention_to_proto",
     "caps_from_proto",
     "derive_session_id",
     "documents_from_proto",
@@ -56,6 +59,7 @@ __all__ = [
     "planned_span_from_proto",
     "planned_span_to_proto",
     "provenance_from_proto",
+    "recall_trace_to_proto",
     "span_ref_from_proto",
     "span_ref_to_proto",
     "start_from_proto",

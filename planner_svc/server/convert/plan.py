@@ -31,7 +31,7 @@ from planner_svc.core.model import (
     SpanClass,
     SpanRef,
 )
-from planner_svc.recall.planner import EvidenceResult, LegTrace
+from planner_svc.recall.planner import Abstention, EvidenceResult, LegTrace
 from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
 
@@ -315,7 +315,7 @@ def evidence_query_from_proto(
 
 
 def legs_to_proto(trace: LegTrace, node_id: str) -> plan_pb2.LegScores:
-    """The per-leg scores of one node for an explanation."""
+    """The scores behind one node for an explanation."""
     msg = plan_pb2.LegScores(node_id=node_id, fused=trace.fused.get(node_id, 0.0))
     if node_id in trace.structured:
         msg.structured = trace.structured[node_id]
@@ -323,17 +323,51 @@ def legs_to_proto(trace: LegTrace, node_id: str) -> plan_pb2.LegScores:
         msg.semantic = trace.semantic[node_id]
     if node_id in trace.expanded:
         msg.expanded = trace.expanded[node_id]
+    node = trace.nodes.get(node_id)
+    if node is not None:
+        msg.local = node.local
+        msg.rank = node.rank
     return msg
 
 
-def evidence_result_to_proto(result: EvidenceResult) -> plan_pb2.EvidencePlan:
-    """EvidencePlan message, with leg scores on each explanation when traced."""
-    msg = plan_to_proto(result.plan)
+def abstention_to_proto(abstention: Abstention) -> plan_pb2.Abstention:
+    """Abstention message: the decision and its inputs."""
+    evidence = abstention.evidence
+    msg = plan_pb2.Abstention(
+        coverage=evidence.coverage, best_source=evidence.best_source or "",
+        min_coverage=abstention.min_coverage, min_similarity=abstention.min_similarity,
+        declined=abstention.declined,
+    )
+    if evidence.similarity is not None:
+        msg.similarity = evidence.similarity
+    return msg
+
+
+def recall_trace_to_proto(trace: LegTrace) -> plan_pb2.RecallTrace:
+    """RecallTrace message: the candidate documents, best first, and the abstention."""
+    msg = plan_pb2.RecallTrace(documents=[
+        plan_pb2.DocumentScore(
+            source_id=d.source_id, score=d.score, structured=d.structured, semantic=d.semantic,
+            hop=d.hop, hop_from=d.hop_from or "",
+            residual_terms=trace.residual.get(d.source_id, ()),
+        )
+        for d in trace.documents
+    ])
+    if trace.abstention is not None:
+        msg.abstention.CopyFrom(abstention_to_proto(trace.abstention))
+    return msg
+
+
+def evidence_result_to_proto(result: EvidenceResult) -> plan_pb2.PlanResponse:
+    """PlanResponse message; with a trace (explain), leg scores on each explanation and the
+    recall trace beside the plan."""
+    msg = plan_pb2.PlanResponse(plan=plan_to_proto(result.plan))
     if result.trace is not None:
-        for exp in msg.explanations:
+        for exp in msg.plan.explanations:
             ref = exp.candidate.span
             key = (ref.source_id, ref.source_version_tx, ref.start, ref.end)
             node_id = result.trace.origin.get(key)
             if node_id is not None:
                 exp.legs.CopyFrom(legs_to_proto(result.trace, node_id))
+        msg.recall.CopyFrom(recall_trace_to_proto(result.trace))
     return msg

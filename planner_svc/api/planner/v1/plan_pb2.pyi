@@ -23,6 +23,11 @@ if sys.version_info >= (3, 11):
 else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
+if sys.version_info >= (3, 13):
+    from warnings import deprecated as _deprecated
+else:
+    from typing_extensions import deprecated as _deprecated
+
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class _SpanClass:
@@ -215,9 +220,9 @@ class PlanStats(_message.Message):
     token_estimate: _builtins.bool
     """True when any candidate's tokens came from the estimator (the budget then carries x0.9)."""
     nodes_recalled: _builtins.int
-    """Recall: nodes in the fused node -> score map."""
+    """Recall: live nodes scored (every live node of every candidate document)."""
     nodes_without_spans: _builtins.int
-    """Recall: nodes dropped because they have no provenance spans."""
+    """Recall: nodes a leg reached that cite no source (they can never be evidence)."""
     kind_missing: _builtins.int
     """Recall: spans with no ledger row (kind defaulted to "body")."""
     slices_missing: _builtins.int
@@ -225,13 +230,25 @@ class PlanStats(_message.Message):
     pool_duplicates: _builtins.int
     """Recall: candidates merged away by exact-coordinate pool dedup (max weight kept), spans."""
     structured_hits: _builtins.int
-    """Recall: nodes the structured leg contributed (before fusion)."""
+    """Recall: candidate documents the structured leg reached (BM25 over whole documents, or the
+    label/property-filtered search).
+    """
     semantic_hits: _builtins.int
-    """Recall: nodes the semantic leg contributed (before fusion)."""
+    """Recall: node versions the semantic leg returned (its nearest neighbours, live as of the
+    plan).
+    """
     expanded_hits: _builtins.int
-    """Recall: nodes hop expansion contributed (before fusion)."""
-    nodes_not_live: _builtins.int
-    """Recall: nodes re-read as-of that had no live version (dropped)."""
+    """Recall: candidate documents a hop reached."""
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def nodes_not_live(self) -> _builtins.int:
+        """Always 0: recall reads only versions live as of the plan, so none is dropped after the fact."""
+
+    @nodes_not_live.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def nodes_not_live(self, value: _builtins.int) -> None:
+        """Always 0: recall reads only versions live as of the plan, so none is dropped after the fact."""
+
     def __init__(
         self,
         *,
@@ -569,18 +586,26 @@ class PlanResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAN_FIELD_NUMBER: _builtins.int
+    RECALL_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def plan(self) -> Global___EvidencePlan:
         """The evidence plan, its hash and counters (and explanations when asked for)."""
+
+    @_builtins.property
+    def recall(self) -> Global___RecallTrace:
+        """Present only when PlanRequest.explain is set: the candidate documents and the abstention
+        decision. Not hashed.
+        """
 
     def __init__(
         self,
         *,
         plan: Global___EvidencePlan | None = ...,
+        recall: Global___RecallTrace | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan", "recall", b"recall"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan", "recall", b"recall"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -588,7 +613,9 @@ Global___PlanResponse: _TypeAlias = PlanResponse  # noqa: Y015
 
 @_typing.final
 class LegScores(_message.Message):
-    """Scores a candidate's node received from each recall leg; each dimensionless in [0, 1]."""
+    """Why a candidate's node has its score; each score dimensionless in [0, 1]. Recall scores
+    documents, then the passages (nodes) within them (README, "Plan quality").
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -597,16 +624,28 @@ class LegScores(_message.Message):
     EXPANDED_FIELD_NUMBER: _builtins.int
     FUSED_FIELD_NUMBER: _builtins.int
     NODE_ID_FIELD_NUMBER: _builtins.int
+    LOCAL_FIELD_NUMBER: _builtins.int
+    RANK_FIELD_NUMBER: _builtins.int
     structured: _builtins.float
-    """Structured leg score; absent = the leg did not reach the node."""
+    """The structured leg's score of the node's document (relative to the leg's best, sharpened);
+    absent = the leg did not reach the document.
+    """
     semantic: _builtins.float
-    """Semantic leg score; absent = the leg did not reach the node."""
+    """The semantic leg's score of the node's document; absent = the leg did not reach it."""
     expanded: _builtins.float
-    """Hop expansion score; absent = expansion did not reach the node."""
+    """The hop score of the node's document; absent = no hop reached it."""
     fused: _builtins.float
-    """Fused node score S(node) = max over legs and paths."""
+    """The node score S(node) that weighs its spans: document score squared x (floor + (1 -
+    floor) x local) x decay^rank.
+    """
     node_id: _builtins.str
     """Node the span was exploded from."""
+    local: _builtins.float
+    """The node's relevance within its document (BM25 and cosine to the question, or to a hop's
+    residual, relative to the document's best node).
+    """
+    rank: _builtins.int
+    """The node's rank within its document by local relevance; 0 = the most relevant."""
     def __init__(
         self,
         *,
@@ -615,10 +654,12 @@ class LegScores(_message.Message):
         expanded: _builtins.float | None = ...,
         fused: _builtins.float = ...,
         node_id: _builtins.str = ...,
+        local: _builtins.float = ...,
+        rank: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_expanded", b"_expanded", "_semantic", b"_semantic", "_structured", b"_structured", "expanded", b"expanded", "semantic", b"semantic", "structured", b"structured"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_expanded", b"_expanded", "_semantic", b"_semantic", "_structured", b"_structured", "expanded", b"expanded", "fused", b"fused", "node_id", b"node_id", "semantic", b"semantic", "structured", b"structured"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_expanded", b"_expanded", "_semantic", b"_semantic", "_structured", b"_structured", "expanded", b"expanded", "fused", b"fused", "local", b"local", "node_id", b"node_id", "rank", b"rank", "semantic", b"semantic", "structured", b"structured"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__expanded: _TypeAlias = _typing.Literal["expanded"]  # noqa: Y015
     _WhichOneofArgType__expanded: _TypeAlias = _typing.Literal["_expanded", b"_expanded"]  # noqa: Y015
@@ -634,6 +675,139 @@ class LegScores(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__structured) -> _WhichOneofReturnType__structured | None: ...
 
 Global___LegScores: _TypeAlias = LegScores  # noqa: Y015
+
+@_typing.final
+class DocumentScore(_message.Message):
+    """One candidate document of a plan and how recall scored it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCE_ID_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    STRUCTURED_FIELD_NUMBER: _builtins.int
+    SEMANTIC_FIELD_NUMBER: _builtins.int
+    HOP_FIELD_NUMBER: _builtins.int
+    HOP_FROM_FIELD_NUMBER: _builtins.int
+    RESIDUAL_TERMS_FIELD_NUMBER: _builtins.int
+    source_id: _builtins.str
+    """The document (source id)."""
+    score: _builtins.float
+    """Its score in [0, 1]: the better of its direct score (the legs' mean when both ran) and its
+    hop score.
+    """
+    structured: _builtins.float
+    """The structured leg's score in [0, 1]; 0 when the leg missed it."""
+    semantic: _builtins.float
+    """The semantic leg's score in [0, 1]; 0 when the leg missed it."""
+    hop: _builtins.float
+    """Its best hop score in [0, 1]; 0 when no hop reached it."""
+    hop_from: _builtins.str
+    """The document the best hop came from; empty when no hop reached it."""
+    @_builtins.property
+    def residual_terms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """For a document ranked by a hop: the question's analysed terms its hop source does not
+        hold, which its passages were ranked on.
+        """
+
+    def __init__(
+        self,
+        *,
+        source_id: _builtins.str = ...,
+        score: _builtins.float = ...,
+        structured: _builtins.float = ...,
+        semantic: _builtins.float = ...,
+        hop: _builtins.float = ...,
+        hop_from: _builtins.str = ...,
+        residual_terms: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hop", b"hop", "hop_from", b"hop_from", "residual_terms", b"residual_terms", "score", b"score", "semantic", b"semantic", "source_id", b"source_id", "structured", b"structured"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DocumentScore: _TypeAlias = DocumentScore  # noqa: Y015
+
+@_typing.final
+class Abstention(_message.Message):
+    """Recall's decision on whether the store supports an answer, and its inputs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COVERAGE_FIELD_NUMBER: _builtins.int
+    BEST_SOURCE_FIELD_NUMBER: _builtins.int
+    SIMILARITY_FIELD_NUMBER: _builtins.int
+    MIN_COVERAGE_FIELD_NUMBER: _builtins.int
+    MIN_SIMILARITY_FIELD_NUMBER: _builtins.int
+    DECLINED_FIELD_NUMBER: _builtins.int
+    coverage: _builtins.float
+    """The largest share, in [0, 1], of the question's idf-weighted analysed terms that the best
+    documents hold: one document, one with a document it links to, or the best document of
+    each part of a multi-part question together.
+    """
+    best_source: _builtins.str
+    """The document or documents reaching the coverage ("A + B" for several); empty when none
+    holds any term.
+    """
+    similarity: _builtins.float
+    """The best cosine similarity of a passage to the question; absent without the semantic leg."""
+    min_coverage: _builtins.float
+    """Coverage threshold of the server's recall settings."""
+    min_similarity: _builtins.float
+    """Similarity threshold of the server's recall settings."""
+    declined: _builtins.bool
+    """True: coverage < min_coverage and similarity (when measured) < min_similarity; the plan is
+    refused with FAILED_PRECONDITION (or empty with allow_ungrounded).
+    """
+    def __init__(
+        self,
+        *,
+        coverage: _builtins.float = ...,
+        best_source: _builtins.str = ...,
+        similarity: _builtins.float | None = ...,
+        min_coverage: _builtins.float = ...,
+        min_similarity: _builtins.float = ...,
+        declined: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_similarity", b"_similarity", "similarity", b"similarity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_similarity", b"_similarity", "best_source", b"best_source", "coverage", b"coverage", "declined", b"declined", "min_coverage", b"min_coverage", "min_similarity", b"min_similarity", "similarity", b"similarity"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__similarity: _TypeAlias = _typing.Literal["similarity"]  # noqa: Y015
+    _WhichOneofArgType__similarity: _TypeAlias = _typing.Literal["_similarity", b"_similarity"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__similarity) -> _WhichOneofReturnType__similarity | None: ...
+
+Global___Abstention: _TypeAlias = Abstention  # noqa: Y015
+
+@_typing.final
+class RecallTrace(_message.Message):
+    """Recall's trace of one plan. Not hashed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENTS_FIELD_NUMBER: _builtins.int
+    ABSTENTION_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def documents(self) -> _containers.RepeatedCompositeFieldContainer[Global___DocumentScore]:
+        """Candidate documents, best first (ties by source id)."""
+
+    @_builtins.property
+    def abstention(self) -> Global___Abstention:
+        """The abstention decision; absent when the request has no structured question text."""
+
+    def __init__(
+        self,
+        *,
+        documents: _abc.Iterable[Global___DocumentScore] | None = ...,
+        abstention: Global___Abstention | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["abstention", b"abstention"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstention", b"abstention", "documents", b"documents"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecallTrace: _TypeAlias = RecallTrace  # noqa: Y015
 
 @_typing.final
 class CandidateExplanation(_message.Message):

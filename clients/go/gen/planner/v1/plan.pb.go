@@ -336,9 +336,9 @@ type PlanStats struct {
 	CapTokens uint64 `protobuf:"varint,8,opt,name=cap_tokens,json=capTokens,proto3" json:"cap_tokens,omitempty"`
 	// True when any candidate's tokens came from the estimator (the budget then carries x0.9).
 	TokenEstimate bool `protobuf:"varint,9,opt,name=token_estimate,json=tokenEstimate,proto3" json:"token_estimate,omitempty"`
-	// Recall: nodes in the fused node -> score map.
+	// Recall: live nodes scored (every live node of every candidate document).
 	NodesRecalled uint64 `protobuf:"varint,10,opt,name=nodes_recalled,json=nodesRecalled,proto3" json:"nodes_recalled,omitempty"`
-	// Recall: nodes dropped because they have no provenance spans.
+	// Recall: nodes a leg reached that cite no source (they can never be evidence).
 	NodesWithoutSpans uint64 `protobuf:"varint,11,opt,name=nodes_without_spans,json=nodesWithoutSpans,proto3" json:"nodes_without_spans,omitempty"`
 	// Recall: spans with no ledger row (kind defaulted to "body").
 	KindMissing uint64 `protobuf:"varint,12,opt,name=kind_missing,json=kindMissing,proto3" json:"kind_missing,omitempty"`
@@ -346,13 +346,17 @@ type PlanStats struct {
 	SlicesMissing uint64 `protobuf:"varint,13,opt,name=slices_missing,json=slicesMissing,proto3" json:"slices_missing,omitempty"`
 	// Recall: candidates merged away by exact-coordinate pool dedup (max weight kept), spans.
 	PoolDuplicates uint64 `protobuf:"varint,14,opt,name=pool_duplicates,json=poolDuplicates,proto3" json:"pool_duplicates,omitempty"`
-	// Recall: nodes the structured leg contributed (before fusion).
+	// Recall: candidate documents the structured leg reached (BM25 over whole documents, or the
+	// label/property-filtered search).
 	StructuredHits uint64 `protobuf:"varint,15,opt,name=structured_hits,json=structuredHits,proto3" json:"structured_hits,omitempty"`
-	// Recall: nodes the semantic leg contributed (before fusion).
+	// Recall: node versions the semantic leg returned (its nearest neighbours, live as of the
+	// plan).
 	SemanticHits uint64 `protobuf:"varint,16,opt,name=semantic_hits,json=semanticHits,proto3" json:"semantic_hits,omitempty"`
-	// Recall: nodes hop expansion contributed (before fusion).
+	// Recall: candidate documents a hop reached.
 	ExpandedHits uint64 `protobuf:"varint,17,opt,name=expanded_hits,json=expandedHits,proto3" json:"expanded_hits,omitempty"`
-	// Recall: nodes re-read as-of that had no live version (dropped).
+	// Always 0: recall reads only versions live as of the plan, so none is dropped after the fact.
+	//
+	// Deprecated: Marked as deprecated in planner/v1/plan.proto.
 	NodesNotLive  uint64 `protobuf:"varint,18,opt,name=nodes_not_live,json=nodesNotLive,proto3" json:"nodes_not_live,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -507,6 +511,7 @@ func (x *PlanStats) GetExpandedHits() uint64 {
 	return 0
 }
 
+// Deprecated: Marked as deprecated in planner/v1/plan.proto.
 func (x *PlanStats) GetNodesNotLive() uint64 {
 	if x != nil {
 		return x.NodesNotLive
@@ -1006,7 +1011,10 @@ func (x *PlanRequest) GetDedupOverlap() float64 {
 type PlanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The evidence plan, its hash and counters (and explanations when asked for).
-	Plan          *EvidencePlan `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	Plan *EvidencePlan `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	// Present only when PlanRequest.explain is set: the candidate documents and the abstention
+	// decision. Not hashed.
+	Recall        *RecallTrace `protobuf:"bytes,2,opt,name=recall,proto3" json:"recall,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1048,19 +1056,34 @@ func (x *PlanResponse) GetPlan() *EvidencePlan {
 	return nil
 }
 
-// Scores a candidate's node received from each recall leg; each dimensionless in [0, 1].
+func (x *PlanResponse) GetRecall() *RecallTrace {
+	if x != nil {
+		return x.Recall
+	}
+	return nil
+}
+
+// Why a candidate's node has its score; each score dimensionless in [0, 1]. Recall scores
+// documents, then the passages (nodes) within them (README, "Plan quality").
 type LegScores struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Structured leg score; absent = the leg did not reach the node.
+	// The structured leg's score of the node's document (relative to the leg's best, sharpened);
+	// absent = the leg did not reach the document.
 	Structured *float64 `protobuf:"fixed64,1,opt,name=structured,proto3,oneof" json:"structured,omitempty"`
-	// Semantic leg score; absent = the leg did not reach the node.
+	// The semantic leg's score of the node's document; absent = the leg did not reach it.
 	Semantic *float64 `protobuf:"fixed64,2,opt,name=semantic,proto3,oneof" json:"semantic,omitempty"`
-	// Hop expansion score; absent = expansion did not reach the node.
+	// The hop score of the node's document; absent = no hop reached it.
 	Expanded *float64 `protobuf:"fixed64,3,opt,name=expanded,proto3,oneof" json:"expanded,omitempty"`
-	// Fused node score S(node) = max over legs and paths.
+	// The node score S(node) that weighs its spans: document score squared x (floor + (1 -
+	// floor) x local) x decay^rank.
 	Fused float64 `protobuf:"fixed64,4,opt,name=fused,proto3" json:"fused,omitempty"`
 	// Node the span was exploded from.
-	NodeId        string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeId string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The node's relevance within its document (BM25 and cosine to the question, or to a hop's
+	// residual, relative to the document's best node).
+	Local float64 `protobuf:"fixed64,6,opt,name=local,proto3" json:"local,omitempty"`
+	// The node's rank within its document by local relevance; 0 = the most relevant.
+	Rank          uint32 `protobuf:"varint,7,opt,name=rank,proto3" json:"rank,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1130,6 +1153,272 @@ func (x *LegScores) GetNodeId() string {
 	return ""
 }
 
+func (x *LegScores) GetLocal() float64 {
+	if x != nil {
+		return x.Local
+	}
+	return 0
+}
+
+func (x *LegScores) GetRank() uint32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+// One candidate document of a plan and how recall scored it.
+type DocumentScore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The document (source id).
+	SourceId string `protobuf:"bytes,1,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
+	// Its score in [0, 1]: the better of its direct score (the legs' mean when both ran) and its
+	// hop score.
+	Score float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	// The structured leg's score in [0, 1]; 0 when the leg missed it.
+	Structured float64 `protobuf:"fixed64,3,opt,name=structured,proto3" json:"structured,omitempty"`
+	// The semantic leg's score in [0, 1]; 0 when the leg missed it.
+	Semantic float64 `protobuf:"fixed64,4,opt,name=semantic,proto3" json:"semantic,omitempty"`
+	// Its best hop score in [0, 1]; 0 when no hop reached it.
+	Hop float64 `protobuf:"fixed64,5,opt,name=hop,proto3" json:"hop,omitempty"`
+	// The document the best hop came from; empty when no hop reached it.
+	HopFrom string `protobuf:"bytes,6,opt,name=hop_from,json=hopFrom,proto3" json:"hop_from,omitempty"`
+	// For a document ranked by a hop: the question's analysed terms its hop source does not
+	// hold, which its passages were ranked on.
+	ResidualTerms []string `protobuf:"bytes,7,rep,name=residual_terms,json=residualTerms,proto3" json:"residual_terms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DocumentScore) Reset() {
+	*x = DocumentScore{}
+	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DocumentScore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DocumentScore) ProtoMessage() {}
+
+func (x *DocumentScore) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DocumentScore.ProtoReflect.Descriptor instead.
+func (*DocumentScore) Descriptor() ([]byte, []int) {
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DocumentScore) GetSourceId() string {
+	if x != nil {
+		return x.SourceId
+	}
+	return ""
+}
+
+func (x *DocumentScore) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *DocumentScore) GetStructured() float64 {
+	if x != nil {
+		return x.Structured
+	}
+	return 0
+}
+
+func (x *DocumentScore) GetSemantic() float64 {
+	if x != nil {
+		return x.Semantic
+	}
+	return 0
+}
+
+func (x *DocumentScore) GetHop() float64 {
+	if x != nil {
+		return x.Hop
+	}
+	return 0
+}
+
+func (x *DocumentScore) GetHopFrom() string {
+	if x != nil {
+		return x.HopFrom
+	}
+	return ""
+}
+
+func (x *DocumentScore) GetResidualTerms() []string {
+	if x != nil {
+		return x.ResidualTerms
+	}
+	return nil
+}
+
+// Recall's decision on whether the store supports an answer, and its inputs.
+type Abstention struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The largest share, in [0, 1], of the question's idf-weighted analysed terms that the best
+	// documents hold: one document, one with a document it links to, or the best document of
+	// each part of a multi-part question together.
+	Coverage float64 `protobuf:"fixed64,1,opt,name=coverage,proto3" json:"coverage,omitempty"`
+	// The document or documents reaching the coverage ("A + B" for several); empty when none
+	// holds any term.
+	BestSource string `protobuf:"bytes,2,opt,name=best_source,json=bestSource,proto3" json:"best_source,omitempty"`
+	// The best cosine similarity of a passage to the question; absent without the semantic leg.
+	Similarity *float64 `protobuf:"fixed64,3,opt,name=similarity,proto3,oneof" json:"similarity,omitempty"`
+	// Coverage threshold of the server's recall settings.
+	MinCoverage float64 `protobuf:"fixed64,4,opt,name=min_coverage,json=minCoverage,proto3" json:"min_coverage,omitempty"`
+	// Similarity threshold of the server's recall settings.
+	MinSimilarity float64 `protobuf:"fixed64,5,opt,name=min_similarity,json=minSimilarity,proto3" json:"min_similarity,omitempty"`
+	// True: coverage < min_coverage and similarity (when measured) < min_similarity; the plan is
+	// refused with FAILED_PRECONDITION (or empty with allow_ungrounded).
+	Declined      bool `protobuf:"varint,6,opt,name=declined,proto3" json:"declined,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Abstention) Reset() {
+	*x = Abstention{}
+	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Abstention) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Abstention) ProtoMessage() {}
+
+func (x *Abstention) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Abstention.ProtoReflect.Descriptor instead.
+func (*Abstention) Descriptor() ([]byte, []int) {
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Abstention) GetCoverage() float64 {
+	if x != nil {
+		return x.Coverage
+	}
+	return 0
+}
+
+func (x *Abstention) GetBestSource() string {
+	if x != nil {
+		return x.BestSource
+	}
+	return ""
+}
+
+func (x *Abstention) GetSimilarity() float64 {
+	if x != nil && x.Similarity != nil {
+		return *x.Similarity
+	}
+	return 0
+}
+
+func (x *Abstention) GetMinCoverage() float64 {
+	if x != nil {
+		return x.MinCoverage
+	}
+	return 0
+}
+
+func (x *Abstention) GetMinSimilarity() float64 {
+	if x != nil {
+		return x.MinSimilarity
+	}
+	return 0
+}
+
+func (x *Abstention) GetDeclined() bool {
+	if x != nil {
+		return x.Declined
+	}
+	return false
+}
+
+// Recall's trace of one plan. Not hashed.
+type RecallTrace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Candidate documents, best first (ties by source id).
+	Documents []*DocumentScore `protobuf:"bytes,1,rep,name=documents,proto3" json:"documents,omitempty"`
+	// The abstention decision; absent when the request has no structured question text.
+	Abstention    *Abstention `protobuf:"bytes,2,opt,name=abstention,proto3" json:"abstention,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecallTrace) Reset() {
+	*x = RecallTrace{}
+	mi := &file_planner_v1_plan_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecallTrace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecallTrace) ProtoMessage() {}
+
+func (x *RecallTrace) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_plan_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecallTrace.ProtoReflect.Descriptor instead.
+func (*RecallTrace) Descriptor() ([]byte, []int) {
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RecallTrace) GetDocuments() []*DocumentScore {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
+}
+
+func (x *RecallTrace) GetAbstention() *Abstention {
+	if x != nil {
+		return x.Abstention
+	}
+	return nil
+}
+
 // One pool candidate and what selection did with it.
 type CandidateExplanation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1149,7 +1438,7 @@ type CandidateExplanation struct {
 
 func (x *CandidateExplanation) Reset() {
 	*x = CandidateExplanation{}
-	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	mi := &file_planner_v1_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1450,7 @@ func (x *CandidateExplanation) String() string {
 func (*CandidateExplanation) ProtoMessage() {}
 
 func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	mi := &file_planner_v1_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1463,7 @@ func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CandidateExplanation.ProtoReflect.Descriptor instead.
 func (*CandidateExplanation) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{10}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CandidateExplanation) GetCandidate() *PlannedSpan {
@@ -1233,7 +1522,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	mi := &file_planner_v1_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1534,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	mi := &file_planner_v1_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1547,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{11}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SelectRequest) GetPlanModel() string {
@@ -1313,7 +1602,7 @@ const file_planner_v1_plan_proto_rawDesc = "" +
 	"\x05class\x18\x03 \x01(\x0e2\x15.planner.v1.SpanClassR\x05class\x12\x16\n" +
 	"\x06weight\x18\x04 \x01(\x01R\x06weight\x12\x16\n" +
 	"\x06tokens\x18\x05 \x01(\x04R\x06tokens\x12\x12\n" +
-	"\x04text\x18\x06 \x01(\tR\x04text\"\xc9\x05\n" +
+	"\x04text\x18\x06 \x01(\tR\x04text\"\xcd\x05\n" +
 	"\tPlanStats\x12\x1d\n" +
 	"\n" +
 	"pool_spans\x18\x01 \x01(\x04R\tpoolSpans\x12%\n" +
@@ -1335,8 +1624,8 @@ const file_planner_v1_plan_proto_rawDesc = "" +
 	"\x0fpool_duplicates\x18\x0e \x01(\x04R\x0epoolDuplicates\x12'\n" +
 	"\x0fstructured_hits\x18\x0f \x01(\x04R\x0estructuredHits\x12#\n" +
 	"\rsemantic_hits\x18\x10 \x01(\x04R\fsemanticHits\x12#\n" +
-	"\rexpanded_hits\x18\x11 \x01(\x04R\fexpandedHits\x12$\n" +
-	"\x0enodes_not_live\x18\x12 \x01(\x04R\fnodesNotLive\"\x98\x02\n" +
+	"\rexpanded_hits\x18\x11 \x01(\x04R\fexpandedHits\x12(\n" +
+	"\x0enodes_not_live\x18\x12 \x01(\x04B\x02\x18\x01R\fnodesNotLive\"\x98\x02\n" +
 	"\fEvidencePlan\x12\x1d\n" +
 	"\n" +
 	"plan_model\x18\x01 \x01(\tR\tplanModel\x12-\n" +
@@ -1386,9 +1675,10 @@ const file_planner_v1_plan_proto_rawDesc = "" +
 	"\x06_at_txB\x10\n" +
 	"\x0e_budget_tokensB\x16\n" +
 	"\x14_max_frac_per_sourceB\x10\n" +
-	"\x0e_dedup_overlapR\x05query\"<\n" +
+	"\x0e_dedup_overlapR\x05query\"m\n" +
 	"\fPlanResponse\x12,\n" +
-	"\x04plan\x18\x01 \x01(\v2\x18.planner.v1.EvidencePlanR\x04plan\"\xca\x01\n" +
+	"\x04plan\x18\x01 \x01(\v2\x18.planner.v1.EvidencePlanR\x04plan\x12/\n" +
+	"\x06recall\x18\x02 \x01(\v2\x17.planner.v1.RecallTraceR\x06recall\"\xf4\x01\n" +
 	"\tLegScores\x12#\n" +
 	"\n" +
 	"structured\x18\x01 \x01(\x01H\x00R\n" +
@@ -1396,10 +1686,39 @@ const file_planner_v1_plan_proto_rawDesc = "" +
 	"\bsemantic\x18\x02 \x01(\x01H\x01R\bsemantic\x88\x01\x01\x12\x1f\n" +
 	"\bexpanded\x18\x03 \x01(\x01H\x02R\bexpanded\x88\x01\x01\x12\x14\n" +
 	"\x05fused\x18\x04 \x01(\x01R\x05fused\x12\x17\n" +
-	"\anode_id\x18\x05 \x01(\tR\x06nodeIdB\r\n" +
+	"\anode_id\x18\x05 \x01(\tR\x06nodeId\x12\x14\n" +
+	"\x05local\x18\x06 \x01(\x01R\x05local\x12\x12\n" +
+	"\x04rank\x18\a \x01(\rR\x04rankB\r\n" +
 	"\v_structuredB\v\n" +
 	"\t_semanticB\v\n" +
-	"\t_expanded\"\xf5\x01\n" +
+	"\t_expanded\"\xd2\x01\n" +
+	"\rDocumentScore\x12\x1b\n" +
+	"\tsource_id\x18\x01 \x01(\tR\bsourceId\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\x12\x1e\n" +
+	"\n" +
+	"structured\x18\x03 \x01(\x01R\n" +
+	"structured\x12\x1a\n" +
+	"\bsemantic\x18\x04 \x01(\x01R\bsemantic\x12\x10\n" +
+	"\x03hop\x18\x05 \x01(\x01R\x03hop\x12\x19\n" +
+	"\bhop_from\x18\x06 \x01(\tR\ahopFrom\x12%\n" +
+	"\x0eresidual_terms\x18\a \x03(\tR\rresidualTerms\"\xe3\x01\n" +
+	"\n" +
+	"Abstention\x12\x1a\n" +
+	"\bcoverage\x18\x01 \x01(\x01R\bcoverage\x12\x1f\n" +
+	"\vbest_source\x18\x02 \x01(\tR\n" +
+	"bestSource\x12#\n" +
+	"\n" +
+	"similarity\x18\x03 \x01(\x01H\x00R\n" +
+	"similarity\x88\x01\x01\x12!\n" +
+	"\fmin_coverage\x18\x04 \x01(\x01R\vminCoverage\x12%\n" +
+	"\x0emin_similarity\x18\x05 \x01(\x01R\rminSimilarity\x12\x1a\n" +
+	"\bdeclined\x18\x06 \x01(\bR\bdeclinedB\r\n" +
+	"\v_similarity\"~\n" +
+	"\vRecallTrace\x127\n" +
+	"\tdocuments\x18\x01 \x03(\v2\x19.planner.v1.DocumentScoreR\tdocuments\x126\n" +
+	"\n" +
+	"abstention\x18\x02 \x01(\v2\x16.planner.v1.AbstentionR\n" +
+	"abstention\"\xf5\x01\n" +
 	"\x14CandidateExplanation\x125\n" +
 	"\tcandidate\x18\x01 \x01(\v2\x17.planner.v1.PlannedSpanR\tcandidate\x12-\n" +
 	"\x04fate\x18\x02 \x01(\x0e2\x19.planner.v1.CandidateFateR\x04fate\x122\n" +
@@ -1444,7 +1763,7 @@ func file_planner_v1_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_planner_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_planner_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_planner_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_planner_v1_plan_proto_goTypes = []any{
 	(SpanClass)(0),               // 0: planner.v1.SpanClass
 	(CandidateFate)(0),           // 1: planner.v1.CandidateFate
@@ -1458,33 +1777,39 @@ var file_planner_v1_plan_proto_goTypes = []any{
 	(*PlanRequest)(nil),          // 9: planner.v1.PlanRequest
 	(*PlanResponse)(nil),         // 10: planner.v1.PlanResponse
 	(*LegScores)(nil),            // 11: planner.v1.LegScores
-	(*CandidateExplanation)(nil), // 12: planner.v1.CandidateExplanation
-	(*SelectRequest)(nil),        // 13: planner.v1.SelectRequest
-	nil,                          // 14: planner.v1.StructuredRecall.PropertiesEntry
+	(*DocumentScore)(nil),        // 12: planner.v1.DocumentScore
+	(*Abstention)(nil),           // 13: planner.v1.Abstention
+	(*RecallTrace)(nil),          // 14: planner.v1.RecallTrace
+	(*CandidateExplanation)(nil), // 15: planner.v1.CandidateExplanation
+	(*SelectRequest)(nil),        // 16: planner.v1.SelectRequest
+	nil,                          // 17: planner.v1.StructuredRecall.PropertiesEntry
 }
 var file_planner_v1_plan_proto_depIdxs = []int32{
 	2,  // 0: planner.v1.PlannedSpan.span:type_name -> planner.v1.SpanRef
 	0,  // 1: planner.v1.PlannedSpan.class:type_name -> planner.v1.SpanClass
 	3,  // 2: planner.v1.EvidencePlan.spans:type_name -> planner.v1.PlannedSpan
 	4,  // 3: planner.v1.EvidencePlan.stats:type_name -> planner.v1.PlanStats
-	12, // 4: planner.v1.EvidencePlan.explanations:type_name -> planner.v1.CandidateExplanation
-	14, // 5: planner.v1.StructuredRecall.properties:type_name -> planner.v1.StructuredRecall.PropertiesEntry
+	15, // 4: planner.v1.EvidencePlan.explanations:type_name -> planner.v1.CandidateExplanation
+	17, // 5: planner.v1.StructuredRecall.properties:type_name -> planner.v1.StructuredRecall.PropertiesEntry
 	8,  // 6: planner.v1.SemanticRecall.vector:type_name -> planner.v1.VectorQuery
 	6,  // 7: planner.v1.PlanRequest.structured:type_name -> planner.v1.StructuredRecall
 	7,  // 8: planner.v1.PlanRequest.semantic:type_name -> planner.v1.SemanticRecall
 	5,  // 9: planner.v1.PlanResponse.plan:type_name -> planner.v1.EvidencePlan
-	3,  // 10: planner.v1.CandidateExplanation.candidate:type_name -> planner.v1.PlannedSpan
-	1,  // 11: planner.v1.CandidateExplanation.fate:type_name -> planner.v1.CandidateFate
-	2,  // 12: planner.v1.CandidateExplanation.deduped_by:type_name -> planner.v1.SpanRef
-	11, // 13: planner.v1.CandidateExplanation.legs:type_name -> planner.v1.LegScores
-	3,  // 14: planner.v1.SelectRequest.pool:type_name -> planner.v1.PlannedSpan
-	9,  // 15: planner.v1.EvidencePlannerService.Plan:input_type -> planner.v1.PlanRequest
-	10, // 16: planner.v1.EvidencePlannerService.Plan:output_type -> planner.v1.PlanResponse
-	16, // [16:17] is the sub-list for method output_type
-	15, // [15:16] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	14, // 10: planner.v1.PlanResponse.recall:type_name -> planner.v1.RecallTrace
+	12, // 11: planner.v1.RecallTrace.documents:type_name -> planner.v1.DocumentScore
+	13, // 12: planner.v1.RecallTrace.abstention:type_name -> planner.v1.Abstention
+	3,  // 13: planner.v1.CandidateExplanation.candidate:type_name -> planner.v1.PlannedSpan
+	1,  // 14: planner.v1.CandidateExplanation.fate:type_name -> planner.v1.CandidateFate
+	2,  // 15: planner.v1.CandidateExplanation.deduped_by:type_name -> planner.v1.SpanRef
+	11, // 16: planner.v1.CandidateExplanation.legs:type_name -> planner.v1.LegScores
+	3,  // 17: planner.v1.SelectRequest.pool:type_name -> planner.v1.PlannedSpan
+	9,  // 18: planner.v1.EvidencePlannerService.Plan:input_type -> planner.v1.PlanRequest
+	10, // 19: planner.v1.EvidencePlannerService.Plan:output_type -> planner.v1.PlanResponse
+	19, // [19:20] is the sub-list for method output_type
+	18, // [18:19] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_planner_v1_plan_proto_init() }
@@ -1500,13 +1825,14 @@ func file_planner_v1_plan_proto_init() {
 	file_planner_v1_plan_proto_msgTypes[7].OneofWrappers = []any{}
 	file_planner_v1_plan_proto_msgTypes[9].OneofWrappers = []any{}
 	file_planner_v1_plan_proto_msgTypes[11].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_planner_v1_plan_proto_rawDesc), len(file_planner_v1_plan_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file planner/v1/plan.proto.
  */
 export const file_planner_v1_plan: GenFile = /*@__PURE__*/
-  fileDesc("ChVwbGFubmVyL3YxL3BsYW4ucHJvdG8SCnBsYW5uZXIudjEiVwoHU3BhblJlZhIRCglzb3VyY2VfaWQYASABKAkSHQoRc291cmNlX3ZlcnNpb25fdHgYAiABKANCAjABEg0KBXN0YXJ0GAMgASgEEgsKA2VuZBgEIAEoBCKSAQoLUGxhbm5lZFNwYW4SIQoEc3BhbhgBIAEoCzITLnBsYW5uZXIudjEuU3BhblJlZhIMCgRraW5kGAIgASgJEiQKBWNsYXNzGAMgASgOMhUucGxhbm5lci52MS5TcGFuQ2xhc3MSDgoGd2VpZ2h0GAQgASgBEg4KBnRva2VucxgFIAEoBBIMCgR0ZXh0GAYgASgJIr0DCglQbGFuU3RhdHMSEgoKcG9vbF9zcGFucxgBIAEoBBIWCg5zZWxlY3RlZF9zcGFucxgCIAEoBBIPCgdkZWR1cGVkGAMgASgEEhoKEnNraXBwZWRfdW5wYWNrYWJsZRgEIAEoBBIbChNza2lwcGVkX2J1ZGdldF9mdWxsGAUgASgEEhMKC2NhcF9za2lwcGVkGAYgASgEEh4KFmJ1ZGdldF9zdHJhbmRlZF9ieV9jYXAYByABKAQSEgoKY2FwX3Rva2VucxgIIAEoBBIWCg50b2tlbl9lc3RpbWF0ZRgJIAEoCBIWCg5ub2Rlc19yZWNhbGxlZBgKIAEoBBIbChNub2Rlc193aXRob3V0X3NwYW5zGAsgASgEEhQKDGtpbmRfbWlzc2luZxgMIAEoBBIWCg5zbGljZXNfbWlzc2luZxgNIAEoBBIXCg9wb29sX2R1cGxpY2F0ZXMYDiABKAQSFwoPc3RydWN0dXJlZF9oaXRzGA8gASgEEhUKDXNlbWFudGljX2hpdHMYECABKAQSFQoNZXhwYW5kZWRfaGl0cxgRIAEoBBIWCg5ub2Rlc19ub3RfbGl2ZRgSIAEoBCLZAQoMRXZpZGVuY2VQbGFuEhIKCnBsYW5fbW9kZWwYASABKAkSJgoFc3BhbnMYAiADKAsyFy5wbGFubmVyLnYxLlBsYW5uZWRTcGFuEg4KBmJ1ZGdldBgDIAEoBBIMCgR1c2VkGAQgASgEEiQKBXN0YXRzGAUgASgLMhUucGxhbm5lci52MS5QbGFuU3RhdHMSEQoJcGxhbl9oYXNoGAYgASgJEjYKDGV4cGxhbmF0aW9ucxgHIAMoCzIgLnBsYW5uZXIudjEuQ2FuZGlkYXRlRXhwbGFuYXRpb24iwgEKEFN0cnVjdHVyZWRSZWNhbGwSEQoEdGV4dBgBIAEoCUgAiAEBEg4KBmxhYmVscxgCIAMoCRJACgpwcm9wZXJ0aWVzGAMgAygLMiwucGxhbm5lci52MS5TdHJ1Y3R1cmVkUmVjYWxsLlByb3BlcnRpZXNFbnRyeRINCgVsaW1pdBgEIAEoDRoxCg9Qcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIHCgVfdGV4dCJ9Cg5TZW1hbnRpY1JlY2FsbBIOCgR0ZXh0GAEgASgJSAASKQoGdmVjdG9yGAIgASgLMhcucGxhbm5lci52MS5WZWN0b3JRdWVyeUgAEgkKAWsYAyABKA0SEgoFYWxwaGEYBCABKAFIAYgBAUIHCgVpbnB1dEIICgZfYWxwaGEiHQoLVmVjdG9yUXVlcnkSDgoGdmFsdWVzGAEgAygCIq4DCgtQbGFuUmVxdWVzdBIQCghxdWVzdGlvbhgMIAEoCRIwCgpzdHJ1Y3R1cmVkGAEgASgLMhwucGxhbm5lci52MS5TdHJ1Y3R1cmVkUmVjYWxsEiwKCHNlbWFudGljGAIgASgLMhoucGxhbm5lci52MS5TZW1hbnRpY1JlY2FsbBIUCgxleHBhbmRfZGVwdGgYAyABKA0SFQoIYXRfdmFsaWQYBCABKANIAIgBARISCgVhdF90eBgFIAEoA0gBiAEBEhoKDWJ1ZGdldF90b2tlbnMYBiABKARIAogBARINCgVtb2RlbBgHIAEoCRIYChBhbGxvd191bmdyb3VuZGVkGAggASgIEg8KB2V4cGxhaW4YCSABKAgSIAoTbWF4X2ZyYWNfcGVyX3NvdXJjZRgKIAEoAUgDiAEBEhoKDWRlZHVwX292ZXJsYXAYCyABKAFIBIgBAUILCglfYXRfdmFsaWRCCAoGX2F0X3R4QhAKDl9idWRnZXRfdG9rZW5zQhYKFF9tYXhfZnJhY19wZXJfc291cmNlQhAKDl9kZWR1cF9vdmVybGFwUgVxdWVyeSI2CgxQbGFuUmVzcG9uc2USJgoEcGxhbhgBIAEoCzIYLnBsYW5uZXIudjEuRXZpZGVuY2VQbGFuIpsBCglMZWdTY29yZXMSFwoKc3RydWN0dXJlZBgBIAEoAUgAiAEBEhUKCHNlbWFudGljGAIgASgBSAGIAQESFQoIZXhwYW5kZWQYAyABKAFIAogBARINCgVmdXNlZBgEIAEoARIPCgdub2RlX2lkGAUgASgJQg0KC19zdHJ1Y3R1cmVkQgsKCV9zZW1hbnRpY0ILCglfZXhwYW5kZWQiygEKFENhbmRpZGF0ZUV4cGxhbmF0aW9uEioKCWNhbmRpZGF0ZRgBIAEoCzIXLnBsYW5uZXIudjEuUGxhbm5lZFNwYW4SJwoEZmF0ZRgCIAEoDjIZLnBsYW5uZXIudjEuQ2FuZGlkYXRlRmF0ZRInCgpkZWR1cGVkX2J5GAMgASgLMhMucGxhbm5lci52MS5TcGFuUmVmEiMKBGxlZ3MYBCABKAsyFS5wbGFubmVyLnYxLkxlZ1Njb3JlcxIPCgdkZW5zaXR5GAUgASgBIsIBCg1TZWxlY3RSZXF1ZXN0EhIKCnBsYW5fbW9kZWwYASABKAkSDgoGYnVkZ2V0GAIgASgEEiAKE21heF9mcmFjX3Blcl9zb3VyY2UYAyABKAFIAIgBARIaCg1kZWR1cF9vdmVybGFwGAQgASgBSAGIAQESJQoEcG9vbBgFIAMoCzIXLnBsYW5uZXIudjEuUGxhbm5lZFNwYW5CFgoUX21heF9mcmFjX3Blcl9zb3VyY2VCEAoOX2RlZHVwX292ZXJsYXAqUwoJU3BhbkNsYXNzEhoKFlNQQU5fQ0xBU1NfVU5TUEVDSUZJRUQQABIUChBTUEFOX0NMQVNTX1RSVVRIEAESFAoQU1BBTl9DTEFTU19DQUNIRRACKsUBCg1DYW5kaWRhdGVGYXRlEh4KGkNBTkRJREFURV9GQVRFX1VOU1BFQ0lGSUVEEAASGQoVQ0FORElEQVRFX0ZBVEVfUEFDS0VEEAESGgoWQ0FORElEQVRFX0ZBVEVfREVEVVBFRBACEh0KGUNBTkRJREFURV9GQVRFX1VOUEFDS0FCTEUQAxIeChpDQU5ESURBVEVfRkFURV9CVURHRVRfRlVMTBAEEh4KGkNBTkRJREFURV9GQVRFX0NBUF9CTE9DS0VEEAUyUwoWRXZpZGVuY2VQbGFubmVyU2VydmljZRI5CgRQbGFuEhcucGxhbm5lci52MS5QbGFuUmVxdWVzdBoYLnBsYW5uZXIudjEuUGxhblJlc3BvbnNlQnAKGWRldi5wbGFubmVyc3ZjLnBsYW5uZXIudjFCCVBsYW5Qcm90b1ABWkZnaXRodWIuY29tL3BsYW5uZXItc3ZjL3BsYW5uZXItc3ZjL2NsaWVudHMvZ28vZ2VuL3BsYW5uZXIvdjE7cGxhbm5lcnYxYgZwcm90bzM");
+  fileDesc("ChVwbGFubmVyL3YxL3BsYW4ucHJvdG8SCnBsYW5uZXIudjEiVwoHU3BhblJlZhIRCglzb3VyY2VfaWQYASABKAkSHQoRc291cmNlX3ZlcnNpb25fdHgYAiABKANCAjABEg0KBXN0YXJ0GAMgASgEEgsKA2VuZBgEIAEoBCKSAQoLUGxhbm5lZFNwYW4SIQoEc3BhbhgBIAEoCzITLnBsYW5uZXIudjEuU3BhblJlZhIMCgRraW5kGAIgASgJEiQKBWNsYXNzGAMgASgOMhUucGxhbm5lci52MS5TcGFuQ2xhc3MSDgoGd2VpZ2h0GAQgASgBEg4KBnRva2VucxgFIAEoBBIMCgR0ZXh0GAYgASgJIsEDCglQbGFuU3RhdHMSEgoKcG9vbF9zcGFucxgBIAEoBBIWCg5zZWxlY3RlZF9zcGFucxgCIAEoBBIPCgdkZWR1cGVkGAMgASgEEhoKEnNraXBwZWRfdW5wYWNrYWJsZRgEIAEoBBIbChNza2lwcGVkX2J1ZGdldF9mdWxsGAUgASgEEhMKC2NhcF9za2lwcGVkGAYgASgEEh4KFmJ1ZGdldF9zdHJhbmRlZF9ieV9jYXAYByABKAQSEgoKY2FwX3Rva2VucxgIIAEoBBIWCg50b2tlbl9lc3RpbWF0ZRgJIAEoCBIWCg5ub2Rlc19yZWNhbGxlZBgKIAEoBBIbChNub2Rlc193aXRob3V0X3NwYW5zGAsgASgEEhQKDGtpbmRfbWlzc2luZxgMIAEoBBIWCg5zbGljZXNfbWlzc2luZxgNIAEoBBIXCg9wb29sX2R1cGxpY2F0ZXMYDiABKAQSFwoPc3RydWN0dXJlZF9oaXRzGA8gASgEEhUKDXNlbWFudGljX2hpdHMYECABKAQSFQoNZXhwYW5kZWRfaGl0cxgRIAEoBBIaCg5ub2Rlc19ub3RfbGl2ZRgSIAEoBEICGAEi2QEKDEV2aWRlbmNlUGxhbhISCgpwbGFuX21vZGVsGAEgASgJEiYKBXNwYW5zGAIgAygLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbhIOCgZidWRnZXQYAyABKAQSDAoEdXNlZBgEIAEoBBIkCgVzdGF0cxgFIAEoCzIVLnBsYW5uZXIudjEuUGxhblN0YXRzEhEKCXBsYW5faGFzaBgGIAEoCRI2CgxleHBsYW5hdGlvbnMYByADKAsyIC5wbGFubmVyLnYxLkNhbmRpZGF0ZUV4cGxhbmF0aW9uIsIBChBTdHJ1Y3R1cmVkUmVjYWxsEhEKBHRleHQYASABKAlIAIgBARIOCgZsYWJlbHMYAiADKAkSQAoKcHJvcGVydGllcxgDIAMoCzIsLnBsYW5uZXIudjEuU3RydWN0dXJlZFJlY2FsbC5Qcm9wZXJ0aWVzRW50cnkSDQoFbGltaXQYBCABKA0aMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBwoFX3RleHQifQoOU2VtYW50aWNSZWNhbGwSDgoEdGV4dBgBIAEoCUgAEikKBnZlY3RvchgCIAEoCzIXLnBsYW5uZXIudjEuVmVjdG9yUXVlcnlIABIJCgFrGAMgASgNEhIKBWFscGhhGAQgASgBSAGIAQFCBwoFaW5wdXRCCAoGX2FscGhhIh0KC1ZlY3RvclF1ZXJ5Eg4KBnZhbHVlcxgBIAMoAiKuAwoLUGxhblJlcXVlc3QSEAoIcXVlc3Rpb24YDCABKAkSMAoKc3RydWN0dXJlZBgBIAEoCzIcLnBsYW5uZXIudjEuU3RydWN0dXJlZFJlY2FsbBIsCghzZW1hbnRpYxgCIAEoCzIaLnBsYW5uZXIudjEuU2VtYW50aWNSZWNhbGwSFAoMZXhwYW5kX2RlcHRoGAMgASgNEhUKCGF0X3ZhbGlkGAQgASgDSACIAQESEgoFYXRfdHgYBSABKANIAYgBARIaCg1idWRnZXRfdG9rZW5zGAYgASgESAKIAQESDQoFbW9kZWwYByABKAkSGAoQYWxsb3dfdW5ncm91bmRlZBgIIAEoCBIPCgdleHBsYWluGAkgASgIEiAKE21heF9mcmFjX3Blcl9zb3VyY2UYCiABKAFIA4gBARIaCg1kZWR1cF9vdmVybGFwGAsgASgBSASIAQFCCwoJX2F0X3ZhbGlkQggKBl9hdF90eEIQCg5fYnVkZ2V0X3Rva2Vuc0IWChRfbWF4X2ZyYWNfcGVyX3NvdXJjZUIQCg5fZGVkdXBfb3ZlcmxhcFIFcXVlcnkiXwoMUGxhblJlc3BvbnNlEiYKBHBsYW4YASABKAsyGC5wbGFubmVyLnYxLkV2aWRlbmNlUGxhbhInCgZyZWNhbGwYAiABKAsyFy5wbGFubmVyLnYxLlJlY2FsbFRyYWNlIrgBCglMZWdTY29yZXMSFwoKc3RydWN0dXJlZBgBIAEoAUgAiAEBEhUKCHNlbWFudGljGAIgASgBSAGIAQESFQoIZXhwYW5kZWQYAyABKAFIAogBARINCgVmdXNlZBgEIAEoARIPCgdub2RlX2lkGAUgASgJEg0KBWxvY2FsGAYgASgBEgwKBHJhbmsYByABKA1CDQoLX3N0cnVjdHVyZWRCCwoJX3NlbWFudGljQgsKCV9leHBhbmRlZCKOAQoNRG9jdW1lbnRTY29yZRIRCglzb3VyY2VfaWQYASABKAkSDQoFc2NvcmUYAiABKAESEgoKc3RydWN0dXJlZBgDIAEoARIQCghzZW1hbnRpYxgEIAEoARILCgNob3AYBSABKAESEAoIaG9wX2Zyb20YBiABKAkSFgoOcmVzaWR1YWxfdGVybXMYByADKAkimwEKCkFic3RlbnRpb24SEAoIY292ZXJhZ2UYASABKAESEwoLYmVzdF9zb3VyY2UYAiABKAkSFwoKc2ltaWxhcml0eRgDIAEoAUgAiAEBEhQKDG1pbl9jb3ZlcmFnZRgEIAEoARIWCg5taW5fc2ltaWxhcml0eRgFIAEoARIQCghkZWNsaW5lZBgGIAEoCEINCgtfc2ltaWxhcml0eSJnCgtSZWNhbGxUcmFjZRIsCglkb2N1bWVudHMYASADKAsyGS5wbGFubmVyLnYxLkRvY3VtZW50U2NvcmUSKgoKYWJzdGVudGlvbhgCIAEoCzIWLnBsYW5uZXIudjEuQWJzdGVudGlvbiLKAQoUQ2FuZGlkYXRlRXhwbGFuYXRpb24SKgoJY2FuZGlkYXRlGAEgASgLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbhInCgRmYXRlGAIgASgOMhkucGxhbm5lci52MS5DYW5kaWRhdGVGYXRlEicKCmRlZHVwZWRfYnkYAyABKAsyEy5wbGFubmVyLnYxLlNwYW5SZWYSIwoEbGVncxgEIAEoCzIVLnBsYW5uZXIudjEuTGVnU2NvcmVzEg8KB2RlbnNpdHkYBSABKAEiwgEKDVNlbGVjdFJlcXVlc3QSEgoKcGxhbl9tb2RlbBgBIAEoCRIOCgZidWRnZXQYAiABKAQSIAoTbWF4X2ZyYWNfcGVyX3NvdXJjZRgDIAEoAUgAiAEBEhoKDWRlZHVwX292ZXJsYXAYBCABKAFIAYgBARIlCgRwb29sGAUgAygLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbkIWChRfbWF4X2ZyYWNfcGVyX3NvdXJjZUIQCg5fZGVkdXBfb3ZlcmxhcCpTCglTcGFuQ2xhc3MSGgoWU1BBTl9DTEFTU19VTlNQRUNJRklFRBAAEhQKEFNQQU5fQ0xBU1NfVFJVVEgQARIUChBTUEFOX0NMQVNTX0NBQ0hFEAIqxQEKDUNhbmRpZGF0ZUZhdGUSHgoaQ0FORElEQVRFX0ZBVEVfVU5TUEVDSUZJRUQQABIZChVDQU5ESURBVEVfRkFURV9QQUNLRUQQARIaChZDQU5ESURBVEVfRkFURV9ERURVUEVEEAISHQoZQ0FORElEQVRFX0ZBVEVfVU5QQUNLQUJMRRADEh4KGkNBTkRJREFURV9GQVRFX0JVREdFVF9GVUxMEAQSHgoaQ0FORElEQVRFX0ZBVEVfQ0FQX0JMT0NLRUQQBTJTChZFdmlkZW5jZVBsYW5uZXJTZXJ2aWNlEjkKBFBsYW4SFy5wbGFubmVyLnYxLlBsYW5SZXF1ZXN0GhgucGxhbm5lci52MS5QbGFuUmVzcG9uc2VCcAoZZGV2LnBsYW5uZXJzdmMucGxhbm5lci52MUIJUGxhblByb3RvUAFaRmdpdGh1Yi5jb20vcGxhbm5lci1zdmMvcGxhbm5lci1zdmMvY2xpZW50cy9nby9nZW4vcGxhbm5lci92MTtwbGFubmVydjFiBnByb3RvMw");
 
 /**
  * The identity of a span: a half-open byte range [start, end) of one source version.
@@ -191,14 +191,14 @@ export type PlanStats = Message<"planner.v1.PlanStats"> & {
   tokenEstimate: boolean;
 
   /**
-   * Recall: nodes in the fused node -> score map.
+   * Recall: live nodes scored (every live node of every candidate document).
    *
    * @generated from field: uint64 nodes_recalled = 10;
    */
   nodesRecalled: bigint;
 
   /**
-   * Recall: nodes dropped because they have no provenance spans.
+   * Recall: nodes a leg reached that cite no source (they can never be evidence).
    *
    * @generated from field: uint64 nodes_without_spans = 11;
    */
@@ -226,30 +226,33 @@ export type PlanStats = Message<"planner.v1.PlanStats"> & {
   poolDuplicates: bigint;
 
   /**
-   * Recall: nodes the structured leg contributed (before fusion).
+   * Recall: candidate documents the structured leg reached (BM25 over whole documents, or the
+   * label/property-filtered search).
    *
    * @generated from field: uint64 structured_hits = 15;
    */
   structuredHits: bigint;
 
   /**
-   * Recall: nodes the semantic leg contributed (before fusion).
+   * Recall: node versions the semantic leg returned (its nearest neighbours, live as of the
+   * plan).
    *
    * @generated from field: uint64 semantic_hits = 16;
    */
   semanticHits: bigint;
 
   /**
-   * Recall: nodes hop expansion contributed (before fusion).
+   * Recall: candidate documents a hop reached.
    *
    * @generated from field: uint64 expanded_hits = 17;
    */
   expandedHits: bigint;
 
   /**
-   * Recall: nodes re-read as-of that had no live version (dropped).
+   * Always 0: recall reads only versions live as of the plan, so none is dropped after the fact.
    *
-   * @generated from field: uint64 nodes_not_live = 18;
+   * @generated from field: uint64 nodes_not_live = 18 [deprecated = true];
+   * @deprecated
    */
   nodesNotLive: bigint;
 };
@@ -567,6 +570,14 @@ export type PlanResponse = Message<"planner.v1.PlanResponse"> & {
    * @generated from field: planner.v1.EvidencePlan plan = 1;
    */
   plan?: EvidencePlan | undefined;
+
+  /**
+   * Present only when PlanRequest.explain is set: the candidate documents and the abstention
+   * decision. Not hashed.
+   *
+   * @generated from field: planner.v1.RecallTrace recall = 2;
+   */
+  recall?: RecallTrace | undefined;
 };
 
 /**
@@ -577,34 +588,37 @@ export const PlanResponseSchema: GenMessage<PlanResponse> = /*@__PURE__*/
   messageDesc(file_planner_v1_plan, 8);
 
 /**
- * Scores a candidate's node received from each recall leg; each dimensionless in [0, 1].
+ * Why a candidate's node has its score; each score dimensionless in [0, 1]. Recall scores
+ * documents, then the passages (nodes) within them (README, "Plan quality").
  *
  * @generated from message planner.v1.LegScores
  */
 export type LegScores = Message<"planner.v1.LegScores"> & {
   /**
-   * Structured leg score; absent = the leg did not reach the node.
+   * The structured leg's score of the node's document (relative to the leg's best, sharpened);
+   * absent = the leg did not reach the document.
    *
    * @generated from field: optional double structured = 1;
    */
   structured?: number | undefined;
 
   /**
-   * Semantic leg score; absent = the leg did not reach the node.
+   * The semantic leg's score of the node's document; absent = the leg did not reach it.
    *
    * @generated from field: optional double semantic = 2;
    */
   semantic?: number | undefined;
 
   /**
-   * Hop expansion score; absent = expansion did not reach the node.
+   * The hop score of the node's document; absent = no hop reached it.
    *
    * @generated from field: optional double expanded = 3;
    */
   expanded?: number | undefined;
 
   /**
-   * Fused node score S(node) = max over legs and paths.
+   * The node score S(node) that weighs its spans: document score squared x (floor + (1 -
+   * floor) x local) x decay^rank.
    *
    * @generated from field: double fused = 4;
    */
@@ -616,6 +630,21 @@ export type LegScores = Message<"planner.v1.LegScores"> & {
    * @generated from field: string node_id = 5;
    */
   nodeId: string;
+
+  /**
+   * The node's relevance within its document (BM25 and cosine to the question, or to a hop's
+   * residual, relative to the document's best node).
+   *
+   * @generated from field: double local = 6;
+   */
+  local: number;
+
+  /**
+   * The node's rank within its document by local relevance; 0 = the most relevant.
+   *
+   * @generated from field: uint32 rank = 7;
+   */
+  rank: number;
 };
 
 /**
@@ -624,6 +653,159 @@ export type LegScores = Message<"planner.v1.LegScores"> & {
  */
 export const LegScoresSchema: GenMessage<LegScores> = /*@__PURE__*/
   messageDesc(file_planner_v1_plan, 9);
+
+/**
+ * One candidate document of a plan and how recall scored it.
+ *
+ * @generated from message planner.v1.DocumentScore
+ */
+export type DocumentScore = Message<"planner.v1.DocumentScore"> & {
+  /**
+   * The document (source id).
+   *
+   * @generated from field: string source_id = 1;
+   */
+  sourceId: string;
+
+  /**
+   * Its score in [0, 1]: the better of its direct score (the legs' mean when both ran) and its
+   * hop score.
+   *
+   * @generated from field: double score = 2;
+   */
+  score: number;
+
+  /**
+   * The structured leg's score in [0, 1]; 0 when the leg missed it.
+   *
+   * @generated from field: double structured = 3;
+   */
+  structured: number;
+
+  /**
+   * The semantic leg's score in [0, 1]; 0 when the leg missed it.
+   *
+   * @generated from field: double semantic = 4;
+   */
+  semantic: number;
+
+  /**
+   * Its best hop score in [0, 1]; 0 when no hop reached it.
+   *
+   * @generated from field: double hop = 5;
+   */
+  hop: number;
+
+  /**
+   * The document the best hop came from; empty when no hop reached it.
+   *
+   * @generated from field: string hop_from = 6;
+   */
+  hopFrom: string;
+
+  /**
+   * For a document ranked by a hop: the question's analysed terms its hop source does not
+   * hold, which its passages were ranked on.
+   *
+   * @generated from field: repeated string residual_terms = 7;
+   */
+  residualTerms: string[];
+};
+
+/**
+ * Describes the message planner.v1.DocumentScore.
+ * Use `create(DocumentScoreSchema)` to create a new message.
+ */
+export const DocumentScoreSchema: GenMessage<DocumentScore> = /*@__PURE__*/
+  messageDesc(file_planner_v1_plan, 10);
+
+/**
+ * Recall's decision on whether the store supports an answer, and its inputs.
+ *
+ * @generated from message planner.v1.Abstention
+ */
+export type Abstention = Message<"planner.v1.Abstention"> & {
+  /**
+   * The largest share, in [0, 1], of the question's idf-weighted analysed terms that the best
+   * documents hold: one document, one with a document it links to, or the best document of
+   * each part of a multi-part question together.
+   *
+   * @generated from field: double coverage = 1;
+   */
+  coverage: number;
+
+  /**
+   * The document or documents reaching the coverage ("A + B" for several); empty when none
+   * holds any term.
+   *
+   * @generated from field: string best_source = 2;
+   */
+  bestSource: string;
+
+  /**
+   * The best cosine similarity of a passage to the question; absent without the semantic leg.
+   *
+   * @generated from field: optional double similarity = 3;
+   */
+  similarity?: number | undefined;
+
+  /**
+   * Coverage threshold of the server's recall settings.
+   *
+   * @generated from field: double min_coverage = 4;
+   */
+  minCoverage: number;
+
+  /**
+   * Similarity threshold of the server's recall settings.
+   *
+   * @generated from field: double min_similarity = 5;
+   */
+  minSimilarity: number;
+
+  /**
+   * True: coverage < min_coverage and similarity (when measured) < min_similarity; the plan is
+   * refused with FAILED_PRECONDITION (or empty with allow_ungrounded).
+   *
+   * @generated from field: bool declined = 6;
+   */
+  declined: boolean;
+};
+
+/**
+ * Describes the message planner.v1.Abstention.
+ * Use `create(AbstentionSchema)` to create a new message.
+ */
+export const AbstentionSchema: GenMessage<Abstention> = /*@__PURE__*/
+  messageDesc(file_planner_v1_plan, 11);
+
+/**
+ * Recall's trace of one plan. Not hashed.
+ *
+ * @generated from message planner.v1.RecallTrace
+ */
+export type RecallTrace = Message<"planner.v1.RecallTrace"> & {
+  /**
+   * Candidate documents, best first (ties by source id).
+   *
+   * @generated from field: repeated planner.v1.DocumentScore documents = 1;
+   */
+  documents: DocumentScore[];
+
+  /**
+   * The abstention decision; absent when the request has no structured question text.
+   *
+   * @generated from field: planner.v1.Abstention abstention = 2;
+   */
+  abstention?: Abstention | undefined;
+};
+
+/**
+ * Describes the message planner.v1.RecallTrace.
+ * Use `create(RecallTraceSchema)` to create a new message.
+ */
+export const RecallTraceSchema: GenMessage<RecallTrace> = /*@__PURE__*/
+  messageDesc(file_planner_v1_plan, 12);
 
 /**
  * One pool candidate and what selection did with it.
@@ -672,7 +854,7 @@ export type CandidateExplanation = Message<"planner.v1.CandidateExplanation"> & 
  * Use `create(CandidateExplanationSchema)` to create a new message.
  */
 export const CandidateExplanationSchema: GenMessage<CandidateExplanation> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 10);
+  messageDesc(file_planner_v1_plan, 13);
 
 /**
  * Selection alone over a caller-supplied pool: the input of `planner-svc select` (proto3 JSON
@@ -723,7 +905,7 @@ export type SelectRequest = Message<"planner.v1.SelectRequest"> & {
  * Use `create(SelectRequestSchema)` to create a new message.
  */
 export const SelectRequestSchema: GenMessage<SelectRequest> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 11);
+  messageDesc(file_planner_v1_plan, 14);
 
 /**
  * Whether a span is verbatim source text or a derived artifact.

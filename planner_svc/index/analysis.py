@@ -1,0 +1,77 @@
+"""Text analysis for lexical recall: the terms a text is indexed and searched by.
+
+``analyze(text)``: Unicode NFKC, case folding, words (``\\w+`` runs), English stopwords
+dropped, the Snowball English stemmer (PyStemmer) on each word. Runs of Han, Hiragana and
+Katakana characters, which carry no spaces between words, become overlapping character bigrams
+(a lone character stays a unigram), as CJK-aware search engines index them. The same function
+analyses documents and queries, so a query term matches exactly the indexed terms.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+import Stemmer
+
+from planner_svc.store.text import STOPWORDS
+
+__all__ = ["STOPWORDS", "analyze", "distinct", "is_cjk", "query_terms"]
+
+_WORD = re.compile(r"\w+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def _words(text: str) -> list[str]:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    out: list[str] = []
+    for word in _WORD.findall(folded):
+        if not _CJK.search(word):
+            out.append(word)
+            continue
+        # split the word into CJK runs (as bigrams) and the other characters (as words)
+        at = 0
+        for run in _CJK.finditer(word):
+            if run.start() > at:
+                out.append(word[at : run.start()])
+            chars = run.group()
+            if len(chars) == 1:
+                out.append(chars)
+            else:
+                out.extend(chars[i : i + 2] for i in range(len(chars) - 1))
+            at = run.end()
+        if at < len(word):
+            out.append(word[at:])
+    return out
+
+
+def analyze(text: str) -> list[str]:
+    """The index terms of ``text``, in order (repeats kept): stemmed words without stopwords."""
+    words = [w for w in _words(text) if w not in STOPWORDS]
+    return list(_STEMMER.stemWords(words)) if words else []
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct terms of a query, in first-occurrence order.
+
+    A query made only of stopwords ("Who is it?") keeps its stopwords, stemmed, so it still
+    finds the texts that hold them.
+    """
+    terms = analyze(text)
+    if not terms:
+        words = _words(text)
+        terms = list(_STEMMER.stemWords(words)) if words else []
+    return list(dict.fromkeys(terms))
+
+
+def is_cjk(term: str) -> bool:
+    """Whether an analysed term is made of Han, Hiragana or Katakana characters (a character
+    pair or a single character of text written without spaces)."""
+    return bool(term) and _CJK.fullmatch(term) is not None
+
+
+def distinct(terms: Iterable[str]) -> list[str]:
+    """``terms`` without repeats, in first-occurrence order."""
+    return list(dict.fromkeys(terms))

@@ -1,0 +1,274 @@
+"""The recall catalog: an in-memory read model of the store, made for planning.
+
+Everything a plan needs per candidate is here, decoded once when the store's rows arrive
+rather than on every request: node versions grouped by the source document they cite, their
+provenance spans with each span's kind and estimated token count, the edges that join nodes
+of different documents, and two BM25 indexes (:mod:`planner_svc.index.lexical`): one over
+node texts (passages) and one over whole source versions (documents). Every row keeps its
+valid and transaction intervals, so every read is as of ``(valid_us, tx_us)``.
+
+The catalog is derived data, like the vector index: :meth:`Catalog.apply` adds the rows a
+:class:`CatalogBatch` carries (new versions, and intervals closed since the last batch); a
+reader built on the store's ports fills batches from a watermark (see
+:mod:`planner_svc.index.catalog_sync`).
+
+Thread-safety: reads may run from any number of threads while one thread applies a batch; a
+read sees each row either before or after the batch (rows are never removed, and the as-of
+filter hides rows newer than the plan's transaction time).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from planner_svc.core.model import CoordKey
+from planner_svc.index.analysis import analyze
+from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
+from planner_svc.store.feed import SourceVersionRow
+from planner_svc.store.records import Edge, NodeVersion
+
+__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "SpanInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanInfo:
+    """What selection needs of a span before its text.
+
+    Attributes:
+        kind: its structural kind from the span ledger (``body`` when the ledger has none).
+        kind_known: whether the ledger had a row.
+        estimated_tokens: :func:`planner_svc.core.tokens.estimate_tokens` of its text; None
+            when its text cannot be sliced (no such version, a range outside the text or inside
+            a character).
+    """
+
+    kind: str
+    kind_known: bool
+    estimated_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogBatch:
+    """Rows to add to the catalog and intervals closed since the previous batch.
+
+    Attributes:
+        nodes: node versions, in version id order.
+        closed_nodes: ``(version_id, tx_to_us)`` of versions closed since.
+        edges: ``(edge_id, edge version)``, in edge id order.
+        closed_edges: ``(edge_id, tx_to_us)`` of edge versions closed since.
+        sources: source versions, in row id order; a version closes the previous version of
+            its source at its own transaction time.
+        spans: kind and estimate of every span the new nodes cite.
+    """
+
+    nodes: Sequence[NodeVersion] = ()
+    closed_nodes: Sequence[tuple[int, int]] = ()
+    edges: Sequence[tuple[int, Edge]] = ()
+    closed_edges: Sequence[tuple[int, int]] = ()
+    sources: Sequence[SourceVersionRow] = ()
+    spans: Mapping[CoordKey, SpanInfo] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CatalogVersion:
+    """A node version in the catalog (``tx_to`` closes later; everything else is fixed)."""
+
+    version_id: int
+    node_id: str
+    source: str | None
+    labels: frozenset[str]
+    confidence: float
+    spans: tuple[CoordKey, ...]
+    valid_from: int
+    valid_to: int
+    tx_from: int
+    tx_to: int
+
+    def live(self, valid_us: int, tx_us: int) -> bool:
+        return (self.valid_from <= valid_us < self.valid_to
+                and self.tx_from <= tx_us < self.tx_to)
+
+
+@dataclass(slots=True)
+class _Edge:
+    edge_id: int
+    src: str
+    dst: str
+    relation: str
+    weight: float
+    valid_from: int
+    valid_to: int
+    tx_from: int
+    tx_to: int
+
+    def live(self, valid_us: int, tx_us: int) -> bool:
+        return (self.valid_from <= valid_us < self.valid_to
+                and self.tx_from <= tx_us < self.tx_to)
+
+
+def _bound(value: int | None) -> int:
+    return OPEN if value is None else value
+
+
+class Catalog:
+    """The in-memory read model (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.passages = LexicalIndex()
+        """BM25 over node texts (row id = node version id)."""
+        self.documents = LexicalIndex()
+        """BM25 over whole source versions (row id = source version row id)."""
+        self._versions: dict[int, CatalogVersion] = {}
+        self._by_node: dict[str, list[CatalogVersion]] = defaultdict(list)
+        self._by_source: dict[str, list[CatalogVersion]] = defaultdict(list)
+        self._edges: dict[int, _Edge] = {}
+        self._out: dict[str, list[_Edge]] = defaultdict(list)
+        self._in: dict[str, list[_Edge]] = defaultdict(list)
+        self._source_of_row: dict[int, str] = {}
+        self._rows_of_source: dict[str, list[list[int]]] = defaultdict(list)  # [row, from, to]
+        self._spans: dict[CoordKey, SpanInfo] = {}
+        self._tokens: dict[tuple[str, CoordKey], int] = {}
+
+    # ---------------------------------------------------------------- writes
+
+    def apply(self, batch: CatalogBatch) -> None:
+        """Add a batch's rows and close its intervals (idempotent: known ids are skipped)."""
+        with self._lock:
+            self._spans.update(batch.spans)
+            fresh = [n for n in batch.nodes if n.version_id not in self._versions]
+            for n in fresh:
+                version = CatalogVersion(
+                    version_id=n.version_id, node_id=n.node_id,
+                    source=n.provenance[0].source_id if n.provenance else None,
+                    labels=frozenset(n.labels), confidence=n.confidence,
+                    spans=tuple(s.key for s in n.provenance),
+                    valid_from=n.valid_from_us, valid_to=_bound(n.valid_to_us),
+                    tx_from=n.tx_from_us, tx_to=_bound(n.tx_to_us),
+                )
+                self._versions[n.version_id] = version
+                self._by_node[n.node_id].append(version)
+                if version.source is not None:
+                    self._by_source[version.source].append(version)
+            for edge_id, e in batch.edges:
+                if edge_id in self._edges:
+                    continue
+                edge = _Edge(edge_id=edge_id, src=e.src, dst=e.dst, relation=e.relation,
+                             weight=e.weight, valid_from=e.valid_from_us,
+                             valid_to=_bound(e.valid_to_us), tx_from=e.tx_from_us,
+                             tx_to=_bound(e.tx_to_us))
+                self._edges[edge_id] = edge
+                self._out[e.src].append(edge)
+                self._in[e.dst].append(edge)
+            documents: list[LexicalRow] = []
+            superseded: list[tuple[int, int]] = []
+            for sv in batch.sources:
+                if sv.row_id in self._source_of_row:
+                    continue
+                self._source_of_row[sv.row_id] = sv.source_id
+                rows = self._rows_of_source[sv.source_id]
+                if rows and rows[-1][2] == OPEN:
+                    rows[-1][2] = sv.tx_us
+                    superseded.append((rows[-1][0], sv.tx_us))
+                rows.append([sv.row_id, sv.tx_us, OPEN])
+                documents.append(LexicalRow(row_id=sv.row_id, terms=analyze(sv.text),
+                                            valid_from_us=-OPEN - 1, valid_to_us=None,
+                                            tx_from_us=sv.tx_us, tx_to_us=None))
+        # the lexical indexes have their own locks; analysing text needs no catalog lock
+        self.passages.add(
+            LexicalRow(row_id=n.version_id, terms=analyze(n.text), valid_from_us=n.valid_from_us,
+                       valid_to_us=n.valid_to_us, tx_from_us=n.tx_from_us, tx_to_us=n.tx_to_us)
+            for n in fresh
+        )
+        self.documents.add(documents)
+        for row_id, tx_to in superseded:
+            self.documents.close(row_id, tx_to)
+        with self._lock:
+            for version_id, tx_to in batch.closed_nodes:
+                closing = self._versions.get(version_id)
+                if closing is not None:
+                    closing.tx_to = tx_to
+                    self.passages.close(version_id, tx_to)
+            for edge_id, tx_to in batch.closed_edges:
+                ending = self._edges.get(edge_id)
+                if ending is not None:
+                    ending.tx_to = tx_to
+
+    def compact(self) -> None:
+        """Merge the lexical indexes' segments (after a bulk build)."""
+        self.passages.compact()
+        self.documents.compact()
+
+    def count_tokens(self, key: CoordKey, model: str) -> int | None:
+        """A cached exact token count of a span under ``model``'s tokenizer, or None."""
+        return self._tokens.get((model, key))
+
+    def remember_tokens(self, counts: Mapping[tuple[str, CoordKey], int]) -> None:
+        """Cache exact token counts by ``(model, span)`` (a span's text never changes)."""
+        with self._lock:
+            self._tokens.update(counts)
+
+    # ---------------------------------------------------------------- reads
+
+    def source_of_document(self, row_id: int) -> str | None:
+        """The source id of a document row (a source version row id)."""
+        return self._source_of_row.get(row_id)
+
+    def document_row(self, source_id: str, tx_us: int) -> int | None:
+        """The row id of the version of ``source_id`` current at ``tx_us``, or None."""
+        for row_id, tx_from, tx_to in reversed(self._rows_of_source.get(source_id, ())):
+            if tx_from <= tx_us < tx_to:
+                return row_id
+        return None
+
+    def document_terms(self, source_id: str, tx_us: int) -> frozenset[str]:
+        """The analysed terms of the document's version current at ``tx_us``."""
+        row = self.document_row(source_id, tx_us)
+        return frozenset() if row is None else self.documents.row_terms(row)
+
+    def version(self, version_id: int) -> CatalogVersion | None:
+        """The catalog entry of a node version."""
+        return self._versions.get(version_id)
+
+    def live_version(self, node_id: str, valid_us: int, tx_us: int) -> CatalogVersion | None:
+        """The version of ``node_id`` live at ``(valid_us, tx_us)``, or None."""
+        for version in reversed(self._by_node.get(node_id, ())):
+            if version.live(valid_us, tx_us):
+                return version
+        return None
+
+    def live_nodes_of(self, source_id: str, valid_us: int, tx_us: int) -> list[CatalogVersion]:
+        """The node versions live at ``(valid_us, tx_us)`` that cite ``source_id`` first, in
+        version id order."""
+        return [v for v in self._by_source.get(source_id, ()) if v.live(valid_us, tx_us)]
+
+    def span(self, key: CoordKey) -> SpanInfo | None:
+        """Kind and estimate of a span, or None when it was never seen."""
+        return self._spans.get(key)
+
+    def neighbours(
+        self, nodes: Iterable[CatalogVersion], valid_us: int, tx_us: int
+    ) -> list[tuple[CatalogVersion, CatalogVersion, float]]:
+        """``(node in the set, node elsewhere, edge weight)`` for every edge live at
+        ``(valid_us, tx_us)`` that joins a node of ``nodes`` to a live node of another source,
+        in either direction. Each pair once, with its heaviest edge; sorted by the pair's
+        version ids."""
+        given = {v.node_id: v for v in nodes}
+        best: dict[tuple[int, int], tuple[CatalogVersion, CatalogVersion, float]] = {}
+        for node_id, version in given.items():
+            for edge, other_id in (
+                *((e, e.dst) for e in self._out.get(node_id, ())),
+                *((e, e.src) for e in self._in.get(node_id, ())),
+            ):
+                if not edge.live(valid_us, tx_us):
+                    continue
+                other = self.live_version(other_id, valid_us, tx_us)
+                if other is None or other.source is None or other.source == version.source:
+                    continue
+                key = (version.version_id, other.version_id)
+                if key not in best or edge.weight > best[key][2]:
+                    best[key] = (version, other, edge.weight)
+        return [best[k] for k in sorted(best)]

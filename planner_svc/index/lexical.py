@@ -1,0 +1,538 @@
+"""BM25 over bitemporal rows, with corpus statistics taken as of the query's time.
+
+Rows are versions (of nodes, or of whole source documents) with a valid interval
+``[valid_from, valid_to)`` and a transaction interval ``[tx_from, tx_to)`` in microseconds.
+A query at ``(valid_us, tx_us)`` sees only the rows live there, and so do its statistics: the
+number of rows ``N``, their mean length and each term's document frequency are those of the
+live rows. A later write therefore never changes the scores of a plan as of an earlier time.
+
+Scoring is Okapi BM25 (Robertson and Zaragoza, "The Probabilistic Relevance Framework: BM25
+and Beyond", 2009) with Lucene's non-negative idf::
+
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score(r, q) = sum over the distinct terms t of q, in code point order, of
+                  idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(r) / mean_len))
+
+Every operation is exactly rounded and runs in a fixed order (``ln`` is
+:func:`planner_svc.core.exactmath.ln`; lengths are summed as integers), so a score is the same
+bits on every machine.
+
+Storage: immutable segments of postings (term -> positions and term frequencies, and
+position -> terms, both in CSR form), merged in tiers of similar size as rows arrive, plus
+per-row columns (length and intervals) that grow by doubling. A query takes one snapshot (the
+segment list and the row count) and never sees a half-added batch; queries run from any number
+of threads while one thread adds rows or closes intervals.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner_svc.core.exactmath import ln
+
+__all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView"]
+
+OPEN = int(np.iinfo(np.int64).max)
+"""The upper bound stored for an open interval."""
+
+Int64s = npt.NDArray[np.int64]
+Float64s = npt.NDArray[np.float64]
+_MERGE_FANOUT = 4
+"""Segments of one size tier (size class ``floor(log4 rows)``) merged together."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LexicalRow:
+    """One version to index.
+
+    Attributes:
+        row_id: a unique, stable id (a node version id, a source version number).
+        terms: its analysed terms, repeats kept (:func:`planner_svc.index.analysis.analyze`).
+        valid_from_us, valid_to_us: valid interval, microseconds; ``valid_to_us`` None = open.
+        tx_from_us, tx_to_us: transaction interval, microseconds; None = open.
+    """
+
+    row_id: int
+    terms: Sequence[str]
+    valid_from_us: int
+    valid_to_us: int | None
+    tx_from_us: int
+    tx_to_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """Postings of a contiguous range of positions ``[first, first + rows)``.
+
+    ``term_ptr[i]:term_ptr[i+1]`` slices ``term_rows``/``term_tf`` for the i-th entry of
+    ``term_ids`` (ascending); ``row_ptr[p - first]:row_ptr[p - first + 1]`` slices
+    ``row_terms`` (ascending term ids) and ``row_tf`` (their frequencies) for position ``p``.
+    """
+
+    first: int
+    rows: int
+    term_ids: Int64s
+    term_ptr: Int64s
+    term_rows: Int64s
+    term_tf: Int64s
+    row_ptr: Int64s
+    row_terms: Int64s
+    row_tf: Int64s
+    lookup: dict[int, tuple[int, int]]
+
+    def postings(self, tid: int) -> tuple[Int64s, Int64s] | None:
+        span = self.lookup.get(tid)
+        if span is None:
+            return None
+        return self.term_rows[span[0] : span[1]], self.term_tf[span[0] : span[1]]
+
+    def terms_of(self, position: int) -> tuple[Int64s, Int64s]:
+        """The term ids of a position (ascending) and their frequencies."""
+        i = position - self.first
+        lo, hi = int(self.row_ptr[i]), int(self.row_ptr[i + 1])
+        return self.row_terms[lo:hi], self.row_tf[lo:hi]
+
+
+def _build(first: int, per_row: Sequence[dict[int, int]]) -> _Segment:
+    """A segment from per-row ``term id -> tf`` maps for positions ``first, first + 1, ...``."""
+    tids: list[int] = []
+    rows: list[int] = []
+    tfs: list[int] = []
+    row_ptr = [0]
+    row_terms: list[int] = []
+    row_tf: list[int] = []
+    for offset, counts in enumerate(per_row):
+        ordered = sorted(counts)
+        row_terms.extend(ordered)
+        row_tf.extend(counts[t] for t in ordered)
+        row_ptr.append(len(row_terms))
+        for tid in ordered:
+            tids.append(tid)
+            rows.append(first + offset)
+            tfs.append(counts[tid])
+    return _pack(first, len(per_row), np.asarray(tids, dtype=np.int64),
+                 np.asarray(rows, dtype=np.int64), np.asarray(tfs, dtype=np.int64),
+                 np.asarray(row_ptr, dtype=np.int64), np.asarray(row_terms, dtype=np.int64),
+                 np.asarray(row_tf, dtype=np.int64))
+
+
+def _pack(first: int, n_rows: int, tids: Int64s, rows: Int64s, tfs: Int64s,
+          row_ptr: Int64s, row_terms: Int64s, row_tf: Int64s) -> _Segment:
+    order = np.lexsort((rows, tids))
+    tids, rows, tfs = tids[order], rows[order], tfs[order]
+    if tids.shape[0]:
+        first_of = np.empty(tids.shape[0], dtype=np.bool_)
+        first_of[0] = True
+        np.not_equal(tids[1:], tids[:-1], out=first_of[1:])
+        starts = np.flatnonzero(first_of)
+        unique = tids[starts]
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+        unique = tids
+    ptr = np.append(starts, tids.shape[0]).astype(np.int64)
+    lookup = dict(zip(unique.tolist(), zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True),
+                      strict=True))
+    return _Segment(first=first, rows=n_rows, term_ids=unique.astype(np.int64), term_ptr=ptr,
+                    term_rows=rows, term_tf=tfs, row_ptr=row_ptr, row_terms=row_terms,
+                    row_tf=row_tf, lookup=lookup)
+
+
+def _merge(segments: Sequence[_Segment]) -> _Segment:
+    """One segment holding the postings of consecutive ``segments``."""
+    tids = np.concatenate([np.repeat(s.term_ids, np.diff(s.term_ptr)) for s in segments])
+    rows = np.concatenate([s.term_rows for s in segments])
+    tfs = np.concatenate([s.term_tf for s in segments])
+    row_terms = np.concatenate([s.row_terms for s in segments])
+    row_tf = np.concatenate([s.row_tf for s in segments])
+    ptrs = [segments[0].row_ptr]
+    offset = int(segments[0].row_ptr[-1])
+    for s in segments[1:]:
+        ptrs.append(s.row_ptr[1:] + offset)
+        offset += int(s.row_ptr[-1])
+    n_rows = sum(s.rows for s in segments)
+    return _pack(segments[0].first, n_rows, tids, rows, tfs, np.concatenate(ptrs), row_terms,
+                 row_tf)
+
+
+def _distinct(values: Int64s) -> Int64s:
+    """Sorted distinct values (a sort and a neighbour comparison)."""
+    ordered = np.sort(values)
+    if ordered.shape[0] < 2:
+        return ordered
+    keep = np.empty(ordered.shape[0], dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+class _Column:
+    """A growable int64 column (doubling). Readers keep the array they read: growth copies
+    into a new array, so an old reference stays valid."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data = np.zeros(1024, dtype=np.int64)
+
+    def put(self, at: int, values: Sequence[int]) -> None:
+        need = at + len(values)
+        if need > self.data.shape[0]:
+            grown = np.zeros(max(need, 2 * self.data.shape[0]), dtype=np.int64)
+            grown[:at] = self.data[:at]
+            self.data = grown
+        self.data[at:need] = values
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    size: int
+    segments: tuple[_Segment, ...]
+    row_ids: Int64s
+    lengths: Int64s
+    valid_from: Int64s
+    valid_to: Int64s
+    tx_from: Int64s
+    tx_to: Int64s
+
+
+@dataclass(frozen=True, slots=True)
+class _Stats:
+    """The rows live at one as-of point: a mask over positions, their number, mean length."""
+
+    live: npt.NDArray[np.bool_]
+    count: int
+    mean_length: float
+
+
+class LexicalIndex:
+    """BM25 over bitemporal rows (see the module docstring).
+
+    Args:
+        k1: term-frequency saturation, > 0 (default 1.2).
+        b: length normalisation, in [0, 1] (default 0.75).
+    """
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._lock = threading.Lock()
+        self._positions: dict[int, int] = {}
+        self._columns = {name: _Column() for name in
+                         ("row_ids", "lengths", "valid_from", "valid_to", "tx_from", "tx_to")}
+        self._terms: dict[str, int] = {}
+        self._names: list[str] = []
+        self._segments: tuple[_Segment, ...] = ()
+        self._size = 0
+        self._max_event = -OPEN - 1  # the largest finite interval bound
+        self._current: _Stats | None = None  # statistics past every event, while unchanged
+
+    # ---------------------------------------------------------------- writes
+
+    def __len__(self) -> int:
+        """Number of rows indexed (live or not)."""
+        return self._size
+
+    def __contains__(self, row_id: object) -> bool:
+        return row_id in self._positions
+
+    def add(self, rows: Iterable[LexicalRow]) -> int:
+        """Index ``rows``; a row id already indexed is skipped. Returns the number added."""
+        with self._lock:
+            fresh: list[LexicalRow] = []
+            seen: set[int] = set()
+            for row in rows:
+                if row.row_id not in self._positions and row.row_id not in seen:
+                    seen.add(row.row_id)
+                    fresh.append(row)
+            if not fresh:
+                return 0
+            base = self._size
+            per_row: list[dict[int, int]] = []
+            for offset, row in enumerate(fresh):
+                self._positions[row.row_id] = base + offset
+                counts: dict[int, int] = {}
+                for term in row.terms:
+                    tid = self._terms.get(term)
+                    if tid is None:
+                        tid = self._terms[term] = len(self._names)
+                        self._names.append(term)
+                    counts[tid] = counts.get(tid, 0) + 1
+                per_row.append(counts)
+                for bound in (row.valid_from_us, row.valid_to_us, row.tx_from_us, row.tx_to_us):
+                    if bound is not None and bound > self._max_event:
+                        self._max_event = bound
+            cols = self._columns
+            cols["row_ids"].put(base, [r.row_id for r in fresh])
+            cols["lengths"].put(base, [len(r.terms) for r in fresh])
+            cols["valid_from"].put(base, [r.valid_from_us for r in fresh])
+            cols["valid_to"].put(base, [OPEN if r.valid_to_us is None else r.valid_to_us
+                                        for r in fresh])
+            cols["tx_from"].put(base, [r.tx_from_us for r in fresh])
+            cols["tx_to"].put(base, [OPEN if r.tx_to_us is None else r.tx_to_us for r in fresh])
+            self._segments = self._tiered((*self._segments, _build(base, per_row)))
+            self._current = None
+            self._size = base + len(fresh)  # published last
+        return len(fresh)
+
+    @staticmethod
+    def _tiered(segments: tuple[_Segment, ...]) -> tuple[_Segment, ...]:
+        """Merge the newest run of segments while ``_MERGE_FANOUT`` of one size tier end it."""
+        out = list(segments)
+        while len(out) >= _MERGE_FANOUT:
+            tail = out[-_MERGE_FANOUT:]
+            tiers = {max(s.rows, 1).bit_length() // 2 for s in tail}
+            if len(tiers) != 1:
+                break
+            out[-_MERGE_FANOUT:] = [_merge(tail)]
+        return tuple(out)
+
+    def compact(self) -> None:
+        """Merge every segment into one (after a bulk build: fewer segments, faster queries)."""
+        with self._lock:
+            if len(self._segments) > 1:
+                self._segments = (_merge(self._segments),)
+
+    def close(self, row_id: int, tx_to_us: int) -> bool:
+        """End a row's transaction interval at ``tx_to_us`` (a superseded or retired version).
+
+        Returns False when the row is unknown.
+        """
+        with self._lock:
+            position = self._positions.get(row_id)
+            if position is None:
+                return False
+            self._columns["tx_to"].data[position] = tx_to_us
+            self._max_event = max(self._max_event, tx_to_us)
+            self._current = None
+            return True
+
+    # ---------------------------------------------------------------- reads
+
+    def view(self, *, valid_us: int, tx_us: int) -> LexicalView:
+        """A read view as of ``(valid_us, tx_us)``: one snapshot of the rows, their
+        statistics, and document frequencies cached for the view's life (one plan)."""
+        with self._lock:
+            size = self._size
+            cols = {name: col.data[:size] for name, col in self._columns.items()}
+            snap = _Snapshot(size=size, segments=self._segments, **cols)
+        return LexicalView(self, snap, valid_us, tx_us)
+
+    def _stats(self, snap: _Snapshot, valid_us: int, tx_us: int) -> _Stats:
+        current = self._current
+        past_events = valid_us >= self._max_event and tx_us >= self._max_event
+        if past_events and current is not None and current.live.shape[0] == snap.size:
+            return current
+        live = ((snap.valid_from <= valid_us) & (snap.valid_to > valid_us)
+                & (snap.tx_from <= tx_us) & (snap.tx_to > tx_us))
+        count = int(np.count_nonzero(live))
+        total = int(snap.lengths[live].sum(dtype=np.int64))  # exact integer sum
+        stats = _Stats(live=live, count=count, mean_length=total / count if count else 0.0)
+        if past_events:
+            self._current = stats
+        return stats
+
+    def search(self, terms: Sequence[str], *, valid_us: int, tx_us: int,
+               limit: int) -> list[tuple[int, float]]:
+        """:meth:`LexicalView.search` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).search(terms, limit=limit)
+
+    def score_rows(self, terms: Sequence[str], row_ids: Iterable[int], *, valid_us: int,
+                   tx_us: int) -> dict[int, float]:
+        """:meth:`LexicalView.score_rows` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).score_rows(terms, row_ids)
+
+    def idf(self, term: str, *, valid_us: int, tx_us: int) -> float:
+        """:meth:`LexicalView.idf` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).idf(term)
+
+    def frequencies(self, terms: Iterable[str], *, valid_us: int, tx_us: int
+                    ) -> tuple[int, dict[str, int]]:
+        """:meth:`LexicalView.frequencies` in a view of its own."""
+        return self.view(valid_us=valid_us, tx_us=tx_us).frequencies(terms)
+
+    def row_terms(self, row_id: int) -> frozenset[str]:
+        """The distinct analysed terms a row holds (empty for an unknown row)."""
+        position = self._positions.get(row_id)
+        if position is None:
+            return frozenset()
+        for segment in self._segments:
+            if segment.first <= position < segment.first + segment.rows:
+                return frozenset(self._names[int(t)] for t in segment.terms_of(position)[0])
+        return frozenset()
+
+
+class LexicalView:
+    """Reads of a :class:`LexicalIndex` as of one ``(valid_us, tx_us)``, over one snapshot
+    (rows added later are not seen). Document frequencies and idfs are computed once per term.
+    Not thread-safe: one view per plan."""
+
+    def __init__(self, index: LexicalIndex, snap: _Snapshot, valid_us: int, tx_us: int) -> None:
+        self._index = index
+        self._snap = snap
+        self._stats = index._stats(snap, valid_us, tx_us)
+        self._df: dict[int, int] = {}
+        self._idf: dict[int, float] = {}
+        self._postings_of: dict[int, tuple[Int64s, Int64s]] = {}
+        self._firsts = [s.first for s in snap.segments]
+
+    @property
+    def live_rows(self) -> int:
+        """Number of rows live in the view."""
+        return self._stats.count
+
+    def _term_ids(self, terms: Iterable[str]) -> list[tuple[str, int]]:
+        """The known distinct ``terms`` with their ids, in code point order (the order their
+        contributions are added in: it depends on the terms alone, not on indexing order)."""
+        known = self._index._terms
+        return [(t, tid) for t in sorted(set(terms)) if (tid := known.get(t)) is not None]
+
+    def _postings(self, tid: int) -> tuple[Int64s, Int64s]:
+        """Live positions holding term ``tid`` and their term frequencies, ascending."""
+        parts = [p for s in self._snap.segments if (p := s.postings(tid)) is not None]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        rows = np.concatenate([r for r, _ in parts]) if len(parts) > 1 else parts[0][0]
+        tfs = np.concatenate([t for _, t in parts]) if len(parts) > 1 else parts[0][1]
+        keep = self._stats.live[rows[rows < self._snap.size]] if rows.shape[0] else rows
+        if rows.shape[0] and rows[-1] >= self._snap.size:  # rows added after the snapshot
+            inside = rows < self._snap.size
+            rows, tfs = rows[inside], tfs[inside]
+        return rows[keep], tfs[keep]
+
+    def _live_postings(self, tid: int) -> tuple[Int64s, Int64s]:
+        """:meth:`_postings`, kept for the view's life."""
+        found = self._postings_of.get(tid)
+        if found is None:
+            found = self._postings_of[tid] = self._postings(tid)
+            self._df.setdefault(tid, int(found[0].shape[0]))
+        return found
+
+    def _term_idf(self, tid: int) -> float:
+        value = self._idf.get(tid)
+        if value is None:
+            df = self._df.get(tid)
+            if df is None:
+                df = int(self._live_postings(tid)[0].shape[0])
+            value = self._idf[tid] = ln(1.0 + (self._stats.count - df + 0.5) / (df + 0.5))
+        return value
+
+    def _norms(self, positions: Int64s) -> Float64s:
+        index = self._index
+        lengths = self._snap.lengths[positions].astype(np.float64)
+        return index.k1 * (1.0 - index.b + index.b * (lengths / self._stats.mean_length))
+
+    def search(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` best live rows for query ``terms`` (repeats ignored).
+
+        Returns:
+            ``(row_id, score)`` pairs, score descending, ties by row id ascending; rows holding
+            no query term are absent.
+        """
+        if self._snap.size == 0 or limit <= 0 or self._stats.count == 0:
+            return []
+        k1 = self._index.k1
+        parts = []
+        for _term, tid in self._term_ids(terms):
+            rows, tfs = self._live_postings(tid)
+            if rows.shape[0]:
+                tf = tfs.astype(np.float64)
+                values = self._term_idf(tid) * (tf * (k1 + 1.0) / (tf + self._norms(rows)))
+                parts.append((rows, values))
+        if not parts:
+            return []
+        positions = _distinct(np.concatenate([rows for rows, _ in parts]))
+        scores = np.zeros(positions.shape[0], dtype=np.float64)
+        for rows, values in parts:  # term by term, in term order: a fixed order of additions
+            scores[np.searchsorted(positions, rows)] += values
+        ids = self._snap.row_ids[positions]
+        if positions.shape[0] > limit:
+            cut = positions.shape[0] - limit
+            keep = scores >= np.partition(scores, cut)[cut]
+            ids, scores = ids[keep], scores[keep]
+        order = np.lexsort((ids, -scores))[:limit]
+        return [(int(ids[i]), float(scores[i])) for i in order]
+
+    def score_rows(self, terms: Sequence[str], row_ids: Iterable[int]) -> dict[int, float]:
+        """BM25 of the given rows that are live and hold a query term (the same bits
+        :meth:`search` gives them: the same operations, term by term in the same order):
+        ``row_id -> score``, in the order of ``row_ids``."""
+        if self._stats.count == 0:
+            return {}
+        query = self._term_ids(terms)
+        if not query:
+            return {}
+        known = self._index._positions
+        size = self._snap.size
+        live = self._stats.live
+        ids: list[int] = []
+        where: list[int] = []
+        for row_id in row_ids:
+            position = known.get(row_id)
+            if position is not None and position < size and live[position]:
+                ids.append(row_id)
+                where.append(position)
+        if not ids:
+            return {}
+        positions = np.asarray(where, dtype=np.int64)
+        norms = self._norms(positions)
+        k1 = self._index.k1
+        scores = np.zeros(positions.shape[0], dtype=np.float64)
+        hit = np.zeros(positions.shape[0], dtype=np.bool_)
+        for _term, tid in query:  # term by term, in term order, as search adds them
+            rows, tfs = self._live_postings(tid)
+            if not rows.shape[0]:
+                continue
+            at = np.minimum(np.searchsorted(rows, positions), rows.shape[0] - 1)
+            found = rows[at] == positions
+            if not found.any():
+                continue
+            tf = tfs[at[found]].astype(np.float64)
+            scores[found] += self._term_idf(tid) * (tf * (k1 + 1.0) / (tf + norms[found]))
+            hit |= found
+        return {row_id: float(score) for row_id, score, held
+                in zip(ids, scores.tolist(), hit.tolist(), strict=True) if held}
+
+    def frequencies(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """The number of live rows, and how many of them hold each analysed term (0 for a term
+        none holds)."""
+        out: dict[str, int] = {}
+        known = self._index._terms
+        for term in sorted(set(terms)):
+            tid = known.get(term)
+            if tid is None:
+                out[term] = 0
+                continue
+            df = self._df.get(tid)
+            if df is None:
+                df = int(self._live_postings(tid)[0].shape[0])
+            out[term] = df
+        return self._stats.count, out
+
+    def idf(self, term: str) -> float:
+        """The idf of an analysed ``term`` among the live rows; a term no live row holds gets
+        the largest, ``ln(1 + (N + 0.5) / 0.5)``."""
+        tid = self._index._terms.get(term)
+        if tid is None:
+            return ln(1.0 + (self._stats.count + 0.5) / 0.5)
+        return self._term_idf(tid)
+
+    def held_terms(self, row_ids: Iterable[int]) -> set[str]:
+        """The distinct analysed terms the given rows hold together (rows outside the
+        view's snapshot hold none)."""
+        known = self._index._positions
+        held: set[int] = set()
+        for row_id in row_ids:
+            position = known.get(row_id)
+            if position is None or position >= self._snap.size:
+                continue
+            segment = self._snap.segments[bisect.bisect_right(self._firsts, position) - 1]
+            held.update(segment.terms_of(position)[0].tolist())
+        names = self._index._names
+        return {names[t] for t in held}

@@ -1,0 +1,93 @@
+"""What a question asks: its terms, and the parts a multi-part question has.
+
+A comparison or choice ("Which is older: the Cupertino iPhone maker or Jeff Bezos's e-commerce
+company?", "Which river runs farther, the Mississippi or the Rio Grande?") names two or more
+alternatives, each of which needs evidence of its own; a plan should carry a span for every
+one of them even at a small budget. :func:`question_parts` finds the alternatives of a final
+``A or B`` (or ``A, B or C``; ``vs`` and ``versus`` join alternatives too) list set off by a
+colon or a comma, of a leading ``A or B:`` list, and of a leading ``Between A and B,``, and
+returns one sub-question per alternative: the question's head ("Which is older") followed by
+that alternative. A yes/no comparison ("Is A older than B?") has two parts: its words up to the
+comparative ("Is A older"), and what follows ``than`` with the comparative ("B older").
+Questions of other shapes have no parts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from planner_svc.index.analysis import query_terms
+
+__all__ = ["Question", "analyze_question", "question_parts"]
+
+_OR = re.compile(r"\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
+_BETWEEN = re.compile(r"^(?:of\s+|between\s+)(.+?)\s+and\s+(.+?),\s*(.+)$", re.IGNORECASE)
+_LIST_SEP = re.compile(r",\s*|\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
+_THAN = re.compile(
+    r"^((?:is|was|are|were|does|did|do|has|have|had|can|could)\s+.+?\s+(\w+))\s+than\s+(.+)$",
+    re.IGNORECASE)
+MAX_PARTS = 8
+"""Most alternatives kept (a longer list is not a comparison)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Question:
+    """An analysed question.
+
+    Attributes:
+        text: the question as asked.
+        terms: its distinct analysed terms (:func:`planner_svc.index.analysis.query_terms`).
+        parts: sub-questions of a multi-part question (empty for a single-part one).
+    """
+
+    text: str
+    terms: tuple[str, ...]
+    parts: tuple[str, ...]
+
+
+def question_parts(question: str) -> list[str]:
+    """The sub-questions of a comparison or choice, one per alternative (see the module
+    docstring); ``[]`` when the question lists no alternatives."""
+    text = question.strip().rstrip("?!. ").strip()
+    than = _THAN.match(text)
+    if than:  # "Is A older than B?"
+        left, comparative, right = (g.strip() for g in than.groups())
+        return [left, f"{right} {comparative}"] if right else []
+    between = _BETWEEN.match(text)
+    if between:  # "Between A and B, which ...?"
+        first, second, head = (g.strip() for g in between.groups())
+        return [f"{head} {first}", f"{head} {second}"] if first and second and head else []
+    ors = list(_OR.finditer(text))
+    if not ors:
+        return []
+    last = ors[-1]
+    right = text[last.end() :].strip()
+    if ":" in right:  # "A or B: which ...?"
+        right, head = (x.strip() for x in right.split(":", 1))
+        alternatives = [a.strip() for a in _LIST_SEP.split(text[: last.start()]) if a.strip()]
+        alternatives.append(right)
+        if not head or not right or not 2 <= len(alternatives) <= MAX_PARTS:
+            return []
+        return [f"{head} {alternative}" for alternative in alternatives]
+    before = text[: last.start()].rstrip().rstrip(",").rstrip()
+    colon = before.rfind(":")
+    if colon >= 0:
+        head, listed = before[:colon], before[colon + 1 :]
+    else:
+        comma = before.rfind(",")
+        if comma < 0:
+            return []
+        head, listed = before[:comma], before[comma + 1 :]
+    alternatives = [a.strip() for a in _LIST_SEP.split(listed) if a.strip()]
+    alternatives.append(right)
+    head = head.strip()
+    if not head or not right or not 2 <= len(alternatives) <= MAX_PARTS:
+        return []
+    return [f"{head} {alternative}" for alternative in alternatives]
+
+
+def analyze_question(text: str) -> Question:
+    """Terms and parts of ``text``."""
+    return Question(text=text, terms=tuple(query_terms(text)),
+                    parts=tuple(question_parts(text)))

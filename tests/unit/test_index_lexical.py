@@ -1,0 +1,127 @@
+"""The lexical index: BM25 equal to a brute-force computation, statistics as of the query."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import pytest
+
+from planner_svc.core.exactmath import ln
+from planner_svc.index.analysis import analyze, query_terms
+from planner_svc.index.lexical import LexicalIndex, LexicalRow
+
+WORDS = ["river", "sea", "capital", "city", "mountain", "lake", "desert", "island", "empire",
+         "king", "war", "bridge"]
+
+
+def _row(row_id: int, text: str, *, valid: tuple[int, int | None] = (0, None),
+         tx: tuple[int, int | None] = (0, None)) -> LexicalRow:
+    return LexicalRow(row_id=row_id, terms=analyze(text), valid_from_us=valid[0],
+                      valid_to_us=valid[1], tx_from_us=tx[0], tx_to_us=tx[1])
+
+
+def _brute(rows: list[LexicalRow], query: list[str], v: int, t: int,
+           k1: float = 1.2, b: float = 0.75) -> dict[int, float]:
+    live = [r for r in rows
+            if r.valid_from_us <= v and (r.valid_to_us is None or r.valid_to_us > v)
+            and r.tx_from_us <= t and (r.tx_to_us is None or r.tx_to_us > t)]
+    if not live:
+        return {}
+    mean = sum(len(r.terms) for r in live) / len(live)
+    out: dict[int, float] = {}
+    for r in live:
+        counts = Counter(r.terms)
+        score, hit = 0.0, False
+        for term in sorted(set(query)):
+            if term not in counts:
+                continue
+            df = sum(1 for x in live if term in x.terms)
+            idf = ln(1.0 + (len(live) - df + 0.5) / (df + 0.5))
+            tf = counts[term]
+            score += idf * (tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * (len(r.terms) / mean))))
+            hit = True
+        if hit:
+            out[r.row_id] = score
+    return out
+
+
+def test_scores_equal_brute_force_at_random_as_of_points() -> None:
+    rng = random.Random(5)
+    rows = []
+    for i in range(300):
+        words = rng.choices(WORDS, k=rng.randint(1, 12))
+        vf = rng.randint(0, 50)
+        tf = rng.randint(0, 50)
+        rows.append(_row(i, " ".join(words),
+                         valid=(vf, rng.choice([None, vf + rng.randint(1, 30)])),
+                         tx=(tf, rng.choice([None, tf + rng.randint(1, 30)]))))
+    index = LexicalIndex()
+    for start in range(0, 300, 17):  # many small batches: segments merge in tiers
+        index.add(rows[start : start + 17])
+    assert len(index) == 300
+    for _ in range(40):
+        v, t = rng.randint(0, 90), rng.randint(0, 90)
+        query = query_terms(" ".join(rng.sample(WORDS, 3)))
+        expected = _brute(rows, query, v, t)
+        got = index.search(query, valid_us=v, tx_us=t, limit=1000)
+        assert dict(got) == pytest.approx(expected, rel=0, abs=0)  # bit for bit
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        some = rng.sample(range(300), 20)
+        assert index.score_rows(query, some, valid_us=v, tx_us=t) == {
+            i: s for i, s in expected.items() if i in some
+        }
+
+
+def test_limit_keeps_the_best_and_breaks_ties_by_row_id() -> None:
+    index = LexicalIndex()
+    index.add([_row(i, "river sea") for i in (5, 3, 9, 1)] + [_row(7, "river")])
+    got = index.search(["river", "sea"], valid_us=0, tx_us=0, limit=3)
+    assert [i for i, _ in got] == [1, 3, 5]
+    assert got[0][1] == got[1][1] == got[2][1]
+
+
+def test_a_later_write_never_changes_an_earlier_as_of_score() -> None:
+    index = LexicalIndex()
+    index.add([_row(1, "river delta", tx=(10, None)), _row(2, "mountain", tx=(10, None))])
+    before = index.search(["river"], valid_us=0, tx_us=15, limit=10)
+    index.add([_row(3, "river river sea", tx=(20, None))])
+    assert index.close(2, 20)
+    assert index.search(["river"], valid_us=0, tx_us=15, limit=10) == before
+    after = index.search(["river"], valid_us=0, tx_us=25, limit=10)
+    assert [i for i, _ in after] == [3, 1]
+    assert dict(after)[1] != dict(before)[1]  # two live rows hold "river" now, one mountain gone
+
+
+def test_idf_of_an_unknown_term_is_the_largest() -> None:
+    index = LexicalIndex()
+    index.add([_row(1, "river"), _row(2, "sea"), _row(3, "river sea")])
+    unknown = index.idf("zebra", valid_us=0, tx_us=0)
+    assert unknown == ln(1.0 + 3.5 / 0.5)
+    assert unknown > index.idf("river", valid_us=0, tx_us=0)
+    assert math.isclose(index.idf("river", valid_us=0, tx_us=0), math.log(1 + 1.5 / 2.5))
+
+
+def test_row_terms_and_duplicates() -> None:
+    index = LexicalIndex()
+    assert index.add([_row(1, "Rivers and seas"), _row(1, "ignored")]) == 1
+    assert index.add([_row(1, "again")]) == 0
+    assert index.row_terms(1) == frozenset({"river", "sea"})
+    assert index.row_terms(99) == frozenset()
+    assert index.search(["again"], valid_us=0, tx_us=0, limit=5) == []
+
+
+def test_a_view_reads_one_snapshot() -> None:
+    index = LexicalIndex()
+    index.add([_row(1, "river delta"), _row(2, "sea")])
+    view = index.view(valid_us=0, tx_us=0)
+    before = view.search(["river"], limit=10)
+    index.add([_row(3, "river river")])  # after the view: neither seen nor counted
+    assert view.search(["river"], limit=10) == before
+    assert view.score_rows(["river"], [3, 1]) == dict(before)
+    assert view.frequencies(["river", "zebra"]) == (2, {"river": 1, "zebra": 0})
+    assert view.held_terms([1, 2, 3]) == {"river", "delta", "sea"}
+    fresh = index.view(valid_us=0, tx_us=0)
+    assert fresh.live_rows == 3
+    assert [i for i, _ in fresh.search(["river"], limit=10)] == [3, 1]

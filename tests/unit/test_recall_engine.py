@@ -1,0 +1,136 @@
+"""Phase A over the catalog: documents, hops, passages and the absolute evidence measure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from planner_svc.core.model import SpanRef
+from planner_svc.embed import HashingEmbedder
+from planner_svc.index.catalog import Catalog, CatalogBatch
+from planner_svc.recall.engine import EngineQuery, Recalled, measure_evidence, recall_documents
+from planner_svc.recall.settings import RecallSettings
+from planner_svc.store import Edge, NodeVersion, SourceVersionRow
+
+T = 1_000
+LATER = 2_000
+DOCS = {
+    "dacians": ["Dacians. An ancient Indo-European people of the Carpathian region.",
+                "They lived mainly in the present-day countries of Romania and Moldova."],
+    "romania": ["Romania. A country in Southeast Europe on the Black Sea.",
+                "It borders Ukraine, Hungary, Serbia and Bulgaria.",
+                "The capital and largest city is Bucharest."],
+    "moldova": ["Moldova. A landlocked country in Eastern Europe.",
+                "Its capital is Chisinau."],
+    "thracians": ["Thracians. Ancient Indo-European tribes of Southeast Europe."],
+    "apple": ["Apple Inc. An American technology company in Cupertino, founded in 1976."],
+    "amazon": ["Amazon. An American e-commerce company founded by Jeff Bezos in 1994."],
+}
+MENTIONS = [("dacians", 1, "romania"), ("dacians", 1, "moldova"), ("romania", 0, "thracians")]
+
+
+class Semantic:
+    """Brute-force semantic access over hashing-embedded node texts."""
+
+    def __init__(self, texts: Mapping[int, str]) -> None:
+        self.embedder = HashingEmbedder(64)
+        self.stored = {vid: self.embedder.embed([text])[0] for vid, text in texts.items()}
+
+    def embed(self, text: str) -> npt.NDArray[np.float32]:
+        return self.embedder.embed([text])[0]
+
+    def search(self, vector: npt.NDArray[np.float32], k: int
+               ) -> list[tuple[int, npt.NDArray[np.float32]]]:
+        order = sorted(self.stored, key=lambda v: (-float(self.stored[v] @ vector), v))[:k]
+        return [(v, self.stored[v]) for v in order]
+
+    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        return {v: self.stored[v] for v in version_ids if v in self.stored}
+
+
+def _world() -> tuple[Catalog, Semantic, dict[tuple[str, int], int]]:
+    nodes, sources, ids = [], [], {}
+    vid = 0
+    for row, (source, passages) in enumerate(sorted(DOCS.items()), start=1):
+        text = "\n\n".join(passages)
+        sources.append(SourceVersionRow(row_id=row, source_id=source, tx_us=T, text=text))
+        at = 0
+        for ordinal, passage in enumerate(passages):
+            start = len(text[:text.index(passage, at)].encode())
+            end = start + len(passage.encode())
+            at = text.index(passage, at) + len(passage)
+            vid += 1
+            ids[(source, ordinal)] = vid
+            nodes.append(NodeVersion(
+                version_id=vid, node_id=f"psg:{source}:{ordinal}", labels=("passage",),
+                properties={}, text=passage, confidence=1.0,
+                provenance=(SpanRef(source, T, start, end),), valid_from_us=T,
+                valid_to_us=None, tx_from_us=T, tx_to_us=None))
+    edges = [(i, Edge(src=f"psg:{src}:{o}", dst=f"psg:{dst}:0", relation="mentions",
+                      weight=0.8, valid_from_us=T, valid_to_us=None, tx_from_us=T,
+                      tx_to_us=None))
+             for i, (src, o, dst) in enumerate(MENTIONS)]
+    catalog = Catalog()
+    catalog.apply(CatalogBatch(nodes=nodes, edges=edges, sources=sources))
+    return catalog, Semantic({n.version_id: n.text for n in nodes}), ids
+
+
+def _recall(catalog: Catalog, semantic: Semantic, text: str, *, at: int = T,
+            expand: bool = True) -> Recalled:
+    query = EngineQuery(text=text, structured=True, semantic=True, document_k=50,
+                        semantic_k=50, expand_depth=1 if expand else 0, valid_us=at, tx_us=at)
+    return recall_documents(catalog, query, settings=RecallSettings(), semantic=semantic)
+
+
+def test_a_hop_reaches_the_target_and_its_passage_that_answers() -> None:
+    catalog, semantic, ids = _world()
+    question = ("The ancient Indo-European people of the Carpathian region lived in Moldova and "
+                "one other country. What is that country's capital?")
+    got = _recall(catalog, semantic, question)
+    docs = {d.source_id: d for d in got.documents}
+    assert got.documents[0].source_id == "dacians"
+    romania = docs["romania"]
+    assert romania.hop_from == "dacians" and romania.hop > 0.0
+    # within Romania, the passage naming the capital comes first
+    capital = got.nodes[ids[("romania", 2)]]
+    assert capital.rank == 0 and capital.local == 1.0
+    assert capital.score > got.nodes[ids[("romania", 0)]].score
+    # every document's best passage comes before the documents' second passages
+    assert got.nodes[ids[("dacians", 0)]].rank == 0
+    without = _recall(catalog, semantic, question, expand=False)
+    assert all(d.hop == 0.0 for d in without.documents)
+
+
+def test_every_part_of_a_comparison_gets_its_best_document() -> None:
+    catalog, semantic, _ids = _world()
+    question = ("Which company is older: the Cupertino technology company or the e-commerce "
+                "company of Jeff Bezos?")
+    got = _recall(catalog, semantic, question, expand=False)
+    top = [d.source_id for d in got.documents[:2]]
+    assert sorted(top) == ["amazon", "apple"]
+
+
+def test_recall_is_as_of_the_plan() -> None:
+    catalog, semantic, ids = _world()
+    catalog.apply(CatalogBatch(closed_nodes=[(ids[("romania", 2)], LATER)]))
+    question = "What is the capital and largest city of Romania?"
+    now = _recall(catalog, semantic, question, at=LATER, expand=False)
+    then = _recall(catalog, semantic, question, expand=False)
+    assert ids[("romania", 2)] not in now.nodes
+    assert ids[("romania", 2)] in then.nodes
+
+
+def test_evidence_is_the_share_of_the_question_the_best_documents_hold() -> None:
+    catalog, semantic, _ids = _world()
+    answerable = _recall(catalog, semantic, "What is the capital of Moldova?")
+    evidence = measure_evidence(catalog, answerable.question, answerable.best_similarity,
+                                valid_us=T, tx_us=T)
+    assert evidence.coverage == 1.0 and evidence.best_source == "moldova"
+    assert evidence.similarity == pytest.approx(answerable.best_similarity)
+    unknown = _recall(catalog, semantic, "What is the refund window of the Halvorsen web shop?")
+    low = measure_evidence(catalog, unknown.question, unknown.best_similarity, valid_us=T,
+                           tx_us=T)
+    assert low.coverage == 0.0 and low.best_source is None

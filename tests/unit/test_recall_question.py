@@ -1,0 +1,49 @@
+"""Question analysis: the alternatives of a comparison or choice become parts."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_svc.index.analysis import analyze, query_terms
+from planner_svc.recall.question import analyze_question, question_parts
+
+
+@pytest.mark.parametrize(("question", "parts"), [
+    ("Which is closer to Earth: Messier 31 or Messier 33?",
+     ["Which is closer to Earth Messier 31", "Which is closer to Earth Messier 33"]),
+    ("Which river runs farther: the Mississippi from Lake Itasca to its delta, or the Rio "
+     "Grande?",
+     ["Which river runs farther the Mississippi from Lake Itasca to its delta",
+      "Which river runs farther the Rio Grande"]),
+    ("Which was founded earlier, the one in Kyoto or the one in Osaka?",
+     ["Which was founded earlier the one in Kyoto", "Which was founded earlier the one in Osaka"]),
+    ("Which is the oldest: Rome, Athens or Jericho?",
+     ["Which is the oldest Rome", "Which is the oldest Athens", "Which is the oldest Jericho"]),
+    ("Bhutan or Montenegro: which has more inhabitants?",
+     ["which has more inhabitants Bhutan", "which has more inhabitants Montenegro"]),
+    ("Between Dracula and Moby-Dick, which was published first?",
+     ["which was published first Dracula", "which was published first Moby-Dick"]),
+    ("Is the Nile longer than the Amazon?", ["Is the Nile longer", "the Amazon longer"]),
+    ("Was Dracula published earlier than Moby-Dick?",
+     ["Was Dracula published earlier", "Moby-Dick earlier"]),
+    ("Python vs. Java: which is older?", ["which is older Python", "which is older Java"]),
+    ("Which came first, Rome versus Carthage?",
+     ["Which came first Rome", "Which came first Carthage"]),
+    ("Which is older than Rome?", []),
+    ("Who painted the Mona Lisa?", []),
+    ("Was the war fought in 1914 or 1915?", []),
+    ("Is it true or false that water boils at 100 degrees?", []),
+])
+def test_parts(question: str, parts: list[str]) -> None:
+    assert question_parts(question) == parts
+
+
+def test_analysis_stems_drops_stopwords_and_splits_cjk_into_bigrams() -> None:
+    assert analyze("The Capitals of Zambia, 1,370 m deep.") == [
+        "capit", "zambia", "1", "370", "m", "deep"]
+    assert analyze("富士山は静岡県") == ["富士", "士山", "山は", "は静", "静岡", "岡県"]
+    assert analyze("茶") == ["茶"]
+    assert query_terms("Who is it?") == ["who", "is", "it"]  # only stopwords: keep them
+    question = analyze_question("Which is older: Rome or Athens?")
+    assert question.terms == ("older", "rome", "athen")
+    assert len(question.parts) == 2
