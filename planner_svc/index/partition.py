@@ -1,18 +1,35 @@
-"""One vector partition: the node versions whose valid_from falls in one time bucket (and the
-rows read from the store to build partitions).
+"""Vector segments: immutable runs of node-version vectors of one valid-from bucket (and the rows
+read from the store to build them).
 
-A partition is immutable once built. Its rows are sorted by ``(valid_from_us, version_id)``, so
-the rows with ``valid_from_us <= t`` form a prefix ``[0, n)`` and a FAISS ``IDSelectorRange(0, n)``
-on a plain ``IndexFlatIP`` scans exactly that slice (measured: the range selector keeps the
-flat scan's fast path; bitmap selectors and ``IndexIDMap`` lose it). Catching up with new
-vectors builds a new partition (old rows plus new rows, re-sorted) rather than appending in
-place: a memory-mapped FAISS index cannot grow, and readers keep using the old object meanwhile.
+A bucket (one partition of the index) holds one or more segments. Each segment's rows are
+sorted by ``(valid_from_us, version_id)``, so the rows with ``valid_from_us <= t`` form a prefix
+``[0, n)``. A segment keeps:
+
+- its unit vectors as float32, bit for bit as the store's normalised vectors (a memory-mapped
+  ``.npy`` file once persisted): candidates are re-scored and recall re-ranks from these;
+- a compressed copy FAISS scans for candidates, of one of two kinds:
+
+  * ``fp16`` (:data:`KIND_EXACT`): ``IndexScalarQuantizer`` with half-precision codes, half the
+    bytes of float32, scanned with ``IDSelectorRange(0, n)`` for the eligible prefix. Its
+    scores differ from the float32 ones by at most the segment's ``error`` (the largest
+    reconstruction error of a row, plus float32 summation slack), so a search that re-scores
+    its candidates from the float32 vectors can prove that no unfetched row beats them: exact.
+  * ``ivf`` (:data:`KIND_APPROXIMATE`): ``IndexIVFScalarQuantizer`` with the same half-precision
+    codes in ``round(2 * sqrt(n))`` inverted lists (k-means, 10 iterations, on at most 40 rows
+    per list), of which a search scans the :func:`nprobe` nearest, for segments of at least
+    :data:`APPROXIMATE_MIN_ROWS` rows. The eligible prefix is still an exact
+    ``IDSelectorRange``; only rows in lists that are not scanned can be missed, so results are
+    approximate (recall against an exact scan is measured by ``bench/bench_scale.py``).
+
+Segments are never modified: catching up adds a new segment, and small segments are merged into
+larger new ones (:mod:`planner_svc.index.vector_index`); readers keep using the old objects.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import faiss
@@ -27,15 +44,42 @@ NodeIds = npt.NDArray[np.bytes_]
 Int64s = npt.NDArray[np.int64]
 Float32s = npt.NDArray[np.float32]
 
+KIND_EXACT = "fp16"
+"""Half-precision codes; searches over them are exact after re-scoring."""
+KIND_APPROXIMATE = "ivf"
+"""Half-precision codes in inverted lists; searches over them are approximate."""
+APPROXIMATE_MIN_ROWS = 32_768
+"""Segments with at least this many rows get inverted lists; smaller ones are scanned whole
+(exact). The demo corpus (about 20k vectors) stays exact."""
+TRAIN_ROWS_PER_LIST = 40
+"""Rows (evenly spaced) the list centroids are trained on, per list."""
+PROBE_SHARE = 16
+"""A search scans one list in this many (at least :data:`MIN_PROBE`)."""
+MIN_PROBE = 8
+"""Lists a search scans, at least."""
+_SUM_SLACK_ULPS = 4.0
+"""Float32 summation slack per dimension, in units of 2**-24, added to a segment's error."""
+SCAN_SLACK = 1e-4
+"""Bound on the difference between a float32 matrix-product score and the re-scored one."""
+
+
+def _sequence_sorted(version_ids: Int64s) -> tuple[Int64s, Int64s]:
+    order = np.argsort(version_ids, kind="stable").astype(np.int64)
+    return np.ascontiguousarray(version_ids[order]), order
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Partition:
-    """Vectors of one valid-from bucket ``[start_us, start_us + bucket_us)``.
+    """One segment of the vectors of one valid-from bucket ``[start_us, start_us + bucket_us)``.
 
     Attributes:
         bucket: bucket number, ``floor(valid_from_us / bucket_us)``.
         start_us: first microsecond of the bucket (``bucket * bucket_us``).
-        index: ``faiss.IndexFlatIP`` of unit vectors; row ``i`` is position ``i`` below.
+        index: the FAISS index of the codes (``fp16`` or ``ivf``, see the module docstring);
+            row ``i`` is position ``i`` below.
+        kind: :data:`KIND_EXACT` or :data:`KIND_APPROXIMATE`.
+        error: a bound on ``|code score - float32 score|`` of any row for a unit query.
+        stored: float32 ``(n, dim)`` unit vectors (read-only; memory-mapped when loaded).
         version_ids: int64 ``(n,)``, the node version of each row.
         valid_from_us: int64 ``(n,)``, ascending (ties by version id).
         node_ids: UTF-8 bytes ``(n,)``, the node of each row.
@@ -45,22 +89,34 @@ class Partition:
     bucket: int
     start_us: int
     index: Any
+    kind: str
+    error: float
+    stored: Float32s
     version_ids: Int64s
     valid_from_us: Int64s
     node_ids: NodeIds
     stem: str = ""
+    _by_version: tuple[Int64s, Int64s] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_version", _sequence_sorted(self.version_ids))
 
     @property
     def size(self) -> int:
         """Number of rows."""
         return int(self.version_ids.shape[0])
 
+    @property
+    def exact(self) -> bool:
+        """Whether searches of this segment are exact after re-scoring."""
+        return self.kind == KIND_EXACT
+
     def eligible(self, valid_us: int) -> int:
         """Number of leading rows with ``valid_from_us <= valid_us`` (a prefix, rows sorted)."""
         return int(np.searchsorted(self.valid_from_us, valid_us, side="right"))
 
     def search(self, query: Float32s, fetch: int, prefix: int) -> tuple[Float32s, Int64s]:
-        """Top ``fetch`` rows by inner product among rows ``[0, prefix)``.
+        """Top ``fetch`` rows by code score among rows ``[0, prefix)``.
 
         Args:
             query: float32 ``(1, dim)``, unit norm.
@@ -68,36 +124,111 @@ class Partition:
             prefix: rows eligible, ``1 <= prefix <= size``.
 
         Returns:
-            ``(similarities, rows)``: float32 and int64 arrays of length ``fetch`` (fewer only if
-            FAISS reports missing results), similarity descending.
+            ``(code scores, rows)``: float32 and int64 arrays of length ``fetch`` (fewer when
+            FAISS reports missing results, or for ``ivf`` when the scanned lists hold fewer
+            eligible rows), code score descending.
         """
         if prefix >= self.size:
             sims, rows = self.index.search(query, fetch)
         else:
             selector = faiss.IDSelectorRange(0, prefix)  # referenced until the search returns
-            params = faiss.SearchParameters()
+            if self.exact:
+                params = faiss.SearchParameters()
+            else:
+                params = faiss.SearchParametersIVF()
+                params.nprobe = int(self.index.nprobe)
             params.sel = selector
             sims, rows = self.index.search(query, fetch, params=params)
         keep = rows[0] >= 0
         return sims[0][keep], rows[0][keep].astype(np.int64)
 
+    def scan(self, query: Float32s, fetch: int, prefix: int) -> tuple[Float32s, Int64s]:
+        """Like :meth:`search`, but scoring every row of ``[0, prefix)`` from its float32
+        vector (a brute-force scan, for measuring recall); scores within :data:`SCAN_SLACK` of
+        the re-scored ones."""
+        sims = np.asarray(self.stored[:prefix]) @ query[0]
+        top = np.argpartition(-sims, fetch - 1)[:fetch] if fetch < prefix else np.arange(prefix)
+        rows = top[np.argsort(-sims[top], kind="stable")].astype(np.int64)
+        return sims[rows], rows
+
     def vectors(self) -> Float32s:
         """All rows as float32 ``(n, dim)`` (a copy)."""
-        return np.asarray(self.index.reconstruct_n(0, self.size), dtype=np.float32)
+        return np.array(self.stored, dtype=np.float32)
 
     def row_vectors(self, rows: Int64s) -> Float32s:
         """The stored vectors of ``rows`` (int64 ``(m,)``), float32 ``(m, dim)``, bit for bit."""
-        if rows.shape[0] == 0:
-            return np.zeros((0, int(self.index.d)), dtype=np.float32)
-        return np.asarray(
-            self.index.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64)),
-            dtype=np.float32,
-        )
+        return np.asarray(self.stored[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+
+    def rows_of(self, version_ids: Int64s) -> tuple[Int64s, Int64s]:
+        """``(positions in version_ids, rows)`` of the given versions held by this segment."""
+        ordered, order = self._by_version
+        if ordered.shape[0] == 0 or version_ids.shape[0] == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        at = np.searchsorted(ordered, version_ids)
+        at_clipped = np.minimum(at, ordered.shape[0] - 1)
+        hit = ordered[at_clipped] == version_ids
+        return np.flatnonzero(hit).astype(np.int64), order[at_clipped[hit]]
 
 
 def encode_node_ids(node_ids: Sequence[str]) -> NodeIds:
     """Node ids as a fixed-width UTF-8 bytes array (byte order equals code point order)."""
     return np.array([node_id.encode("utf-8") for node_id in node_ids], dtype=np.bytes_)
+
+
+def choose_kind(rows: int) -> str:
+    """The code kind of a segment of ``rows`` vectors."""
+    return KIND_APPROXIMATE if rows >= APPROXIMATE_MIN_ROWS else KIND_EXACT
+
+
+def lists_for(rows: int) -> int:
+    """Inverted lists of an ``ivf`` segment of ``rows`` vectors: ``round(2 * sqrt(rows))``."""
+    return max(1, round(2.0 * math.sqrt(rows)))
+
+
+def nprobe(lists: int) -> int:
+    """Lists an ``ivf`` search scans: one in :data:`PROBE_SHARE`, at least :data:`MIN_PROBE`."""
+    return min(lists, max(MIN_PROBE, lists // PROBE_SHARE))
+
+
+def build_codes(kind: str, vectors: Float32s) -> tuple[Any, float]:
+    """The FAISS index of ``vectors`` (float32 ``(n, dim)``, unit rows, sorted) for ``kind``,
+    and its code error bound (:func:`code_error`)."""
+    n, dim = vectors.shape
+    index: Any
+    if kind == KIND_APPROXIMATE:
+        lists = lists_for(n)
+        index = faiss.IndexIVFScalarQuantizer(
+            faiss.IndexFlatIP(dim), dim, lists, faiss.ScalarQuantizer.QT_fp16,
+            faiss.METRIC_INNER_PRODUCT,
+        )
+        index.by_residual = False  # the same half-precision codes (and error) as ``fp16``
+        index.cp.niter = 10
+        index.cp.seed = 1234
+        step = max(1, n // (lists * TRAIN_ROWS_PER_LIST))
+        index.train(np.ascontiguousarray(vectors[::step]))
+        index.add(vectors)
+        index.nprobe = nprobe(lists)
+    else:
+        index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16,
+                                           faiss.METRIC_INNER_PRODUCT)
+        index.add(vectors)
+    return index, fp16_error(vectors)
+
+
+def fp16_error(vectors: Float32s) -> float:
+    """A bound on ``|q . fp16(x) - q . x|`` over the rows ``x`` of ``vectors`` for any unit
+    ``q`` (Cauchy-Schwarz: the largest half-precision rounding error of a row), plus float32
+    summation slack."""
+    dim = int(vectors.shape[1])
+    codec = faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16)
+    worst = 0.0
+    for start in range(0, vectors.shape[0], 65_536):
+        chunk = np.ascontiguousarray(vectors[start:start + 65_536])
+        decoded = codec.decode(codec.compute_codes(chunk))
+        diff = decoded.astype(np.float64) - chunk.astype(np.float64)
+        worst = max(worst, float(np.sqrt(np.max(np.einsum("ij,ij->i", diff, diff)))))
+    return worst + dim * _SUM_SLACK_ULPS * 2.0**-24
 
 
 def build_partition(
@@ -109,23 +240,43 @@ def build_partition(
     valid_from_us: Int64s,
     node_ids: NodeIds,
     vectors: Float32s,
+    kind: str | None = None,
 ) -> Partition:
-    """Build a partition from unsorted rows (all in ``bucket``), sorting by
+    """Build a segment from unsorted rows (all in ``bucket``), sorting by
     ``(valid_from_us, version_id)``.
 
     Args:
         vectors: float32 ``(n, dim)``, unit rows, ``n >= 1``.
+        kind: the code kind (default: :func:`choose_kind` by size).
     """
     order = np.lexsort((version_ids, valid_from_us))
-    index = faiss.IndexFlatIP(dim)
-    index.add(np.ascontiguousarray(vectors[order], dtype=np.float32))
+    stored = np.ascontiguousarray(vectors[order], dtype=np.float32)
+    chosen = kind or choose_kind(int(stored.shape[0]))
+    index, error = build_codes(chosen, stored)
+    stored.setflags(write=False)
     return Partition(
         bucket=bucket,
         start_us=bucket * bucket_us,
         index=index,
+        kind=chosen,
+        error=error,
+        stored=stored,
         version_ids=np.ascontiguousarray(version_ids[order], dtype=np.int64),
         valid_from_us=np.ascontiguousarray(valid_from_us[order], dtype=np.int64),
         node_ids=np.ascontiguousarray(node_ids[order]),
+    )
+
+
+def merge_partitions(parts: Sequence[Partition], *, bucket_us: int, dim: int) -> Partition:
+    """One segment holding the rows of ``parts`` (segments of one bucket)."""
+    return build_partition(
+        bucket=parts[0].bucket,
+        bucket_us=bucket_us,
+        dim=dim,
+        version_ids=np.concatenate([p.version_ids for p in parts]),
+        valid_from_us=np.concatenate([p.valid_from_us for p in parts]),
+        node_ids=np.concatenate([p.node_ids for p in parts]),
+        vectors=np.concatenate([np.asarray(p.stored) for p in parts]),
     )
 
 

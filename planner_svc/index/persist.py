@@ -2,18 +2,24 @@
 
 ::
 
-    manifest.json             format, embedder name, dim, bucket_us, covered version id,
-                              generation, and one entry per partition (bucket, rows, file stem)
-    p<bucket>.g<gen>.faiss    the partition's IndexFlatIP (faiss.write_index)
-    p<bucket>.g<gen>.npz      its row -> version_id / valid_from_us / node_id arrays
-    .lock                     flock: shared while loading, exclusive while writing
+    manifest.json               format, embedder name, dim, bucket_us, covered version id,
+                                generation, and one entry per segment (bucket, rows, file stem,
+                                code kind, code error bound), buckets ascending, a bucket's
+                                segments oldest first
+    p<bucket>.g<gen>.<n>.faiss  the segment's codes (faiss.write_index)
+    p<bucket>.g<gen>.<n>.npz    its row -> version_id / valid_from_us / node_id arrays
+    p<bucket>.g<gen>.<n>.f32.npy  its float32 unit vectors, ``(rows, dim)``
+    .lock                       flock: shared while loading, exclusive while writing
 
-Every file is written to a temporary name, fsynced and renamed; the manifest is renamed last, so a
-reader sees either the old or the new index, never a mixture. A partition that did not change
-keeps its files. Files no manifest names are removed after the manifest is replaced (readers
-hold the shared lock while they open files; an already memory-mapped file stays readable after
-removal). Index files are opened with ``IO_FLAG_MMAP_IFC`` (mapped without copying, so worker
-processes share them through the page cache), falling back to a plain read where mapping fails.
+Segments are immutable, so a catch-up writes only its new segments (and those a merge
+produced): the bytes written per catch-up grow with what it adds, not with the index.
+Every file is written to a temporary name, fsynced and renamed; the manifest is renamed last, so
+a reader sees either the old or the new index, never a mixture, and a crash before the rename
+leaves the old index whole. Files no manifest names are removed after the manifest is replaced
+(readers hold the shared lock while they open files; an already memory-mapped file stays
+readable after removal). Code files are opened with ``IO_FLAG_MMAP_IFC`` where FAISS supports it
+and vector files with ``numpy.load(mmap_mode="r")`` (mapped without copying, so worker processes
+share them through the page cache), falling back to a plain read where mapping fails.
 """
 
 from __future__ import annotations
@@ -32,16 +38,29 @@ from typing import Any
 import faiss
 import numpy as np
 
-from planner_svc.index.partition import Partition
+from planner_svc.index.partition import KIND_APPROXIMATE, KIND_EXACT, Partition, nprobe
 
-FORMAT = 2
-"""Version 2: rows normalised in a fixed order (bit-reproducible); older indexes are rebuilt."""
+FORMAT = 3
+"""Version 3: immutable segments with half-precision or inverted-list codes and float32 vector
+files; older indexes are rebuilt."""
 MANIFEST = "manifest.json"
+_EXTENSIONS = (".faiss", ".npz", ".f32.npy")
 LOCK = ".lock"
 
 
 class ManifestError(ValueError):
     """The persisted index is missing, unreadable, or inconsistent (the caller rebuilds)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentEntry:
+    """A segment as the manifest lists it: bucket, rows, file stem, code kind, error bound."""
+
+    bucket: int
+    rows: int
+    stem: str
+    kind: str
+    error: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +73,8 @@ class Manifest:
         bucket_us: partition width in microseconds.
         covered_version_id: every store version with an id <= this is in the index.
         generation: incremented on every write; part of the file names.
-        partitions: ``(bucket, rows, stem)`` per partition, ascending bucket.
+        partitions: one :class:`SegmentEntry` per segment, ascending bucket, a bucket's
+            segments oldest first.
     """
 
     embedder_name: str
@@ -62,7 +82,7 @@ class Manifest:
     bucket_us: int
     covered_version_id: int
     generation: int
-    partitions: tuple[tuple[int, int, str], ...]
+    partitions: tuple[SegmentEntry, ...]
 
     def to_json(self) -> str:
         """Serialise (sorted keys, one line per partition is not needed: plain JSON)."""
@@ -74,8 +94,9 @@ class Manifest:
             "covered_version_id": self.covered_version_id,
             "generation": self.generation,
             "partitions": [
-                {"bucket": bucket, "rows": rows, "stem": stem}
-                for bucket, rows, stem in self.partitions
+                {"bucket": p.bucket, "rows": p.rows, "stem": p.stem, "kind": p.kind,
+                 "error": p.error}
+                for p in self.partitions
             ],
         }
         return json.dumps(body, sort_keys=True, indent=1) + "\n"
@@ -88,8 +109,12 @@ class Manifest:
             if body["format"] != FORMAT:
                 raise ManifestError(f"manifest format {body['format']!r}, expected {FORMAT}")
             parts = tuple(
-                (int(p["bucket"]), int(p["rows"]), str(p["stem"])) for p in body["partitions"]
+                SegmentEntry(int(p["bucket"]), int(p["rows"]), str(p["stem"]), str(p["kind"]),
+                             float(p["error"]))
+                for p in body["partitions"]
             )
+            if any(p.kind not in (KIND_EXACT, KIND_APPROXIMATE) for p in parts):
+                raise ManifestError("manifest names an unknown segment kind")
             return Manifest(
                 embedder_name=str(body["embedder_name"]),
                 dim=int(body["dim"]),
@@ -141,29 +166,41 @@ def _read_faiss(path: Path, *, mmap: bool) -> Any:
 
 
 def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool) -> list[Partition]:
-    """Open every partition the manifest names and check it against the manifest.
+    """Open every segment the manifest names and check it against the manifest.
 
     Raises:
         ManifestError: a file is missing or unreadable, or its row count or dimension disagrees.
     """
     partitions: list[Partition] = []
-    for bucket, rows, stem in manifest.partitions:
+    for entry in manifest.partitions:
+        stem = entry.stem
         try:
             index = _read_faiss(directory / f"{stem}.faiss", mmap=mmap)
             with np.load(directory / f"{stem}.npz", allow_pickle=False) as meta:
                 version_ids = np.ascontiguousarray(meta["version_ids"], dtype=np.int64)
                 valid_from_us = np.ascontiguousarray(meta["valid_from_us"], dtype=np.int64)
                 node_ids = np.ascontiguousarray(meta["node_ids"])
+            stored = np.load(directory / f"{stem}.f32.npy", allow_pickle=False,
+                             mmap_mode="r" if mmap else None)
         except (OSError, RuntimeError, KeyError, ValueError) as exc:
             raise ManifestError(f"partition {stem}: {exc!r}") from exc
-        sizes = {int(index.ntotal), version_ids.shape[0], valid_from_us.shape[0], node_ids.shape[0]}
-        if sizes != {rows} or int(index.d) != manifest.dim or node_ids.dtype.kind != "S":
+        sizes = {int(index.ntotal), version_ids.shape[0], valid_from_us.shape[0],
+                 node_ids.shape[0], stored.shape[0]}
+        if (sizes != {entry.rows} or int(index.d) != manifest.dim or node_ids.dtype.kind != "S"
+                or stored.dtype != np.float32 or stored.shape[1:] != (manifest.dim,)):
             raise ManifestError(f"partition {stem}: rows/dim disagree with the manifest")
+        if entry.kind == KIND_APPROXIMATE:
+            index.nprobe = nprobe(int(index.nlist))
+        if not mmap:
+            stored.setflags(write=False)
         partitions.append(
             Partition(
-                bucket=bucket,
-                start_us=bucket * manifest.bucket_us,
+                bucket=entry.bucket,
+                start_us=entry.bucket * manifest.bucket_us,
                 index=index,
+                kind=entry.kind,
+                error=entry.error,
+                stored=stored,
                 version_ids=version_ids,
                 valid_from_us=valid_from_us,
                 node_ids=node_ids,
@@ -196,7 +233,8 @@ def _replace_atomically(directory: Path, final_name: str, write: Any) -> None:
 
 
 def write_partition(directory: Path, partition: Partition, stem: str) -> None:
-    """Write a partition's ``<stem>.faiss`` and ``<stem>.npz`` atomically."""
+    """Write a segment's ``<stem>.faiss``, ``<stem>.npz`` and ``<stem>.f32.npy``, each
+    atomically."""
 
     def write_index(path: Path) -> None:
         faiss.write_index(partition.index, str(path))
@@ -210,8 +248,13 @@ def write_partition(directory: Path, partition: Partition, stem: str) -> None:
                 node_ids=partition.node_ids,
             )
 
+    def write_vectors(path: Path) -> None:
+        with path.open("wb") as handle:
+            np.save(handle, np.asarray(partition.stored, dtype=np.float32), allow_pickle=False)
+
     _replace_atomically(directory, f"{stem}.faiss", write_index)
     _replace_atomically(directory, f"{stem}.npz", write_meta)
+    _replace_atomically(directory, f"{stem}.f32.npy", write_vectors)
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
@@ -226,9 +269,9 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-    keep = {f"{stem}{ext}" for _, _, stem in manifest.partitions for ext in (".faiss", ".npz")}
+    keep = {f"{p.stem}{ext}" for p in manifest.partitions for ext in _EXTENSIONS}
     for entry in directory.iterdir():
-        is_data = entry.suffix in (".faiss", ".npz") or entry.name.startswith(".tmp-")
+        is_data = entry.suffix in (".faiss", ".npz", ".npy") or entry.name.startswith(".tmp-")
         if is_data and entry.name not in keep:
             entry.unlink(missing_ok=True)
 
@@ -240,8 +283,8 @@ def write_state(
     *,
     unchanged: Iterable[Partition],
 ) -> tuple[Partition, ...]:
-    """Persist a new snapshot: write each partition not in ``unchanged`` under the stem
-    ``p<bucket>.g<generation>``, then the manifest (its partition list filled in from them),
+    """Persist a new snapshot: write each segment not in ``unchanged`` under the stem
+    ``p<bucket>.g<generation>.<n>``, then the manifest (its segment list filled in from them),
     renamed into place last so readers see either snapshot whole.
 
     Args:
@@ -255,13 +298,13 @@ def write_state(
     """
     kept = {id(p) for p in unchanged}
     stamped: list[Partition] = []
-    for part in partitions:
-        if id(part) in kept:
+    for number, part in enumerate(partitions):
+        if id(part) in kept and part.stem:
             stamped.append(part)
             continue
-        stem = f"p{part.bucket}.g{manifest.generation}"
+        stem = f"p{part.bucket}.g{manifest.generation}.{number}"
         write_partition(directory, part, stem)
         stamped.append(dataclasses.replace(part, stem=stem))
-    listed = tuple((p.bucket, p.size, p.stem) for p in stamped)
+    listed = tuple(SegmentEntry(p.bucket, p.size, p.stem, p.kind, p.error) for p in stamped)
     write_manifest(directory, dataclasses.replace(manifest, partitions=listed))
     return tuple(stamped)

@@ -1,11 +1,20 @@
-"""Exact, as-of aware nearest-neighbour search over node-version vectors (see
-docs/architecture.md, "Store").
+"""As-of aware nearest-neighbour search over node-version vectors (see docs/architecture.md,
+"Store").
 
-Rows are partitioned by valid-from bucket (:mod:`planner_svc.index.partition`). A search at
-``(valid_us, tx_us)`` skips partitions whose bucket starts after ``valid_us``, scans the rows with
-``valid_from_us <= valid_us`` (whole partitions, and a sorted prefix of the boundary one), then
-keeps only versions the store reports live at ``(valid_us, tx_us)``. Because liveness is checked
-after the scan, the scan fetches more than ``k`` and widens until the answer is provably exact.
+Rows are partitioned by valid-from bucket, and a bucket's rows are held in immutable segments
+(:mod:`planner_svc.index.partition`). A search at ``(valid_us, tx_us)`` skips buckets that start
+after ``valid_us``, scans each segment's rows with ``valid_from_us <= valid_us`` (a sorted
+prefix), re-scores the candidates from their float32 vectors, then keeps only versions the
+store reports live at ``(valid_us, tx_us)``. Because liveness is checked after the scan, the
+scan fetches more than ``k`` and widens until the answer is settled. Over segments of exact
+(half-precision) codes the answer is provably that of a float32 brute-force scan; segments of
+:data:`~planner_svc.index.partition.APPROXIMATE_MIN_ROWS` rows or more are searched through
+inverted lists, and a row in a list not scanned can be missed (approximate).
+
+Catching up appends the new vectors as a new segment per bucket and merges a bucket's newest
+segments when :data:`MERGE_RUN` of them fall in one size tier (``BASE_ROWS * MERGE_RUN**t``), so
+each vector is rewritten about ``log4(n / BASE_ROWS)`` times and a catch-up's cost follows what
+it adds, not the index size. Segments of :data:`SEAL_ROWS` rows or more are never merged again.
 """
 
 from __future__ import annotations
@@ -23,11 +32,13 @@ import structlog
 from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.index import persist
 from planner_svc.index.partition import (
+    SCAN_SLACK,
     Float32s,
     Int64s,
     NodeIds,
     Partition,
     build_partition,
+    merge_partitions,
     read_rows,
 )
 from planner_svc.index.source import VectorHit, VectorSource
@@ -40,8 +51,40 @@ INDEX_DIRNAME = "index"
 _MIN_FETCH = 32
 #: Version ids in the first liveness query of a round, at least (2k; doubled per query).
 _MIN_LIVE_CHUNK = 16
+#: Candidates fetched from approximate segments, per candidate of an exact segment (spread over
+#: those segments in proportion to their eligible rows).
+APPROXIMATE_FETCH_FACTOR = 2
+BASE_ROWS = 2048
+"""Size tier 0 holds segments below ``BASE_ROWS * MERGE_RUN`` rows."""
+MERGE_RUN = 4
+"""A bucket's newest segments are merged when this many of them share a size tier."""
+SEAL_ROWS = 131_072
+"""Segments of at least this many rows are never merged (a fresh build is cut into runs of this
+size), so no catch-up rewrites more than about ``MERGE_RUN * SEAL_ROWS`` rows."""
 
 _log = structlog.get_logger(__name__)
+
+
+def _tier(rows: int) -> int:
+    """Size tier of a segment: 0 below ``BASE_ROWS * MERGE_RUN`` rows, then one per factor of
+    ``MERGE_RUN``."""
+    tier, bound = 0, BASE_ROWS * MERGE_RUN
+    while rows >= bound:
+        tier, bound = tier + 1, bound * MERGE_RUN
+    return tier
+
+
+def _merged(segments: list[Partition], *, bucket_us: int, dim: int) -> list[Partition]:
+    """A bucket's segments (oldest first) after merging: while the newest :data:`MERGE_RUN`
+    unsealed segments share a size tier, they become one segment."""
+    out = list(segments)
+    while len(out) >= MERGE_RUN:
+        run = out[-MERGE_RUN:]
+        tiers = {_tier(p.size) for p in run}
+        if len(tiers) != 1 or any(p.size >= SEAL_ROWS for p in run):
+            break
+        out[-MERGE_RUN:] = [merge_partitions(run, bucket_us=bucket_us, dim=dim)]
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +128,6 @@ class VectorIndex:
         self._mmap = mmap
         self._lock = threading.Lock()
         self._state = _State(partitions=(), covered_version_id=0, generation=0)
-        self._rows: tuple[_State, dict[int, tuple[int, int]]] | None = None
 
     # ------------------------------------------------------------------ construction
 
@@ -162,8 +204,29 @@ class VectorIndex:
 
     @property
     def partition_buckets(self) -> tuple[int, ...]:
-        """Bucket numbers of the partitions, ascending."""
-        return tuple(p.bucket for p in self._state.partitions)
+        """Bucket numbers of the partitions (each one or more segments), ascending."""
+        return tuple(sorted({p.bucket for p in self._state.partitions}))
+
+    @property
+    def segment_count(self) -> int:
+        """Number of segments over every bucket."""
+        return len(self._state.partitions)
+
+    def describe(self) -> dict[str, object]:
+        """The layout: segments per code kind, their rows, and whether searches are exact."""
+        parts = self._state.partitions
+        kinds: dict[str, dict[str, int]] = {}
+        for p in parts:
+            entry = kinds.setdefault(p.kind, {"segments": 0, "rows": 0})
+            entry["segments"] += 1
+            entry["rows"] += p.size
+        return {
+            "buckets": len({p.bucket for p in parts}),
+            "segments": len(parts),
+            "kinds": kinds,
+            "exact": all(p.exact for p in parts),
+            "largest_segment": max((p.size for p in parts), default=0),
+        }
 
     # ------------------------------------------------------------------ catch-up
 
@@ -251,36 +314,35 @@ class VectorIndex:
     def _advance(
         self, base: _State, source: VectorSource, target: int, *, rebuild: bool
     ) -> tuple[_State, int]:
-        """Add the store's vectors in ``(after, target]`` to ``base`` (``after`` = 0 on rebuild)."""
+        """Add the store's vectors in ``(after, target]`` to ``base`` (``after`` = 0 on rebuild)
+        as new segments, then merge each touched bucket's newest segments (:func:`_merged`)."""
         after = 0 if rebuild else base.covered_version_id
         rows = read_rows(source, after, target, dim=self.dim)
-        kept = {} if rebuild else {p.bucket: p for p in base.partitions}
+        by_bucket: dict[int, list[Partition]] = {}
+        if not rebuild:
+            for p in base.partitions:
+                by_bucket.setdefault(p.bucket, []).append(p)
         if rows.skipped:
             _log.debug("vector_index.zero_vectors_skipped", count=rows.skipped)
         if rows.version_ids.shape[0]:
             buckets = rows.valid_from_us // self.bucket_us
             for bucket in np.unique(buckets).tolist():
-                mask = buckets == bucket
-                old = kept.get(int(bucket))
-                vids = rows.version_ids[mask]
-                vfrom = rows.valid_from_us[mask]
-                nids = rows.node_ids[mask]
-                vecs = rows.vectors[mask]
-                if old is not None:
-                    vids = np.concatenate([old.version_ids, vids])
-                    vfrom = np.concatenate([old.valid_from_us, vfrom])
-                    nids = np.concatenate([old.node_ids, nids])
-                    vecs = np.concatenate([old.vectors(), vecs])
-                kept[int(bucket)] = build_partition(
-                    bucket=int(bucket),
-                    bucket_us=self.bucket_us,
-                    dim=self.dim,
-                    version_ids=vids,
-                    valid_from_us=vfrom,
-                    node_ids=nids,
-                    vectors=vecs,
-                )
-        partitions = tuple(kept[b] for b in sorted(kept))
+                picked = np.flatnonzero(buckets == bucket)
+                segments = by_bucket.setdefault(int(bucket), [])
+                for start in range(0, picked.shape[0], SEAL_ROWS):
+                    run = picked[start:start + SEAL_ROWS]
+                    segments.append(build_partition(
+                        bucket=int(bucket),
+                        bucket_us=self.bucket_us,
+                        dim=self.dim,
+                        version_ids=rows.version_ids[run],
+                        valid_from_us=rows.valid_from_us[run],
+                        node_ids=rows.node_ids[run],
+                        vectors=rows.vectors[run],
+                    ))
+                by_bucket[int(bucket)] = _merged(segments, bucket_us=self.bucket_us,
+                                                 dim=self.dim)
+        partitions = tuple(p for b in sorted(by_bucket) for p in by_bucket[b])
         new_state = _State(
             partitions=partitions,
             covered_version_id=target,
@@ -333,27 +395,17 @@ class VectorIndex:
     def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
         """The indexed unit vectors of ``version_ids`` (float32 ``(dim,)``, read-only), bit for
         bit as searched; versions not indexed are absent."""
-        state = self._state
-        cached = self._rows
-        if cached is None or cached[0] is not state:
-            positions = {
-                int(vid): (p, r)
-                for p, part in enumerate(state.partitions)
-                for r, vid in enumerate(part.version_ids.tolist())
-            }
-            cached = self._rows = (state, positions)
-        where = cached[1]
-        by_partition: dict[int, list[tuple[int, int]]] = {}
-        for vid in version_ids:
-            at = where.get(int(vid))
-            if at is not None:
-                by_partition.setdefault(at[0], []).append((int(vid), at[1]))
+        wanted = np.asarray(list(version_ids), dtype=np.int64)
         out: dict[int, Float32s] = {}
-        for p, items in sorted(by_partition.items()):
-            rows = np.asarray([r for _v, r in items], dtype=np.int64)
-            for (vid, _r), vec in zip(items, state.partitions[p].row_vectors(rows), strict=True):
+        if wanted.shape[0] == 0:
+            return out
+        for part in self._state.partitions:
+            positions, rows = part.rows_of(wanted)
+            if rows.shape[0] == 0:
+                continue
+            for position, vec in zip(positions.tolist(), part.row_vectors(rows), strict=True):
                 vec.setflags(write=False)
-                out[vid] = vec
+                out[int(wanted[position])] = vec
         return out
 
     def search(
@@ -364,21 +416,26 @@ class VectorIndex:
         valid_us: int,
         tx_us: int,
         source: VectorSource,
+        exact: bool = False,
     ) -> list[VectorHit]:
         """The ``k`` nodes most similar to ``query`` among versions live at ``(valid_us, tx_us)``.
 
-        Exact up to FAISS's float32 rounding: equal to a brute-force scan of every live version
-        (inner product of unit vectors). Algorithm: search each partition whose bucket starts at
-        or before ``valid_us`` for its top ``f`` rows among those with ``valid_from_us <=
-        valid_us``; walk the merged candidates in result order, asking
-        ``source.live_version_ids`` in chunks, while their similarity is strictly above ``T``,
-        the largest ``f``-th similarity of a partition that had more eligible rows than ``f``
-        (no unfetched row can beat such a candidate, ties included); double ``f`` and repeat
-        when fewer than ``k`` nodes were settled, until every eligible row has been fetched.
+        Over exact segments, equal to a brute-force scan of every live version (inner product
+        of the float32 unit vectors); rows of approximate segments (inverted lists) not in the
+        lists a search scans can be missed, unless ``exact`` is set. Algorithm: for each segment
+        whose bucket starts at or before ``valid_us``, take its top rows by code score among
+        those with ``valid_from_us <= valid_us`` (``f`` from an exact segment; from approximate
+        ones :data:`APPROXIMATE_FETCH_FACTOR` ``* f`` spread by eligible rows); re-score them
+        from their float32 vectors; walk them by that score, asking
+        ``source.live_version_ids`` in chunks, while it is strictly above ``T``, the largest
+        ``f``-th code score plus code error bound of an exact segment that had more eligible
+        rows than ``f`` (no unfetched row of an exact segment can beat such a candidate, ties
+        included); double ``f`` and repeat when fewer than ``k`` nodes were settled, until every
+        eligible row has been fetched (an approximate segment asked for all its eligible rows
+        is scanned whole, so a search returns fewer than ``k`` only when fewer are live).
 
-        The scores rank candidates only: FAISS sums in an order that depends on its code path
-        and thread count, so a score may differ in its last bits between processes. Each hit
-        carries its stored vector for an exact, order-fixed similarity.
+        The scores rank candidates only (float32, in an order that depends on the code path):
+        each hit carries its stored vector for an exact, order-fixed similarity.
 
         Args:
             query: ``(dim,)`` finite, non-zero (normalised here; only its direction counts).
@@ -386,6 +443,9 @@ class VectorIndex:
             valid_us: as-of valid time, microseconds since the Unix epoch.
             tx_us: as-of transaction time, microseconds since the Unix epoch.
             source: the store, for liveness.
+            exact: score every eligible row from its float32 vector (a brute-force scan of
+                every segment, exact like the search over exact segments; for measuring the
+                recall of approximate segments).
 
         Returns:
             Up to ``k`` hits, score descending, ties by node id ascending; a node appears once
@@ -412,26 +472,11 @@ class VectorIndex:
         fetch = min(largest, max(_MIN_FETCH, 2 * k))
         live: dict[int, bool] = {}
         while True:
-            found, exhausted = self._round(q, k, eligible, fetch, live, valid_us, tx_us, source)
+            found, exhausted = self._round(q, k, eligible, fetch, live, valid_us, tx_us, source,
+                                           exact=exact)
             if len(found) >= k or exhausted:
-                return self._hits(eligible, found)
+                return found
             fetch = min(largest, fetch * 2)
-
-    @staticmethod
-    def _hits(
-        eligible: list[tuple[Partition, int]], found: list[tuple[str, float, int, int, int]]
-    ) -> list[VectorHit]:
-        """Attach each settled candidate's stored vector (read per partition, in one batch)."""
-        vectors: dict[tuple[int, int], Float32s] = {}
-        for p_index, (part, _prefix) in enumerate(eligible):
-            rows = np.asarray([f[4] for f in found if f[3] == p_index], dtype=np.int64)
-            for row, vec in zip(rows.tolist(), part.row_vectors(rows), strict=True):
-                vec.setflags(write=False)
-                vectors[(p_index, row)] = vec
-        return [
-            VectorHit(node_id=node_id, version_id=vid, score=score, vector=vectors[(p, row)])
-            for node_id, score, vid, p, row in found
-        ]
 
     def _round(
         self,
@@ -443,39 +488,59 @@ class VectorIndex:
         valid_us: int,
         tx_us: int,
         source: VectorSource,
-    ) -> tuple[list[tuple[str, float, int, int, int]], bool]:
-        """One widening round; returns (settled results as ``(node_id, score, version_id,
-        partition position, row)``, whether every eligible row was seen)."""
+        *,
+        exact: bool,
+    ) -> tuple[list[VectorHit], bool]:
+        """One widening round; returns (settled hits, whether every eligible row was seen)."""
         sims_parts: list[Float32s] = []
         vids_parts: list[Int64s] = []
         nids_parts: list[NodeIds] = []
-        where_parts: list[Int64s] = []
-        rows_parts: list[Int64s] = []
+        vecs_parts: list[Float32s] = []
         threshold = -math.inf
-        for p_index, (part, prefix) in enumerate(eligible):
-            n = min(fetch, prefix)
-            sims, rows = part.search(q, n, prefix)
+        complete = True
+        approximate_rows = sum(prefix for part, prefix in eligible if not part.exact)
+        query64 = q[0].astype(np.float64)
+        for part, prefix in eligible:
+            if exact:
+                n = min(fetch, prefix)
+                codes, rows = part.scan(q, n, prefix)
+                if n < prefix and codes.shape[0]:
+                    threshold = max(threshold, float(codes[-1]) + SCAN_SLACK)
+            elif part.exact:
+                n = min(fetch, prefix)
+                codes, rows = part.search(q, n, prefix)
+                if n < prefix and codes.shape[0]:
+                    threshold = max(threshold, float(codes[-1]) + part.error)
+            else:
+                share = -(-APPROXIMATE_FETCH_FACTOR * fetch * prefix // approximate_rows)
+                n = min(prefix, max(fetch, share))
+                if n < prefix:
+                    _codes, rows = part.search(q, n, prefix)
+                    complete = False
+                else:  # widened to every eligible row: the lists not probed are scanned too
+                    _codes, rows = part.scan(q, n, prefix)
+            vecs = part.row_vectors(rows)
+            # exact segments: products exact in float64, summed in one order for every row, so
+            # equal vectors score equal (ties fall to the node id); approximate ones: float32
+            sims = (
+                (vecs.astype(np.float64) * query64).sum(axis=1).astype(np.float32)
+                if part.exact or exact else vecs @ q[0]
+            )
             sims_parts.append(sims)
             vids_parts.append(part.version_ids[rows])
             nids_parts.append(part.node_ids[rows])
-            where_parts.append(np.full(rows.shape[0], p_index, dtype=np.int64))
-            rows_parts.append(rows)
-            if n < prefix and sims.shape[0]:
-                threshold = max(threshold, float(sims[-1]))
+            vecs_parts.append(vecs)
         sims = np.concatenate(sims_parts)
-        keep = sims > threshold  # only these are settled: no unfetched row can outrank them
+        keep = np.flatnonzero(sims > threshold)  # settled: no unfetched exact row outranks them
         sims = sims[keep]
         vids = np.concatenate(vids_parts)[keep]
         nids = np.concatenate(nids_parts)[keep]
-        where = np.concatenate(where_parts)[keep]
-        rows_all = np.concatenate(rows_parts)[keep]
+        vecs_all = np.concatenate(vecs_parts)[keep]
         order = np.lexsort((vids, nids, -sims.astype(np.float64)))
         sims_sorted: list[float] = sims[order].tolist()
         vids_sorted: list[int] = vids[order].tolist()
         nids_sorted: list[bytes] = nids[order].tolist()
-        where_sorted: list[int] = where[order].tolist()
-        rows_sorted: list[int] = rows_all[order].tolist()
-        found: list[tuple[str, float, int, int, int]] = []
+        found: list[VectorHit] = []
         seen: set[bytes] = set()
         start, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
         while start < len(vids_sorted):
@@ -489,9 +554,11 @@ class VectorIndex:
                 node = nids_sorted[i]
                 if live[vids_sorted[i]] and node not in seen:
                     seen.add(node)
-                    found.append((node.decode("utf-8"), sims_sorted[i], vids_sorted[i],
-                                  where_sorted[i], rows_sorted[i]))
+                    vector = vecs_all[order[i]]
+                    vector.setflags(write=False)
+                    found.append(VectorHit(node_id=node.decode("utf-8"), version_id=vids_sorted[i],
+                                           score=sims_sorted[i], vector=vector))
                     if len(found) == k:
                         return found, True
             start, chunk = stop, chunk * 2
-        return found, threshold == -math.inf
+        return found, complete and threshold == -math.inf

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from planner_svc.core.errors import ConfigError, InvalidRequest
-from planner_svc.index import INDEX_DIRNAME, VectorHit, VectorIndex, VectorRecord
+from planner_svc.embed.base import normalize_rows
+from planner_svc.index import INDEX_DIRNAME, VectorHit, VectorIndex, VectorRecord, vector_index
 from planner_svc.index.memory_source import MemoryVectorSource
 
 DIM = 16
@@ -271,6 +272,12 @@ def _answers(index: VectorIndex, src: MemoryVectorSource) -> list[list[tuple[str
     ]
 
 
+def _segments(data_dir: Path) -> dict[str, tuple[int, int]]:
+    """Stem -> (bucket, rows) of every segment the manifest lists."""
+    parts: list[dict[str, object]] = _manifest(data_dir)["partitions"]  # type: ignore[assignment]
+    return {str(p["stem"]): (int(p["bucket"]), int(p["rows"])) for p in parts}  # type: ignore[call-overload]
+
+
 def _manifest(data_dir: Path) -> dict[str, object]:
     body: dict[str, object] = json.loads((data_dir / INDEX_DIRNAME / "manifest.json").read_text())
     return body
@@ -310,7 +317,7 @@ def test_lagging_index_catches_up_by_appending(tmp_path: Path) -> None:
     src = CountingSource(inner)
     first = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     covered = first.covered_version_id
-    stems_before = {p["bucket"]: p["stem"] for p in _manifest(tmp_path)["partitions"]}  # type: ignore[attr-defined]
+    segments_before = _segments(tmp_path)
     rng = np.random.default_rng(8)
     special = rng.standard_normal(DIM).astype(np.float32)
     inner.add("fresh", special, valid_from_us=2 * BUCKET + 5, tx_from_us=0)
@@ -325,12 +332,15 @@ def test_lagging_index_catches_up_by_appending(tmp_path: Path) -> None:
     [(node, sim)] = pairs(reopened.search(special, 1, valid_us=3 * BUCKET, tx_us=1, source=inner))
     assert node == "fresh"
     assert abs(sim - 1.0) < TOL
-    stems_after = {p["bucket"]: p["stem"] for p in _manifest(tmp_path)["partitions"]}  # type: ignore[attr-defined]
-    changed = {b for b in stems_after if stems_after[b] != stems_before.get(b)}
-    assert changed == {2}  # only the bucket that received vectors was rewritten
-    on_disk = {f for f in os.listdir(tmp_path / INDEX_DIRNAME) if f.endswith(".faiss")}
-    assert on_disk == {f"{stem}.faiss" for stem in stems_after.values()}  # old file removed
-    # The appended partition is still sorted, so results equal a fresh build.
+    segments_after = _segments(tmp_path)
+    # Every earlier segment keeps its files; the catch-up wrote one new segment of two rows.
+    assert set(segments_before) < set(segments_after)
+    assert [segments_after[s] for s in set(segments_after) - set(segments_before)] == [(2, 2)]
+    on_disk = {f for f in os.listdir(tmp_path / INDEX_DIRNAME) if not f.startswith(".")}
+    assert on_disk == {"manifest.json"} | {
+        f"{stem}{ext}" for stem in segments_after for ext in (".faiss", ".npz", ".f32.npy")
+    }
+    # Segments are searched together, so results equal a fresh build.
     fresh = VectorIndex.build_in_memory(inner, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     assert _answers(reopened, inner) == _answers(fresh, inner)
 
@@ -488,3 +498,131 @@ def test_catch_up_only_never_moves_the_index_backwards(tmp_path: Path, persisted
     assert index.covered_version_id == newest  # a stale reader leaves the index alone
     index.sync(stale)  # without the flag the index follows the source it is given
     assert index.covered_version_id == newest - 2
+
+
+# ---------------------------------------------------------------- segments
+
+
+def _small_tiers(monkeypatch: pytest.MonkeyPatch, *, approximate_min: int = 10**9) -> None:
+    """Tiny segment tiers (tier 0 below 8 rows, sealed at 64) so a few hundred vectors make
+    many segments and merges; approximate codes from ``approximate_min`` rows."""
+    from planner_svc.index import partition as partition_module
+
+    monkeypatch.setattr(vector_index, "BASE_ROWS", 2)
+    monkeypatch.setattr(vector_index, "SEAL_ROWS", 64)
+    monkeypatch.setattr(partition_module, "APPROXIMATE_MIN_ROWS", approximate_min)
+
+
+def _grow(src: MemoryVectorSource, index: VectorIndex, rng: np.random.Generator, rounds: int,
+          per_round: int) -> None:
+    """Append ``per_round`` vectors to one bucket, then catch the index up, ``rounds`` times."""
+    for _ in range(rounds):
+        for _ in range(per_round):
+            src.add(f"g{src.max_version_id():04d}", rng.standard_normal(DIM),
+                    valid_from_us=int(rng.integers(0, BUCKET)), tx_from_us=0)
+        index.sync(src)
+
+
+def test_catch_up_appends_segments_and_merges_by_tier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _small_tiers(monkeypatch)
+    src = MemoryVectorSource()
+    index = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    rng = np.random.default_rng(21)
+    sizes_seen: list[list[int]] = []
+    for _ in range(30):
+        _grow(src, index, rng, 1, 7)
+        sizes = [int(p["rows"]) for p in _manifest(tmp_path)["partitions"]]  # type: ignore[attr-defined]
+        sizes_seen.append(sizes)
+        # never MERGE_RUN unsealed segments of one tier in a row; sealed ones come first
+        tiers = [vector_index._tier(s) for s in sizes if s < 64]
+        assert all(len(set(tiers[i:i + 4])) > 1 for i in range(len(tiers) - 3))
+        assert sum(sizes) == index.size == src.max_version_id()
+    assert max(len(s) for s in sizes_seen) <= 8
+    assert any(s >= 64 for s in sizes_seen[-1])  # a merge reached the sealed size
+    truth_index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert truth_index.segment_count == -(-index.size // 64)  # a fresh build: sealed runs
+    assert _answers(index, src) == _answers(truth_index, src)  # any layout answers alike
+    for q in _queries(10):
+        assert_exact(pairs(index.search(q, 25, valid_us=BUCKET, tx_us=1, source=src)),
+                     brute_force(src, q, BUCKET, 1), 25)
+    # only the files of listed segments are left, and a reopened index equals the live one
+    files = {f for f in os.listdir(tmp_path / INDEX_DIRNAME) if f.startswith("p")}
+    assert files == {stem + ext for stem in _segments(tmp_path)
+                     for ext in (".faiss", ".npz", ".f32.npy")}
+    reopened = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM,
+                                         bucket_us=BUCKET)
+    assert _answers(reopened, src) == _answers(index, src)
+
+
+def test_fresh_build_is_cut_into_sealed_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    _small_tiers(monkeypatch)
+    src = MemoryVectorSource()
+    rng = np.random.default_rng(4)
+    for i in range(150):
+        src.add(f"n{i:03d}", rng.standard_normal(DIM), valid_from_us=5, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert index.describe()["segments"] == 3  # 64 + 64 + 22
+    q = rng.standard_normal(DIM)
+    assert_exact(pairs(index.search(q, 30, valid_us=5, tx_us=0, source=src)),
+                 brute_force(src, q, 5, 0), 30)
+
+
+def test_vectors_of_reads_every_segment_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    _small_tiers(monkeypatch)
+    src = MemoryVectorSource()
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    rng = np.random.default_rng(6)
+    _grow(src, index, rng, 12, 5)
+    assert index.segment_count > 1
+    wanted = [1, 7, 33, 60, 999]
+    got = index.vectors_of(wanted)
+    assert sorted(got) == [1, 7, 33, 60]
+    for version in src.versions():
+        if version.version_id in got:
+            expected = version.vector / np.linalg.norm(version.vector)
+            assert np.array_equal(got[version.version_id], normalize_rows(
+                np.asarray([version.vector], dtype=np.float32))[0])
+            assert np.allclose(got[version.version_id], expected, atol=1e-6)
+
+
+def test_approximate_segments_keep_the_as_of_filter_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planner_svc.index import partition as partition_module
+
+    _small_tiers(monkeypatch, approximate_min=48)
+    src = synthetic_source(13, nodes=400, versions=900)
+    index = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM,
+                                      bucket_us=40 * BUCKET)
+    kinds = index.describe()["kinds"]
+    assert "ivf" in kinds and not index.describe()["exact"]  # type: ignore[operator]
+    rng = np.random.default_rng(14)
+    max_tx = max(v.tx_from_us for v in src.versions())
+    recalls = []
+    for _ in range(40):
+        q = rng.standard_normal(DIM)
+        valid_us = int(rng.integers(-4 * BUCKET, 18 * BUCKET))
+        tx_us = int(rng.integers(0, max_tx + 10))
+        truth = brute_force(src, q, valid_us, tx_us)
+        got = pairs(index.search(q, 10, valid_us=valid_us, tx_us=tx_us, source=src))
+        assert all(node in truth for node, _ in got)  # never a version not live as of then
+        assert len({n for n, _ in got}) == len(got) == min(10, len(truth))
+        exact = pairs(index.search(q, 10, valid_us=valid_us, tx_us=tx_us, source=src,
+                                   exact=True))
+        assert_exact(exact, truth, 10)
+        if exact:
+            recalls.append(len({n for n, _ in got} & {n for n, _ in exact}) / len(exact))
+    assert np.mean(recalls) > 0.5
+    # probing every list makes the inverted lists exhaustive: the answers are exact again
+    monkeypatch.setattr(partition_module, "MIN_PROBE", 10**6)
+    reopened = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM,
+                                         bucket_us=40 * BUCKET)
+    assert reopened.describe()["kinds"] == kinds
+    for _ in range(20):
+        q = rng.standard_normal(DIM)
+        valid_us = int(rng.integers(-4 * BUCKET, 18 * BUCKET))
+        tx_us = int(rng.integers(0, max_tx + 10))
+        assert_exact(pairs(reopened.search(q, 10, valid_us=valid_us, tx_us=tx_us, source=src)),
+                     brute_force(src, q, valid_us, tx_us), 10)
