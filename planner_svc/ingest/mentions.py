@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Protocol
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _QUALIFIED = re.compile(r"^(.*\S)\s+\([^()]*\)$")
@@ -118,3 +119,41 @@ class TitleMatcher:
                     break
             i += step
         return found
+
+
+class TitleFeed(Protocol):
+    """Source titles in commit order (the store satisfies it)."""
+
+    def source_titles_after(self, after_row_id: int) -> list[tuple[int, str, str]]:
+        """A page of ``(row id, source_id, title)`` past a row id, in row id order."""
+        ...
+
+
+class KnownTitles:
+    """A :class:`TitleMatcher` of every source's latest title, kept across ingest calls.
+
+    Rebuilding the matcher from every source on each call costs in proportion to the store; this
+    one is caught up instead from the source versions committed since it last looked (by any
+    process: row ids follow commit order), so a call costs what it adds. Not thread-safe: one
+    writer uses it at a time (the ingest service's write lock).
+    """
+
+    def __init__(self) -> None:
+        self._matcher: TitleMatcher | None = None
+        self._after = 0
+
+    def checkout(self, store: TitleFeed) -> TitleMatcher:
+        """The matcher, caught up with ``store``. The caller may add titles to it; unless it
+        calls :meth:`invalidate`, those must be titles it commits."""
+        if self._matcher is None:
+            self._matcher, self._after = TitleMatcher(), 0
+        while page := store.source_titles_after(self._after):
+            for _row, source_id, title in page:
+                self._matcher.add(source_id, title)
+            self._after = page[-1][0]
+        return self._matcher
+
+    def invalidate(self) -> None:
+        """Forget the matcher (a call added titles it did not commit); the next
+        :meth:`checkout` rebuilds it from the store."""
+        self._matcher, self._after = None, 0

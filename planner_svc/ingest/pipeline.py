@@ -53,7 +53,7 @@ from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.core.model import SpanRef
 from planner_svc.embed.base import Embedder
 from planner_svc.ingest.late_mentions import resolve_late_mentions
-from planner_svc.ingest.mentions import TitleMatcher
+from planner_svc.ingest.mentions import KnownTitles, TitleMatcher
 from planner_svc.ingest.model import (
     DEFAULT_BATCH_SIZE,
     DOCUMENT_LABEL,
@@ -199,16 +199,21 @@ class _Run:
     """State of one ingest call."""
 
     def __init__(
-        self, store: IngestStore, embedder: Embedder | None, report: IngestReport, now_us: int
+        self, store: IngestStore, embedder: Embedder | None, report: IngestReport, now_us: int,
+        titles: KnownTitles | None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.report = report
         self.now_us = now_us
-        self.matcher = TitleMatcher()
-        for source_id, title, _latest in store.iter_sources():
-            self.matcher.add(source_id, title)
+        if titles is not None:
+            self.matcher = titles.checkout(store)
+        else:
+            self.matcher = TitleMatcher()
+            for source_id, title, _latest in store.iter_sources():
+                self.matcher.add(source_id, title)
         self.new_titles: dict[str, str] = {}
+        self.uncommitted_titles = False  # a refused document's title is in the matcher
         self.written_tx: int | None = None  # latest transaction time this call wrote at
         # (input position, ...): sorted into the report at the end, so it keeps input order
         self.outcomes: list[tuple[int, SourceOutcome]] = []
@@ -231,6 +236,7 @@ class _Run:
                     self._write(p, vecs, counts)
                 except InvalidRequest as exc:
                     self.errors.append((p.position, (p.source_id, f"{exc.field}: {exc.reason}")))
+                    self.uncommitted_titles = True
                     continue
                 written.append(p)
         self.report.merge(counts)
@@ -393,6 +399,7 @@ def ingest_documents(
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_passage_bytes: int = DEFAULT_MAX_PASSAGE_BYTES,
     min_passage_bytes: int = DEFAULT_MIN_PASSAGE_BYTES,
+    titles: KnownTitles | None = None,
 ) -> IngestReport:
     """Ingest ``docs`` into ``store`` (see the module docstring for what is written).
 
@@ -414,6 +421,8 @@ def ingest_documents(
         max_passage_bytes: passage split threshold (see :mod:`planner_svc.ingest.parse`).
         min_passage_bytes: a heading's passage takes in following paragraphs while shorter
             than this, bytes; 0 keeps one passage per structural block.
+        titles: the known titles kept across calls (a long-lived writer passes one, so a call
+            does not re-read every source's title); None reads them from the store.
 
     Returns:
         The counts.
@@ -435,7 +444,7 @@ def ingest_documents(
                 f"the store's vectors come from {stored!r}, not {embedder.name!r}",
             )
     report = IngestReport()
-    run = _Run(store, embedder, report, now_us)
+    run = _Run(store, embedder, report, now_us, titles)
     from tqdm import tqdm
 
     bar = tqdm(total=total, disable=not progress, unit="doc", file=sys.stderr, smoothing=0.1)
@@ -470,8 +479,14 @@ def ingest_documents(
         bar.set_postfix_str("resolving mentions")
         resolve_late_mentions(store, run.matcher, run.new_titles, written_tx=run.written_tx,
                               now_us=now_us, report=report)
+    except BaseException:
+        if titles is not None:
+            titles.invalidate()
+        raise
     finally:
         bar.close()
+    if titles is not None and run.uncommitted_titles:
+        titles.invalidate()  # a refused document's title was registered but never committed
     report.sources = [outcome for _, outcome in sorted(run.outcomes, key=lambda o: o[0])]
     report.errors = [error for _, error in sorted(run.errors, key=lambda e: e[0])]
     return report

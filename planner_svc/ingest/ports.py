@@ -90,6 +90,11 @@ class IngestStore(WriteTransactions, Protocol):
         """Every ``(source_id, latest title, latest version tx)``, by source id."""
         ...
 
+    def source_titles_after(self, after_row_id: int) -> list[tuple[int, str, str]]:
+        """Up to a page of ``(row id, source_id, title)`` of source versions past a row id, in
+        row id order (commit order); ``[]`` when there are none."""
+        ...
+
     def put_source_version(
         self, source_id: str, text: str, *, title: str, media_type: str, tx_us: int
     ) -> tuple[int, bool]:
@@ -130,6 +135,10 @@ class IngestStore(WriteTransactions, Protocol):
 
     def current_nodes(self, node_ids: Iterable[str]) -> Mapping[str, NodeVersion]:
         """Current versions (open transaction interval) of the given nodes; others absent."""
+        ...
+
+    def max_version_id(self) -> int:
+        """Largest node version id written so far (0 when there is none): a size measure."""
         ...
 
     def iter_current_nodes(

@@ -14,6 +14,7 @@ from itertools import islice
 from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import Cancelled
 from planner_svc.embed.base import Embedder
+from planner_svc.ingest.mentions import KnownTitles
 from planner_svc.ingest.pipeline import DocumentIn, IngestReport, ingest_documents
 from planner_svc.ingest.ports import IndexCatchUp, IngestStore
 
@@ -48,6 +49,7 @@ class IngestService:
         self._index = index
         self._write_lock = write_lock
         self._clock = clock
+        self._titles = KnownTitles()  # used under the write lock only
 
     def ingest(
         self,
@@ -81,7 +83,7 @@ class IngestService:
                 raise Cancelled("the client cancelled the ingest stream")
             with self._write_lock:
                 written = ingest_documents(self._store, self._embedder, batch,
-                                           now_us=self._clock())
+                                           now_us=self._clock(), titles=self._titles)
                 if self._index is not None:
                     self._index.sync()
             report.merge(written)

@@ -118,8 +118,8 @@ class FullText(TransactionClock):
         rows = self._conn().execute(
             f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS.split(', '))} "
             "FROM nodes_fts JOIN nodes AS n ON n.version_id = nodes_fts.rowid "
-            "WHERE nodes_fts MATCH ? AND n.tx_to IS NULL AND n.version_id IN "
-            "(SELECT version_id FROM node_labels WHERE label = ?) ORDER BY n.version_id",
+            "WHERE nodes_fts MATCH ? AND n.tx_to IS NULL AND EXISTS (SELECT 1 FROM node_labels "
+            "AS l WHERE l.label = ? AND l.version_id = n.version_id) ORDER BY n.version_id",
             (fts, label),
         )
         return [node_from_row(row) for row in rows]

@@ -174,6 +174,15 @@ class SourceVersions(TransactionClock):
             yield from ((r[0], r[1], r[2]) for r in rows)
             after = rows[-1][0]
 
+    def source_titles_after(self, after_row_id: int) -> list[tuple[int, str, str]]:
+        """Up to a page of ``(row id, source_id, title)`` of the source versions with a row id
+        above ``after_row_id``, in row id order (the order they were committed)."""
+        rows = self._conn().execute(
+            "SELECT id, source_id, title FROM source_versions WHERE id > ? ORDER BY id LIMIT ?",
+            (after_row_id, PAGE_ROWS),
+        ).fetchall()
+        return [(int(r[0]), r[1], r[2]) for r in rows]
+
     def count_sources(self) -> int:
         """Number of distinct sources."""
         return int(self._conn().execute("SELECT count(*) FROM sources").fetchone()[0])

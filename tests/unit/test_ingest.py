@@ -13,6 +13,7 @@ from planner_svc.core.errors import ConfigError
 from planner_svc.embed import HashingEmbedder
 from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn, late_mentions
 from planner_svc.ingest import ingest_documents as _ingest_documents
+from planner_svc.ingest.mentions import KnownTitles
 from planner_svc.store import Store
 
 # These tests check the pipeline's mechanics block by block: one passage per structural block
@@ -318,3 +319,76 @@ def test_a_version_time_in_the_future_is_rejected(store: Store) -> None:
     assert [sid for sid, _ in report.errors] == ["wiki/Later"]
     assert "version_tx" in report.errors[0][1] and "future" in report.errors[0][1]
     assert store.latest_version("wiki/Later") is None
+
+
+def _mention_graph(store: Store, sources: list[str]) -> list[tuple[str, str, str, int]]:
+    nodes = [f"psg:{s}:{k}" for s in sources for k in range(6)]
+    return sorted((e.src, e.dst, e.relation, e.tx_from_us)
+                  for e in store.edges_as_of(nodes, T1, NOW) if e.relation == "mentions")
+
+
+@pytest.mark.parametrize("mode", ["fresh matcher, scan", "known titles", "phrase lookups"])
+def test_mentions_independent_of_title_cache_and_lookup(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = [
+        _doc("wiki/Cash", CASH, title="Johnny Cash"),
+        _doc("wiki/Capra", GOAT, title="Capra (genus)", version_tx_us=T1 + 10),
+        _doc("wiki/Frank", "# Frank Capra\n\nDirector of films with Johnny Cash.",
+             title="Frank Capra", version_tx_us=T1 + 20),
+    ]
+    expected = [
+        ("psg:wiki/Cash:3", "doc:wiki/Capra", "mentions", T1 + 10),
+        ("psg:wiki/Cash:4", "doc:wiki/Frank", "mentions", T1 + 20),
+        ("psg:wiki/Frank:1", "doc:wiki/Cash", "mentions", T1 + 20),
+    ]
+    calls: list[str] = []
+    if mode == "phrase lookups":  # a store "large" for its titles: lookups, never a scan
+        monkeypatch.setattr(late_mentions, "FTS_RESOLVE_MAX_TITLES", 0)
+        monkeypatch.setattr(late_mentions, "SCAN_NODES_PER_TITLE", 1)
+    titles = KnownTitles() if mode == "known titles" else None
+    with Store.open(tmp_path / "s") as s:
+        spy_phrase = s.current_nodes_matching_phrase
+        spy_scan = s.iter_current_nodes
+
+        def phrase(*a: object, **kw: object) -> object:
+            calls.append("phrase")
+            return spy_phrase(*a, **kw)  # type: ignore[arg-type]
+
+        def scan(*a: object, **kw: object) -> object:
+            calls.append("scan")
+            return spy_scan(*a, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(s, "current_nodes_matching_phrase", phrase)
+        monkeypatch.setattr(s, "iter_current_nodes", scan)
+        for doc in docs:  # one call per document, as a stream's batches
+            ingest_documents(s, None, [doc], now_us=NOW, titles=titles)
+        got = _mention_graph(s, [d.source_id for d in docs])
+    assert got == [e for e in got if e in expected]
+    # "Frank Capra" hides the bare "Capra" on passage 4 from T1+20 on: closed, not current
+    assert ("psg:wiki/Cash:4", "doc:wiki/Frank", "mentions", T1 + 20) in got
+    assert ("psg:wiki/Frank:1", "doc:wiki/Cash", "mentions", T1 + 20) in got
+    if mode == "phrase lookups":
+        assert "scan" not in calls and "phrase" in calls
+
+
+def test_known_titles_follow_other_writers_and_forget_refused_documents(
+    store: Store
+) -> None:
+    titles = KnownTitles()
+    ingest_documents(store, None, [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW,
+                     titles=titles)
+    # another writer (no shared cache) registers "Frank Capra"
+    ingest_documents(store, None, [_doc("wiki/Frank", "# Frank Capra\n\nDirector.",
+                                        title="Frank Capra", version_tx_us=T1 + 5)], now_us=NOW)
+    # refused at write time (a version time before the latest one), after its title was seen
+    report = ingest_documents(store, None, [_doc("wiki/Ghost", "# Ghost Town\n\nEmpty.",
+                                                 title="Ghost Town", version_tx_us=T1 + 1)],
+                              now_us=NOW, titles=titles)
+    assert report.ingested == 0 and len(report.errors) == 1
+    ingest_documents(store, None, [_doc(
+        "wiki/Tour", "# Tour\n\nA film by Frank Capra about a Ghost Town.", title="Tour",
+        version_tx_us=T1 + 9)], now_us=NOW, titles=titles)
+    assert [d for d, r, _w in _edges(store, "psg:wiki/Tour:1") if r == "mentions"] == [
+        "doc:wiki/Frank"
+    ]
