@@ -34,10 +34,23 @@ def running_server(data: str, port: int, *, workers: int = 1,
     """
     if not (Path(data) / "store.sqlite").exists():
         raise SystemExit(f"no store under {data}: run `make demo` first")
+    with server_process(data, port, workers=workers, timeout_s=timeout_s) as (address, _proc):
+        yield address
+
+
+@contextmanager
+def server_process(data: str, port: int, *, workers: int = 1, timeout_s: float = 120.0,
+                   extra: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start a server on 127.0.0.1:``port`` over ``data`` (created when missing); yields its
+    address and process once SERVING; SIGTERM at exit.
+
+    Raises:
+        SystemExit: the server exited, or it never became SERVING.
+    """
     address = f"127.0.0.1:{port}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "planner_svc.cli", "serve", "--data", data, "--port", str(port),
-         "--workers", str(workers), "--log-level", "warning"],
+         "--workers", str(workers), "--log-level", "warning", *extra],
         cwd=ROOT,
     )
     try:
@@ -45,7 +58,7 @@ def running_server(data: str, port: int, *, workers: int = 1,
             wait_serving(address, proc, timeout_s)
         except NotServing as exc:
             raise SystemExit(str(exc)) from None
-        yield address
+        yield address, proc
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        proc.wait(timeout=60)
