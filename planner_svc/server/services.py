@@ -17,6 +17,7 @@ from planner_svc.index.fresh import FreshIndex
 from planner_svc.ingest.service import IngestService
 from planner_svc.memory.service import MemoryService
 from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.research.duplicates import DuplicatePolicy
 from planner_svc.research.entities import TitleEntityLookup
 from planner_svc.research.evidence import PlannerEvidence
 from planner_svc.research.providers import ProviderFactory, make_provider_factory
@@ -40,6 +41,8 @@ class Services:
         memory: single node and edge writes (PutNode, PutEdge).
         evidence: research sub-question evidence, through the same planner.
         providers: each research session's planning provider, by name.
+        duplicates: how research sessions screen proposals (the settings' threshold, the
+            embedder).
     """
 
     settings: ServerSettings
@@ -51,6 +54,7 @@ class Services:
     memory: MemoryService
     evidence: PlannerEvidence
     providers: ProviderFactory
+    duplicates: DuplicatePolicy
 
     @classmethod
     def open(cls, settings: ServerSettings, *, clock: Clock = wall_clock_us) -> Services:
@@ -124,6 +128,8 @@ class Services:
                 openai=settings.research.openai,
                 cassette_dir=settings.research.cassette_dir,
             ),
+            duplicates=DuplicatePolicy(threshold=settings.research.duplicate_similarity,
+                                       embedder=embedder),
         )
 
     def describe(self) -> dict[str, object]:
