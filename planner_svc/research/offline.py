@@ -239,8 +239,8 @@ class OfflineProvider:
             answered=closed,
             done=False,
             rationale=(
-                f"offline: closed {len(closed)}, explored {len(exploring)} linked "
-                f"entity(ies), {len(starved)} without claims, {len(view.dead_ends)} dead-end "
+                f"offline: closed {len(closed)}, {len(exploring)} linked entity(ies) to "
+                f"explore, {len(starved)} without claims, {len(view.dead_ends)} dead-end "
                 f"cause(s), contradictions={view.contradictions}"
             ),
             usage=Usage(model=OFFLINE_MODEL),
