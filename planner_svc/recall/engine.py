@@ -6,12 +6,14 @@ short documents needs two levels, so this module scores:
 
 1. **Documents.** A document's structured score is BM25 over its whole text (or, when the
    request filters on labels or properties, the best BM25 of its nodes that pass the filter);
-   its semantic score is the best exact cosine similarity of its nodes among the semantic leg's
-   neighbours (blended with confidence decay when ``alpha < 1``). Each leg is divided by its
-   best and raised to its sharpness; with both legs a document scores their mean, so one both
-   legs find outranks one only a leg finds. A multi-part question (a comparison or choice,
-   :mod:`planner_svc.recall.question`) is also scored part by part, and a document keeps its
-   best score: every part's best document scores like the question's.
+   its semantic score is the best exact cosine similarity of its nodes (blended with confidence
+   decay when ``alpha < 1``). The candidates are the structured leg's best documents and the
+   documents of the semantic leg's neighbours; when both legs ran, each candidate one leg missed
+   gets that leg's score too (its BM25, or the best cosine of its live nodes), so a document is
+   never penalised for falling just outside a leg's cut. Each leg is divided by its best and
+   raised to its sharpness; with both legs a document scores their mean. A multi-part question
+   (a comparison or choice, :mod:`planner_svc.recall.question`) is also scored part by part,
+   and a document keeps its best score: every part's best document scores like the question's.
 2. **Hops.** From the best documents, edges to nodes of other documents (title mentions, in
    either direction) lead to documents the question does not describe directly: the second
    step of a two-hop question. A target scores ``source score x edge weight x hop decay x r``:
@@ -50,7 +52,7 @@ import numpy.typing as npt
 from planner_svc.core.exactmath import ln
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
-from planner_svc.index.catalog import Catalog, SourceEntry
+from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
 from planner_svc.index.lexical import LexicalView
 from planner_svc.recall.question import Question, analyze_question
 from planner_svc.recall.semantic import confidence_decay, ordered_column_sums
@@ -382,6 +384,8 @@ class _Recall:
         return hits
 
     def structured(self, text: str) -> dict[str, float]:
+        """source -> raw structured score (BM25 over whole documents, or the filtered
+        search's score)."""
         if not self.query.structured:
             return {}
         raw: dict[str, float] = {}
@@ -392,14 +396,22 @@ class _Recall:
                     raw[version.source] = max(raw.get(version.source, 0.0), score)
                 elif version is not None:
                     self.unsourced.add(version.version_id)
-            return _relative(raw, self.settings.structured_sharpness)
+            return raw
         for row_id, score in self.search_documents(text, self.query.document_k):
             source = self.catalog.source_of_document(row_id)
             if source is not None:
                 raw[source] = max(raw.get(source, 0.0), score)
-        return _relative(raw, self.settings.structured_sharpness)
+        return raw
+
+    def _semantic_score(self, version: CatalogVersion, sim: float) -> float:
+        score = clamp_unit(sim)
+        if self.query.alpha != 1.0:
+            decay = confidence_decay(version.confidence, version.valid_from, self.valid_us)
+            score = fuse(score, decay, self.query.alpha)
+        return score
 
     def nearest(self, vector: Vector | None) -> tuple[dict[str, float], float | None]:
+        """source -> raw semantic score (its best neighbour's); the best raw similarity."""
         if self.semantic is None or vector is None or not np.any(vector):
             return {}, None
         hits = self.semantic.search(vector, self.query.semantic_k)
@@ -412,20 +424,51 @@ class _Recall:
             if version is None or version.source is None:
                 self.unsourced.add(version_id)
                 continue
-            score = clamp_unit(sim)
-            if self.query.alpha != 1.0:
-                decay = confidence_decay(version.confidence, version.valid_from, self.valid_us)
-                score = fuse(score, decay, self.query.alpha)
+            score = self._semantic_score(version, sim)
             raw[version.source] = max(raw.get(version.source, 0.0), score)
-        return _relative(raw, self.settings.semantic_sharpness), max(sim for _, sim in hits)
+        return raw, max(sim for _, sim in hits)
+
+    def complete(self, text: str, vector: Vector | None,
+                 structured: dict[str, float], semantic: dict[str, float]) -> None:
+        """Give every document one leg found the other leg's raw score too (in place)."""
+        if self.query.filtered is None:
+            with self.clock.stage("structured"):
+                rows = {}
+                for source in sorted(set(semantic) - set(structured)):
+                    row = self.catalog.document_row(source, self.tx_us)
+                    if row is not None:
+                        rows[row] = source
+                scored = self.documents_view.score_rows(query_terms(text), sorted(rows))
+                for row, score in scored.items():
+                    structured[rows[row]] = score
+        if vector is not None:
+            with self.clock.stage("semantic"):
+                sources = sorted(set(structured) - set(semantic))
+                entries = [self.entry(source) for source in sources]
+                rows_of = self.table.rows([i for e in entries for i in e.ids])
+                sims = self.table.cosines([(vector, rows_of)])[0]
+                at = 0
+                for source, entry in zip(sources, entries, strict=True):
+                    best = 0.0
+                    for member, sim in zip(entry.members, sims[at:at + len(entry.ids)],
+                                           strict=True):
+                        if sim is not None:
+                            best = max(best, self._semantic_score(member, sim))
+                    at += len(entry.ids)
+                    if best > 0.0:
+                        semantic[source] = best
 
     def documents(self, text: str, vector: Vector | None
                   ) -> tuple[dict[str, tuple[float, float, float]], float | None]:
         """source -> (score, structured, semantic); the best raw similarity."""
         with self.clock.stage("structured"):
-            structured = self.structured(text)
+            raw_structured = self.structured(text)
         with self.clock.stage("semantic"):
-            semantic, best = self.nearest(vector)
+            raw_semantic, best = self.nearest(vector)
+        if raw_structured and raw_semantic:
+            self.complete(text, vector, raw_structured, raw_semantic)
+        structured = _relative(raw_structured, self.settings.structured_sharpness)
+        semantic = _relative(raw_semantic, self.settings.semantic_sharpness)
         both = bool(structured) and bool(semantic)
         out = {}
         for source in sorted(set(structured) | set(semantic)):
