@@ -29,7 +29,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from planner_svc.core.errors import InvalidRequest, PlannerError
+from planner_svc.core.errors import InvalidRequest, PlannerError, echo
 from planner_svc.core.limits import MAX_BUDGET_TOKENS
 from planner_svc.core.model import EvidencePlan
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS, Digest, SubQuestion
@@ -96,10 +96,10 @@ class SessionStart:
         for i, actor in enumerate(self.actors):
             if not ACTOR_RE.fullmatch(actor):
                 raise InvalidRequest(
-                    f"start.actors[{i}]", f"{actor!r} does not match {ACTOR_RE.pattern}"
+                    f"start.actors[{i}]", f"{echo(actor)} does not match {ACTOR_RE.pattern}"
                 )
             if actor in self.actors[:i]:
-                raise InvalidRequest(f"start.actors[{i}]", f"{actor!r} is listed twice")
+                raise InvalidRequest(f"start.actors[{i}]", f"{echo(actor)} is listed twice")
         if self.budget_tokens is not None and self.budget_tokens > MAX_BUDGET_TOKENS:
             raise InvalidRequest(
                 "start.budget_tokens",
@@ -111,7 +111,8 @@ class SessionStart:
             )
         if not SESSION_ID_RE.fullmatch(self.session_id):
             raise InvalidRequest(
-                "start.session_id", f"{self.session_id!r} does not match {SESSION_ID_RE.pattern}"
+                "start.session_id",
+                f"{echo(self.session_id)} does not match {SESSION_ID_RE.pattern}",
             )
 
 
@@ -350,7 +351,7 @@ class ResearchSession:
         if lead is None:
             raise InvalidRequest(
                 "lead_result.lead_id",
-                f"{event.lead_id!r} is not an outstanding lead of this session "
+                f"{echo(event.lead_id)} is not an outstanding lead of this session "
                 "(unknown, or already reported)",
             )
         if event.dead_end_cause is None:
