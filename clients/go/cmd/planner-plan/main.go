@@ -10,7 +10,9 @@
 // span (source, kind, tokens, weight), the totals, then "hash verified: b3:...". It exits 1 on
 // an RPC error (printing the gRPC code, message and any field violation or error reason), on a
 // plan whose hash does not verify, and 2 on bad usage. PLANNER_SVC_AUTH_TOKEN, when set, is sent
-// as a bearer token. The connection is plaintext (loopback or a trusted network).
+// as a bearer token. The connection is plaintext (loopback or a trusted network). Responses of
+// any size are accepted (grpc-go's default refuses more than 4 MiB; a server may send up to
+// its own limit, 16 MiB by default).
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -97,7 +100,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "planner-plan:", err)
 		return 2
 	}
-	conn, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(o.addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {
 		fmt.Fprintln(stderr, "planner-plan:", err)
 		return 2
