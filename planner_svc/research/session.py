@@ -15,7 +15,8 @@ update returned:
       DONE when the planner says so, every sub-question is answered, or nothing new was proposed
       with no lead outstanding; else dispatch the new leads and stream the replan.
 3. :meth:`ResearchSession.close_input` ends a session whose orchestrator stopped sending:
-   BUDGET if the last budget report was 0, else CANCELLED.
+   BUDGET if the last budget report was 0, else CANCELLED; :meth:`ResearchSession.interrupt`
+   ends it with CANCELLED for a reason of the caller's (the server is shutting down).
 
 Cancellation is a :class:`threading.Event`; it is checked before every model call and every
 evidence plan, and a set event raises :class:`~planner_svc.research.provider.Cancelled`.
@@ -379,6 +380,14 @@ class ResearchSession:
                 StopReason.CANCELLED, f"orchestrator closed its stream with {n} lead(s) unreported"
             )
         ]
+
+    def interrupt(self, detail: str) -> list[Update]:
+        """End the session now with CANCELLED, ``detail`` saying why (e.g. the server is shutting
+        down) and how many leads were left unreported. Returns [] when already finished."""
+        if self._stop_reason is not None:
+            return []
+        n = len(self._outstanding)
+        return [self._stop(StopReason.CANCELLED, f"{detail}; {n} lead(s) unreported")]
 
     # --- internals ---------------------------------------------------------------------------
 
