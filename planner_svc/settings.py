@@ -336,6 +336,9 @@ SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--host", "transport.host", "bind address (default loopback)"),
     Flag("--port", "transport.port", "TCP port; 0 picks a free one"),
     Flag("--threads", "transport.max_workers", "gRPC handler threads per worker"),
+    Flag("--max-message-bytes", "transport.max_message_bytes",
+         "largest request or response message, bytes (a larger response is refused, naming "
+         "what to lower)"),
     Flag("--workers", "workers",
          "worker processes sharing the port (SO_REUSEPORT); 1 = this process"),
     Flag("--grace", "transport.grace_s", "shutdown: seconds in-flight calls get to finish"),
