@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import shutil
 import socket
@@ -49,7 +50,8 @@ def _prepare(data: str | None, work: Path) -> Path:
         return target
     from planner_svc.cli import main
 
-    code = main(["ingest", str(FIXTURE), "--data", str(target)])
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the report only
+        code = main(["ingest", str(FIXTURE), "--data", str(target)])
     if code != 0:
         raise SystemExit(f"could not ingest {FIXTURE}")
     return target
