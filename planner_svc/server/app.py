@@ -20,6 +20,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -39,6 +40,7 @@ from planner_svc.api.planner.v1 import (
     plan_pb2_grpc,
     research_pb2,
 )
+from planner_svc.core.errors import ConfigError
 from planner_svc.server.auth import BearerTokenInterceptor
 from planner_svc.server.health import HEALTH_SERVICE_NAME, HealthServicer
 from planner_svc.server.port import claim_port
@@ -108,15 +110,26 @@ def server_options(transport: TransportSettings) -> list[tuple[str, int]]:
     ]
 
 
+def _read_pem(path: Path, field: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(field, f"cannot read {path}: {exc.strerror}") from None
+
+
 def _credentials(transport: TransportSettings) -> grpc.ServerCredentials | None:
-    """TLS credentials (mutual when ``tls_client_ca`` is set); None = plaintext."""
+    """TLS credentials (mutual when ``tls_client_ca`` is set); None = plaintext.
+
+    Raises:
+        ConfigError: a PEM file cannot be read (named by its setting).
+    """
     if transport.tls_cert is None or transport.tls_key is None:
         return None
-    pair = [(transport.tls_key.read_bytes(), transport.tls_cert.read_bytes())]
+    pair = [(_read_pem(transport.tls_key, "tls_key"), _read_pem(transport.tls_cert, "tls_cert"))]
     if transport.tls_client_ca is None:
         return grpc.ssl_server_credentials(pair)
     return grpc.ssl_server_credentials(
-        pair, root_certificates=transport.tls_client_ca.read_bytes(),
+        pair, root_certificates=_read_pem(transport.tls_client_ca, "tls_client_ca"),
         require_client_auth=True,
     )
 

@@ -266,9 +266,13 @@ def _short(method: str) -> str:
     return method.rsplit("/", 1)[-1]
 
 
-def _reject(context: grpc.ServicerContext, method: str, error: InvalidRequest) -> None:
-    """Answer INVALID_ARGUMENT with the request id and a log line (raises, like abort)."""
-    RPC_TOTAL.labels(_short(method), "INVALID_ARGUMENT").inc()
+def _reject(
+    context: grpc.ServicerContext, method: str, error: InvalidRequest, *, counted: bool
+) -> None:
+    """Answer INVALID_ARGUMENT with the request id and a log line (raises, like abort);
+    ``counted`` adds the call to ``planner_rpc_total`` (the planner's own RPCs)."""
+    if counted:
+        RPC_TOTAL.labels(_short(method), "INVALID_ARGUMENT").inc()
     abort_with(context, error, request_id=request_id(context), method=_short(method),
                undecodable=True)
 
@@ -300,6 +304,7 @@ class DecodeGuard(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
         if handler is None or handler.request_deserializer is None:
             return handler
         method: str = details.method
+        planner = method.startswith(self._planner)
         deserializer = lenient_deserializer(handler.request_deserializer)
         serializer = handler.response_serializer
         if not handler.request_streaming:
@@ -310,7 +315,7 @@ class DecodeGuard(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
 
             def unary(request: Any, context: grpc.ServicerContext) -> Any:
                 if isinstance(request, Undecodable):
-                    _reject(context, method, request.error())
+                    _reject(context, method, request.error(), counted=planner)
                 return behavior(request, context)
 
             make_unary = (
@@ -324,7 +329,6 @@ class DecodeGuard(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
         )
         assert streaming_behavior is not None
         tolerant = method in self._tolerant
-        planner = method.startswith(self._planner)
 
         def checked(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
             for position, request in enumerate(requests, start=1):
@@ -332,7 +336,7 @@ class DecodeGuard(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
                     error = request.error(position=position)
                     if planner:
                         raise error
-                    _reject(context, method, error)
+                    _reject(context, method, error, counted=False)
                 yield request
 
         def streaming(requests: Iterator[Any], context: grpc.ServicerContext) -> Any:

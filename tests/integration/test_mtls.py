@@ -188,3 +188,17 @@ def test_client_authorities_need_tls() -> None:
     assert (caught.value.field, caught.value.reason) == (
         "tls_client_ca", "client certificates need TLS: give tls_cert and tls_key too"
     )
+
+
+def test_serve_names_an_unreadable_authority_file(
+    pki: Pki, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "absent-ca.pem"
+    code = main(["serve", "--data", str(tmp_path / "data"), "--port", "0", "--tls-cert",
+                 str(pki.server.cert), "--tls-key", str(pki.server.key), "--tls-client-ca",
+                 str(missing)])
+    assert code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"planner-svc serve: invalid setting tls_client_ca: cannot read {missing}: "
+        "No such file or directory"
+    )
