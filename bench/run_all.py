@@ -21,6 +21,7 @@ def main() -> int:
         "bench.bench_index",
         "bench.bench_ingest",
         "bench.bench_readers",
+        "bench.bench_duplicates",
         "bench.bench_keepalive",
     ]
     if (ROOT / "data" / "demo" / "store.sqlite").exists():

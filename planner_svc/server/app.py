@@ -190,6 +190,7 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
         provider_factory=services.providers,
         max_sessions=settings.research_sessions,
         max_message_bytes=limit,
+        duplicates=services.duplicates,
     )
     names = list(SERVICE_NAMES)
     health_servicer = HealthServicer(experimental_non_blocking=True)

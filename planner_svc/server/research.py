@@ -48,6 +48,7 @@ from planner_svc.core.errors import (
     ShuttingDown,
 )
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS
+from planner_svc.research.duplicates import DuplicatePolicy
 from planner_svc.research.evidence import EvidenceSource
 from planner_svc.research.providers import ProviderFactory, make_provider_factory
 from planner_svc.research.session import (
@@ -238,6 +239,8 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
         max_message_bytes: the server's send limit, bytes; every update is made to fit it
             (:func:`fit_update`).
         clock: now, which pins a session's absent as-of times at its start.
+        duplicates: how sessions screen proposals for duplicates; None = no embedder, the
+            default threshold.
 
     Raises:
         ValueError: ``digest_max_chars`` below 1400 or ``max_sessions`` below 1.
@@ -253,6 +256,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
         max_sessions: int = 4,
         max_message_bytes: int = 16 * 1024 * 1024,
         clock: Clock = wall_clock_us,
+        duplicates: DuplicatePolicy | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions: {max_sessions}; must be >= 1")
@@ -268,6 +272,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
         self._on_session_end = on_session_end
         self._max_message_bytes = max_message_bytes
         self._clock = clock
+        self._duplicates = duplicates
         self._closing = threading.Event()
         self._open: set[_Inbox] = set()
         self._open_lock = threading.Lock()
@@ -376,6 +381,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
                 evidence=self._evidence,
                 digest_max_chars=self._digest_max_chars,
                 cancel=cancel,
+                duplicates=self._duplicates,
             )
             update_session_id = start.session_id
             RESEARCH_SESSIONS_OPEN.inc()
@@ -442,6 +448,7 @@ def add_research_servicer(
     max_sessions: int = 4,
     max_message_bytes: int = 16 * 1024 * 1024,
     clock: Clock = wall_clock_us,
+    duplicates: DuplicatePolicy | None = None,
 ) -> ResearchPlannerServicer:
     """Register ``planner.v1.ResearchPlannerService`` on ``server`` (before ``server.start()``).
 
@@ -456,6 +463,8 @@ def add_research_servicer(
         max_sessions: open sessions allowed at once (RESOURCE_EXHAUSTED beyond).
         max_message_bytes: the server's send limit, bytes (updates are made to fit it).
         clock: now, for sessions that name no as-of times.
+        duplicates: how sessions screen proposals (threshold, embedder); None = no embedder,
+            the default threshold.
 
     Returns:
         The servicer (its :meth:`~ResearchPlannerServicer.shutdown` ends open sessions).
@@ -468,6 +477,7 @@ def add_research_servicer(
         max_sessions=max_sessions,
         max_message_bytes=max_message_bytes,
         clock=clock,
+        duplicates=duplicates,
     )
     research_pb2_grpc.add_ResearchPlannerServiceServicer_to_server(servicer, server)
     return servicer
