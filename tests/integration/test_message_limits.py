@@ -5,6 +5,7 @@ survives an update that would not fit."""
 from __future__ import annotations
 
 import queue
+import re
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -197,3 +198,37 @@ def test_research_cli_receives_an_update_past_4_mib(capsys: pytest.CaptureFixtur
     assert code == 0, out
     assert "60000 span(s)" in out
     assert "stopped: STOP_REASON_DEPTH_CAP" in out
+
+
+def test_an_ingest_summary_over_the_limit_is_refused_and_its_documents_are_committed(
+    fixture_data_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from planner_svc.api.planner.v1 import memory_pb2
+
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    small = start(ServerSettings(data_dir=data, transport=TransportSettings(
+        port=0, max_workers=2, max_message_bytes=2048)))
+
+    def doc(i: int) -> memory_pb2.IngestSourcesRequest:
+        return memory_pb2.IngestSourcesRequest(document=memory_pb2.SourceDocument(
+            source_id=f"notes/limit-{i:03d}", media_type="text/markdown",
+            text=f"# Note {i}\n\nThe limit test wrote note number {i}."))
+
+    try:
+        with pytest.raises(grpc.RpcError) as caught:
+            small.memory.IngestSources(iter([doc(i) for i in range(120)]), timeout=60)
+        again = small.memory.IngestSources(iter([doc(i) for i in range(3)]), timeout=60)
+    finally:
+        small.channel.close()
+        small.running.stop(0)
+    err = caught.value
+    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+    assert re.fullmatch(
+        r"the ingest summary of 120 documents is \d+ bytes, over the server's 2048-byte message "
+        r"limit \(it lists each document\); the documents are committed: send fewer per stream",
+        err.details(),  # type: ignore[attr-defined]
+    )
+    assert (again.received, again.unchanged) == (3, 3)
