@@ -28,23 +28,53 @@ import argparse
 import contextlib
 import json
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import numpy as np
 
-from bench._server import ROOT, git_revision, server_process
+from bench._server import ROOT, git_revision
 from bench.synthetic import document, question
 from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2_grpc
-from planner_svc.client.common import question_request
+from planner_svc.client.common import NotServing, question_request, wait_serving
 
 PASSAGES_PER_DOC = 3.04
 """Measured mean of :func:`bench.synthetic.document` under the default passage rules."""
+
+
+@contextlib.contextmanager
+def server_process(data: str, port: int, *, timeout_s: float = 120.0
+                   ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start ``planner-svc serve`` on 127.0.0.1:``port`` over ``data`` (created when missing);
+    yields its address and process once SERVING (the process, to read its CPU time and RSS);
+    SIGTERM at exit.
+
+    Raises:
+        SystemExit: the server exited, or it never became SERVING.
+    """
+    address = f"127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", data, "--port", str(port),
+         "--log-level", "warning"],
+        cwd=ROOT,
+    )
+    try:
+        try:
+            wait_serving(address, proc, timeout_s)
+        except NotServing as exc:
+            raise SystemExit(str(exc)) from None
+        yield address, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
 
 
 def percentile(samples: list[float], q: float) -> float:
