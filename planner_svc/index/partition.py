@@ -79,7 +79,8 @@ class Partition:
             row ``i`` is position ``i`` below.
         kind: :data:`KIND_EXACT` or :data:`KIND_APPROXIMATE`.
         error: a bound on ``|code score - float32 score|`` of any row for a unit query.
-        stored: float32 ``(n, dim)`` unit vectors (read-only; memory-mapped when loaded).
+        stored: float32 ``(n, dim)`` unit vectors, read-only (an ndarray over a memory map
+            when loaded).
         version_ids: int64 ``(n,)``, the node version of each row.
         valid_from_us: int64 ``(n,)``, ascending (ties by version id).
         node_ids: UTF-8 bytes ``(n,)``, the node of each row.

@@ -180,8 +180,9 @@ def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool) -> list[
                 version_ids = np.ascontiguousarray(meta["version_ids"], dtype=np.int64)
                 valid_from_us = np.ascontiguousarray(meta["valid_from_us"], dtype=np.int64)
                 node_ids = np.ascontiguousarray(meta["node_ids"])
-            stored = np.load(directory / f"{stem}.f32.npy", allow_pickle=False,
-                             mmap_mode="r" if mmap else None)
+            # a plain ndarray over the mapping: indexing a np.memmap is about 10x slower
+            stored = np.asarray(np.load(directory / f"{stem}.f32.npy", allow_pickle=False,
+                                        mmap_mode="r" if mmap else None))
         except (OSError, RuntimeError, KeyError, ValueError) as exc:
             raise ManifestError(f"partition {stem}: {exc!r}") from exc
         sizes = {int(index.ntotal), version_ids.shape[0], valid_from_us.shape[0],
@@ -191,8 +192,7 @@ def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool) -> list[
             raise ManifestError(f"partition {stem}: rows/dim disagree with the manifest")
         if entry.kind == KIND_APPROXIMATE:
             index.nprobe = nprobe(int(index.nlist))
-        if not mmap:
-            stored.setflags(write=False)
+        stored.setflags(write=False)
         partitions.append(
             Partition(
                 bucket=entry.bucket,

@@ -495,12 +495,12 @@ class VectorIndex:
         sims_parts: list[Float32s] = []
         vids_parts: list[Int64s] = []
         nids_parts: list[NodeIds] = []
-        vecs_parts: list[Float32s] = []
+        where_parts: list[Int64s] = []
+        rows_parts: list[Int64s] = []
         threshold = -math.inf
         complete = True
         approximate_rows = sum(prefix for part, prefix in eligible if not part.exact)
-        query64 = q[0].astype(np.float64)
-        for part, prefix in eligible:
+        for p_index, (part, prefix) in enumerate(eligible):
             if exact:
                 n = min(fetch, prefix)
                 codes, rows = part.scan(q, n, prefix)
@@ -519,27 +519,26 @@ class VectorIndex:
                     complete = False
                 else:  # widened to every eligible row: the lists not probed are scanned too
                     _codes, rows = part.scan(q, n, prefix)
-            vecs = part.row_vectors(rows)
-            # exact segments: products exact in float64, summed in one order for every row, so
-            # equal vectors score equal (ties fall to the node id); approximate ones: float32
-            sims = (
-                (vecs.astype(np.float64) * query64).sum(axis=1).astype(np.float32)
-                if part.exact or exact else vecs @ q[0]
-            )
-            sims_parts.append(sims)
+            # float32 products summed by one loop per row (einsum, no BLAS): equal vectors
+            # score equal wherever they sit, so ties fall to the node id
+            sims_parts.append(np.einsum("ij,j->i", part.stored[rows], q[0]))
             vids_parts.append(part.version_ids[rows])
             nids_parts.append(part.node_ids[rows])
-            vecs_parts.append(vecs)
+            where_parts.append(np.full(rows.shape[0], p_index, dtype=np.int64))
+            rows_parts.append(rows)
         sims = np.concatenate(sims_parts)
         keep = np.flatnonzero(sims > threshold)  # settled: no unfetched exact row outranks them
         sims = sims[keep]
         vids = np.concatenate(vids_parts)[keep]
         nids = np.concatenate(nids_parts)[keep]
-        vecs_all = np.concatenate(vecs_parts)[keep]
+        where = np.concatenate(where_parts)[keep]
+        rows_all = np.concatenate(rows_parts)[keep]
         order = np.lexsort((vids, nids, -sims.astype(np.float64)))
         sims_sorted: list[float] = sims[order].tolist()
         vids_sorted: list[int] = vids[order].tolist()
         nids_sorted: list[bytes] = nids[order].tolist()
+        where_sorted: list[int] = where[order].tolist()
+        rows_sorted: list[int] = rows_all[order].tolist()
         found: list[VectorHit] = []
         seen: set[bytes] = set()
         start, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
@@ -554,8 +553,7 @@ class VectorIndex:
                 node = nids_sorted[i]
                 if live[vids_sorted[i]] and node not in seen:
                     seen.add(node)
-                    vector = vecs_all[order[i]]
-                    vector.setflags(write=False)
+                    vector = eligible[where_sorted[i]][0].stored[rows_sorted[i]]  # read-only
                     found.append(VectorHit(node_id=node.decode("utf-8"), version_id=vids_sorted[i],
                                            score=sims_sorted[i], vector=vector))
                     if len(found) == k:
