@@ -284,7 +284,9 @@ class _Run:
                 counts.unchanged += 1
                 self.outcomes.append((p.position, SourceOutcome(sid, version_tx, "unchanged")))
                 return
-            spans = store.add_spans(sid, tx, [(s.start, s.end, s.kind) for s in p.parsed.spans])
+            spans = store.add_spans(
+                sid, tx, [(s.start, s.end, s.kind, s.location) for s in p.parsed.spans]
+            )
             node_writes, psg_ids = self._node_writes(p, tx)
             results = store.write_nodes(node_writes, tx_us=tx)
             new_ids = set(psg_ids)

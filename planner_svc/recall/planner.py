@@ -352,7 +352,7 @@ class EvidencePlanner:
         tokens, estimated = self._tokens(catalog, keys, query.model)
         pool = [
             PlannedSpan(span=SpanRef(*key), kind=best[key][1], span_class=SpanClass.TRUTH,
-                        weight=best[key][0], tokens=tokens[key])
+                        weight=best[key][0], tokens=tokens[key], location=catalog.location(key))
             for key in keys
         ]
         return pool, estimated, {key: best[key][2] for key in keys}
