@@ -213,8 +213,19 @@ describe("toPlan", () => {
       weight: 0.842,
       tokens: 94,
       text: "",
+      location: { page: null, headingPath: [], cellIndex: null },
     });
     assert.equal(plan.budget, 6000);
+    assert.deepEqual(JSON.parse(JSON.stringify(plan)), plan);
+  });
+
+  test("each span's location, null where the plan has none", () => {
+    const plan = toPlan(vector("spans with locations"));
+    assert.deepEqual(plan.spans.map((s) => s.location), [
+      { page: 2, headingPath: ["Swarm control"], cellIndex: null },
+      { page: null, headingPath: ["Finding"], cellIndex: 3 },
+      { page: null, headingPath: ["The varroa mite", "Oxalic acid in winter"], cellIndex: null },
+    ]);
     assert.deepEqual(JSON.parse(JSON.stringify(plan)), plan);
   });
 
