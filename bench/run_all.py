@@ -20,6 +20,7 @@ def main() -> int:
         "bench.bench_index",
         "bench.bench_ingest",
         "bench.bench_readers",
+        "bench.bench_ingest_formats",
     ]
     if (ROOT / "data" / "demo" / "store.sqlite").exists():
         modules.append("bench.bench_plan_grpc")
