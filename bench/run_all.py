@@ -21,6 +21,7 @@ def main() -> int:
         "bench.bench_ingest",
         "bench.bench_readers",
         "bench.bench_ingest_formats",
+        "bench.bench_duplicates",
     ]
     if (ROOT / "data" / "demo" / "store.sqlite").exists():
         modules.append("bench.bench_plan_grpc")

@@ -10,7 +10,8 @@ field, the value and the allowed range)::
     ├── recall: RecallSettings         document, hop and passage scoring, abstention,
     │                                  default k/limit
     │                                  (planner_svc.recall.settings)
-    └── research: ResearchSettings     provider cassettes, the OpenAI-compatible endpoint
+    └── research: ResearchSettings     provider cassettes, the OpenAI-compatible endpoint,
+                                       the duplicate threshold of sub-questions
 
 Each node states its bounds once (a ``BOUNDS`` mapping of :class:`~planner_svc.core.limits.Bounds`
 per field); validation, the flags' argument types and their help text read them, and the flags'
@@ -34,6 +35,7 @@ from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import ConfigError
 from planner_svc.core.limits import TCP_PORT, Bounds
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.research.duplicates import DEFAULT_DUPLICATE_SIMILARITY, DUPLICATE_SIMILARITY
 from planner_svc.research.openai_provider import OpenAISettings
 
 __all__ = [
@@ -136,10 +138,25 @@ class ResearchSettings:
             providers); None refuses them.
         openai: the OpenAI-compatible endpoint for the ``openai`` provider (from the
             ``PLANNER_LLM_*`` variables); None refuses ``openai``.
+        duplicate_similarity: threshold of the similar-meaning rule that refuses a proposed
+            sub-question repeating one of the session, in (0, 1]
+            (:mod:`planner_svc.research.duplicates`, where the default was measured).
+
+    Raises:
+        ConfigError: a field out of range (the field is named).
     """
 
     cassette_dir: Path | None = None
     openai: OpenAISettings | None = None
+    duplicate_similarity: float = DEFAULT_DUPLICATE_SIMILARITY
+
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
+        "duplicate_similarity": DUPLICATE_SIMILARITY,
+    })
+    """The allowed interval of each bounded field."""
+
+    def __post_init__(self) -> None:
+        _check_bounds(self, self.BOUNDS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,6 +375,9 @@ SERVE_FLAGS: tuple[Flag, ...] = (
          "documents the full-text leg keeps when a request names none"),
     Flag("--cassettes", "research.cassette_dir",
          "directory for research-provider cassettes (record/replay)"),
+    Flag("--duplicate-similarity", "research.duplicate_similarity",
+         "research: a proposed sub-question whose content words all have a counterpart this "
+         "similar in one of the session is refused as a duplicate"),
 )
 """The ``serve`` flags, in help order."""
 

@@ -30,7 +30,7 @@ from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
 from planner_svc.store.feed import SourceVersionRow
 from planner_svc.store.records import Edge, NodeVersion
 
-__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "SpanInfo"]
+__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "CrossLink", "SpanInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +110,25 @@ class _Edge:
     def live(self, valid_us: int, tx_us: int) -> bool:
         return (self.valid_from <= valid_us < self.valid_to
                 and self.tx_from <= tx_us < self.tx_to)
+
+
+@dataclass(frozen=True, slots=True)
+class CrossLink:
+    """A live edge between a node of a given set and a node of another source document.
+
+    Attributes:
+        node: the node of the set.
+        other: the node at the other end (live, citing another source).
+        relation: the edge's relation (``mentions`` for a title mention at ingest).
+        weight: the edge's weight in [0, 1].
+        outgoing: True when the edge runs from ``node`` to ``other``.
+    """
+
+    node: CatalogVersion
+    other: CatalogVersion
+    relation: str
+    weight: float
+    outgoing: bool
 
 
 def _bound(value: int | None) -> int:
@@ -280,3 +299,28 @@ class Catalog:
                 if key not in best or edge.weight > best[key][2]:
                     best[key] = (version, other, edge.weight)
         return [best[k] for k in sorted(best)]
+
+    def cross_links(
+        self, nodes: Iterable[CatalogVersion], valid_us: int, tx_us: int
+    ) -> list[CrossLink]:
+        """Every edge live at ``(valid_us, tx_us)`` between a node of ``nodes`` and a live node
+        of another source, in either direction, with its relation and direction (unlike
+        :meth:`neighbours`, which keeps the heaviest edge per pair). Sorted by (node version
+        id, other version id, relation, outgoing first)."""
+        given = {v.node_id: v for v in nodes}
+        out: list[CrossLink] = []
+        for node_id, version in given.items():
+            for edge, other_id, outgoing in (
+                *((e, e.dst, True) for e in self._out.get(node_id, ())),
+                *((e, e.src, False) for e in self._in.get(node_id, ())),
+            ):
+                if not edge.live(valid_us, tx_us):
+                    continue
+                other = self.live_version(other_id, valid_us, tx_us)
+                if other is None or other.source is None or other.source == version.source:
+                    continue
+                out.append(CrossLink(node=version, other=other, relation=edge.relation,
+                                     weight=edge.weight, outgoing=outgoing))
+        out.sort(key=lambda c: (c.node.version_id, c.other.version_id, c.relation,
+                                not c.outgoing))
+        return out

@@ -107,6 +107,7 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
         evidence=services.evidence,
         provider_factory=services.providers,
         max_sessions=settings.research_sessions,
+        duplicates=services.duplicates,
     )
     names = list(SERVICE_NAMES)
     health_servicer = HealthServicer(experimental_non_blocking=True)

@@ -19,6 +19,7 @@ from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import Cancelled, InvalidRequest, Overloaded, PlannerError
 from planner_svc.research.digest import DEFAULT_DIGEST_CHARS
+from planner_svc.research.duplicates import DuplicatePolicy
 from planner_svc.research.evidence import EvidenceSource
 from planner_svc.research.providers import ProviderFactory, make_provider_factory
 from planner_svc.research.session import (
@@ -64,6 +65,8 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
             whole life, so the server keeps threads free for Plan and health checks by
             refusing further sessions (Overloaded: RESOURCE_EXHAUSTED).
         clock: now, which pins a session's absent as-of times at its start.
+        duplicates: how sessions screen proposals for duplicates; None = no embedder, the
+            default threshold.
 
     Raises:
         ValueError: ``digest_max_chars`` below 1400 or ``max_sessions`` below 1.
@@ -78,6 +81,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
         on_session_end: SessionEndHook | None = None,
         max_sessions: int = 4,
         clock: Clock = wall_clock_us,
+        duplicates: DuplicatePolicy | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions: {max_sessions}; must be >= 1")
@@ -92,6 +96,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
         self._digest_max_chars = digest_max_chars
         self._on_session_end = on_session_end
         self._clock = clock
+        self._duplicates = duplicates
 
     def Research(
         self,
@@ -148,6 +153,7 @@ class ResearchPlannerServicer(research_pb2_grpc.ResearchPlannerServiceServicer):
                 evidence=self._evidence,
                 digest_max_chars=self._digest_max_chars,
                 cancel=cancel,
+                duplicates=self._duplicates,
             )
             _log.info("research.start", request_id=rid, session_id=start.session_id,
                       actors=list(start.actors))
@@ -197,6 +203,7 @@ def add_research_servicer(
     on_session_end: SessionEndHook | None = None,
     max_sessions: int = 4,
     clock: Clock = wall_clock_us,
+    duplicates: DuplicatePolicy | None = None,
 ) -> None:
     """Register ``planner.v1.ResearchPlannerService`` on ``server`` (before ``server.start()``).
 
@@ -210,6 +217,8 @@ def add_research_servicer(
         on_session_end: optional hook (metrics, tests).
         max_sessions: open sessions allowed at once (RESOURCE_EXHAUSTED beyond).
         clock: now, for sessions that name no as-of times.
+        duplicates: how sessions screen proposals (threshold, embedder); None = no embedder,
+            the default threshold.
     """
     servicer = ResearchPlannerServicer(
         evidence=evidence,
@@ -218,5 +227,6 @@ def add_research_servicer(
         on_session_end=on_session_end,
         max_sessions=max_sessions,
         clock=clock,
+        duplicates=duplicates,
     )
     research_pb2_grpc.add_ResearchPlannerServiceServicer_to_server(servicer, server)

@@ -399,7 +399,9 @@ def test_offline_replan_from_starved_questions_and_dead_ends() -> None:
     d.record_lead("q1")
     d.record_claims("q1", 1)
     d.record_lead("q2")
-    d.record_dead_end("bot_block", "crew logs Mill Road")
+    # A lead still out is not a question asked badly: nothing is rephrased yet.
+    assert OfflineProvider(lookup).propose(replan_request(d)).questions == ()
+    d.record_dead_end("bot_block", "crew logs Mill Road", question_id="q2")
     answer = OfflineProvider(lookup).propose(replan_request(d))
     assert answer.answered == ("q1",)
     assert answer.questions == (
