@@ -19,7 +19,13 @@ if TYPE_CHECKING:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
 from planner_svc.cliargs import address, bounded
-from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
+from planner_svc.client.connection import (
+    DEFAULT_ADDRESS,
+    add_tls_flags,
+    auth_metadata,
+    channel_for,
+    unavailable_hint,
+)
 from planner_svc.core.limits import BUDGET_TOKENS
 from planner_svc.research.planner import DEFAULT_MAX_DEPTH, ResearchCaps
 
@@ -71,6 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="offline | openai | cassette:NAME | record:NAME (server side; default offline)",
     )
     p.add_argument("--timeout", type=float, default=300.0, help="session deadline (seconds)")
+    add_tls_flags(p)
     p.set_defaults(func=_run)
 
 
@@ -231,7 +238,12 @@ def _run(args: argparse.Namespace) -> int:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
     start = build_start(args)
-    with grpc.insecure_channel(args.address) as channel:
+    try:
+        channel = channel_for(args)
+    except ValueError as exc:
+        print(f"planner-svc research: {exc}", file=sys.stderr)
+        return 2
+    with channel:
         stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
         try:
             final = play(stub, start, timeout_s=args.timeout, out=sys.stdout)

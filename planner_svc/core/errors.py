@@ -12,11 +12,17 @@ Hierarchy::
     │                         outside the schema, after retries)
     ├── CassetteMiss          a replayed research cassette has no recording for a request
     ├── Overloaded            the server runs as many sessions as it allows; retry later
+    ├── ResponseTooLarge      the answer would exceed the server's message limit
+    ├── ShuttingDown          the server is stopping; retry on another
     └── Cancelled             the caller cancelled, or its deadline passed; work stopped
 
 Each class maps to one gRPC status in one place (:mod:`planner_svc.server.errors`). Foreign
 exceptions (HTTP, SQLite, gRPC) are translated into these where they are caught, with
 ``raise ... from exc``.
+
+Messages quote client values through :func:`echo` (a short prefix and the length), so an error
+about a huge value stays small enough for a gRPC status (the metadata that carries it is
+limited to a few KiB; the status table bounds every text again).
 """
 
 from __future__ import annotations
@@ -33,7 +39,36 @@ __all__ = [
     "Overloaded",
     "PlannerError",
     "ProviderError",
+    "ResponseTooLarge",
+    "ShuttingDown",
+    "clip",
+    "echo",
 ]
+
+ECHO_CHARS = 40
+"""Characters of a client value an error message quotes (:func:`echo`)."""
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its first ``limit - 1`` and an
+    ellipsis (``limit`` >= 1)."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def echo(value: object, *, limit: int = ECHO_CHARS) -> str:
+    """A client value as an error message quotes it: its ``repr`` when a string of at most
+    ``limit`` characters (any other value: a repr of at most ``limit`` characters); else the
+    repr of its first ``limit`` characters, an ellipsis and its length::
+
+        echo("gpt")       -> 'gpt'
+        echo("x" * 20000) -> 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'… (20000 characters)
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}… ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 class PlannerError(Exception):
@@ -87,6 +122,15 @@ class CassetteMiss(PlannerError):
 
 class Overloaded(PlannerError):
     """The server already runs as much of this work as it allows at once; retry later."""
+
+
+class ResponseTooLarge(PlannerError):
+    """The response (or one message of a stream) would exceed the server's message limit;
+    the message names the size, the limit and what to lower."""
+
+
+class ShuttingDown(PlannerError):
+    """The server is shutting down and takes no new work; retry (on another server)."""
 
 
 class Cancelled(PlannerError):

@@ -18,6 +18,7 @@ __all__ = [
     "DocumentIn",
     "FormatCounts",
     "IngestReport",
+    "RejectedDocument",
     "SourceOutcome",
     "doc_node_id",
     "passage_node_id",
@@ -91,6 +92,28 @@ class DocumentIn:
     valid_from_us: int | None = None
     version_tx_us: int | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectedDocument:
+    """A stream item that never became a document (a message that did not decode, content that
+    could not be read): ingestion reports it in ``IngestReport.errors`` at its place in the
+    stream, as ``(source_id, "field: reason")``, counts it as received and as failed under
+    its format (``IngestReport.formats``), and goes on.
+
+    Attributes:
+        source_id: what could be read of its source id; ``""`` when nothing could.
+        field: the field at fault (``text``, ``properties.lang``; ``document`` for the whole
+            item).
+        reason: what is wrong.
+        media_type: what could be read of its declared media type; ``""`` when nothing could
+            (its format is then told from the source id's extension, else ``unknown``).
+    """
+
+    source_id: str
+    field: str
+    reason: str
+    media_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)

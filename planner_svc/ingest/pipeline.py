@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner_svc.core.errors import ConfigError, InvalidRequest
+from planner_svc.core.errors import ConfigError, InvalidRequest, echo
 from planner_svc.core.model import SpanRef
 from planner_svc.embed.base import Embedder
 from planner_svc.ingest.late_mentions import resolve_late_mentions
@@ -64,6 +64,7 @@ from planner_svc.ingest.model import (
     RELATION_WEIGHTS,
     DocumentIn,
     IngestReport,
+    RejectedDocument,
     SourceOutcome,
     doc_node_id,
     passage_node_id,
@@ -75,7 +76,7 @@ from planner_svc.ingest.parse import (
 )
 from planner_svc.ingest.ports import IngestStore
 from planner_svc.ingest.readers import FORMAT_NAMES, ReaderError
-from planner_svc.ingest.reading import ReadAhead, format_label, read_ahead
+from planner_svc.ingest.reading import ReadAhead, format_label, read_ahead, rejected_format
 from planner_svc.store.records import EdgeWrite, NodeVersion, NodeWrite, check_properties
 from planner_svc.store.text import canonicalize, check_id, check_time
 
@@ -85,6 +86,7 @@ __all__ = [
     "RELATION_WEIGHTS",
     "DocumentIn",
     "IngestReport",
+    "RejectedDocument",
     "SourceOutcome",
     "doc_node_id",
     "ingest_documents",
@@ -146,7 +148,7 @@ def _prepare(
     )
     properties = check_properties(doc.properties)
     if not isinstance(doc.title, str):
-        raise InvalidRequest("title", f"expected a string, got {doc.title!r}")
+        raise InvalidRequest("title", f"expected a string, got {echo(doc.title)}")
     title = canonicalize(" ".join(doc.title.split())) or parsed.title or source_id
     latest = store.latest_version(source_id)
     previous: Mapping[str, NodeVersion] = {}
@@ -157,7 +159,7 @@ def _prepare(
         if proposed is not None and proposed <= latest:
             raise InvalidRequest(
                 "version_tx",
-                f"{proposed} is not later than the latest version {latest} of {source_id!r}",
+                f"{proposed} is not later than the latest version {latest} of {echo(source_id)}",
             )
         if reuse_vectors:
             ids = [passage_node_id(source_id, p.ordinal) for p in parsed.passages]
@@ -383,7 +385,7 @@ class _Run:
 def ingest_documents(
     store: IngestStore,
     embedder: Embedder | None,
-    docs: Iterable[DocumentIn | ReadAhead],
+    docs: Iterable[DocumentIn | ReadAhead | RejectedDocument],
     *,
     now_us: int,
     progress: bool = False,
@@ -398,7 +400,8 @@ def ingest_documents(
     encrypted or damaged file, malformed properties, a proposed version tx in the future, not
     later than the source's latest version or earlier than the latest transaction time the
     store has recorded) is recorded in ``report.errors`` as ``(source_id, "field: reason")``
-    and skipped; the others go on. ``report.formats`` counts, per format, the documents read,
+    and skipped; the others go on. A :class:`RejectedDocument` item is recorded the same way
+    at its place. ``report.formats`` counts, per format, the documents read,
     skipped (no reader could read them) and failed, and why.
 
     Args:
@@ -447,6 +450,11 @@ def ingest_documents(
             doc, ahead = (item.doc, item) if isinstance(item, ReadAhead) else (item, None)
             report.received += 1
             bar.update(1)
+            if isinstance(doc, RejectedDocument):
+                reason = f"{doc.field}: {doc.reason}"
+                run.errors.append((report.received, (doc.source_id, reason)))
+                report.count_refused(rejected_format(doc), reason, skipped=False)
+                continue
             source_id = doc.source_id if isinstance(doc.source_id, str) else repr(doc.source_id)
             if source_id in pending:
                 run.flush(chunk)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner_svc.core.errors import InvalidRequest
-from planner_svc.ingest.model import DocumentIn
+from planner_svc.core.errors import InvalidRequest, echo
+from planner_svc.ingest.model import DocumentIn, RejectedDocument
 from planner_svc.ingest.parse import ParsedDocument, parse_document
 from planner_svc.ingest.readers import (
     DOCX,
@@ -36,7 +36,14 @@ from planner_svc.ingest.readers import (
 from planner_svc.ingest.readers.sniff import normalize_media_type, sniff_media_type
 from planner_svc.store.text import check_id
 
-__all__ = ["ReadAhead", "ReadDocument", "format_label", "read_ahead", "read_source"]
+__all__ = [
+    "ReadAhead",
+    "ReadDocument",
+    "format_label",
+    "read_ahead",
+    "read_source",
+    "rejected_format",
+]
 
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _BINARY = (PDF, DOCX)
@@ -70,7 +77,7 @@ def _decode(text: object) -> str:
 def _declared(doc: DocumentIn) -> str:
     media_type = doc.media_type
     if not isinstance(media_type, str):
-        raise InvalidRequest("media_type", f"expected a string, got {media_type!r}")
+        raise InvalidRequest("media_type", f"expected a string, got {echo(media_type)}")
     return media_type
 
 
@@ -142,6 +149,15 @@ def format_label(doc: DocumentIn, error: Exception | None = None) -> str:
             markdown = (name or "").lower().endswith(_MARKDOWN_SUFFIXES)
             kind = MARKDOWN if markdown else PLAIN
     return FORMAT_NAMES.get(kind, kind)
+
+
+def rejected_format(item: RejectedDocument) -> str:
+    """The format a report counts a :class:`~planner_svc.ingest.model.RejectedDocument` under:
+    the one its source id and declared media type would have been read as
+    (:func:`format_label`), or ``unknown`` when neither could be read. Never raises."""
+    if not item.source_id and not item.media_type:
+        return "unknown"
+    return format_label(DocumentIn(source_id=item.source_id, media_type=item.media_type))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,12 @@ from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import Cancelled
 from planner_svc.embed.base import Embedder
 from planner_svc.ingest.parse import DEFAULT_MAX_PASSAGE_BYTES, DEFAULT_MIN_PASSAGE_BYTES
-from planner_svc.ingest.pipeline import DocumentIn, IngestReport, ingest_documents
+from planner_svc.ingest.pipeline import (
+    DocumentIn,
+    IngestReport,
+    RejectedDocument,
+    ingest_documents,
+)
 from planner_svc.ingest.ports import IndexCatchUp, IngestStore
 from planner_svc.ingest.reading import read_ahead
 
@@ -53,7 +58,7 @@ class IngestService:
 
     def ingest(
         self,
-        documents: Iterator[DocumentIn],
+        documents: Iterator[DocumentIn | RejectedDocument],
         *,
         cancelled: Callable[[], bool] = lambda: False,
     ) -> IngestReport:
@@ -67,8 +72,9 @@ class IngestService:
         reader's own lock (:mod:`planner_svc.ingest.readers.pdf`). The batch being read when
         the caller cancels is dropped when the cancellation is seen first; a transport may
         deliver the end of the stream before it, and then that batch commits whole (re-sending
-        it is harmless: unchanged documents write nothing). A malformed document is reported in
-        the report's ``errors`` and skipped; the stream goes on.
+        it is harmless: unchanged documents write nothing). A malformed document, or a
+        :class:`~planner_svc.ingest.model.RejectedDocument` item, is reported in the report's
+        ``errors`` and skipped; the stream goes on.
 
         Args:
             documents: the documents; the iterator raises Cancelled when the caller cancels.
@@ -84,8 +90,10 @@ class IngestService:
         while batch := list(islice(documents, STREAM_BATCH)):
             if cancelled():  # a cancelled stream may also just end: keep its last batch out
                 raise Cancelled("the client cancelled the ingest stream")
-            read = [read_ahead(doc, max_passage_bytes=DEFAULT_MAX_PASSAGE_BYTES,
-                               min_passage_bytes=DEFAULT_MIN_PASSAGE_BYTES) for doc in batch]
+            read = [doc if isinstance(doc, RejectedDocument)
+                    else read_ahead(doc, max_passage_bytes=DEFAULT_MAX_PASSAGE_BYTES,
+                                    min_passage_bytes=DEFAULT_MIN_PASSAGE_BYTES)
+                    for doc in batch]
             with self._write_lock:
                 written = ingest_documents(self._store, self._embedder, read,
                                            now_us=self._clock())

@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from planner_svc.core.errors import Cancelled as Cancelled  # re-exported for providers
 from planner_svc.core.errors import CassetteMiss as CassetteMiss
 from planner_svc.core.errors import ProviderError as ProviderError
+from planner_svc.core.errors import echo
 from planner_svc.core.model import PlannedSpan
 from planner_svc.research.digest import DigestView
 
@@ -207,7 +208,7 @@ For robustness :func:`parse_answer` also accepts ``{"text": ..., "id": ...}`` ob
 def _int_field(obj: Mapping[str, Any], key: str, where: str) -> int:
     value = obj.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ProviderError(f"{where}.{key}: expected an integer >= 0, got {value!r}")
+        raise ProviderError(f"{where}.{key}: expected an integer >= 0, got {echo(value)}")
     return value
 
 
@@ -232,16 +233,16 @@ def parse_answer(obj: object, *, usage: Usage | None = None) -> ProviderAnswer:
         if not isinstance(text, str) or not text.strip():
             raise ProviderError(
                 f"answer.sub_questions[{i}]: expected a non-empty string (or an object with "
-                f"a non-empty 'text'), got {item!r}"
+                f"a non-empty 'text'), got {echo(item)}"
             )
         questions.append(text.strip()[:MAX_PROPOSAL_CHARS])
     answered = _string_list(obj.get("answered", []), "answer.answered")
     done = obj.get("done", False)
     if not isinstance(done, bool):
-        raise ProviderError(f"answer.done: expected a boolean, got {done!r}")
+        raise ProviderError(f"answer.done: expected a boolean, got {echo(done)}")
     rationale = obj.get("rationale", "")
     if not isinstance(rationale, str):
-        raise ProviderError(f"answer.rationale: expected a string, got {rationale!r}")
+        raise ProviderError(f"answer.rationale: expected a string, got {echo(rationale)}")
     return ProviderAnswer(
         questions=tuple(questions),
         answered=tuple(answered),
@@ -253,7 +254,7 @@ def parse_answer(obj: object, *, usage: Usage | None = None) -> ProviderAnswer:
 
 def _string_list(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ProviderError(f"{where}: expected an array of strings, got {value!r}")
+        raise ProviderError(f"{where}: expected an array of strings, got {echo(value)}")
     return [v.strip() for v in value]
 
 

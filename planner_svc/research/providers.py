@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.research.cassette import CassetteProvider
 from planner_svc.research.entities import EntityLookup
 from planner_svc.research.graph import EvidenceGraph
@@ -66,7 +66,7 @@ def make_provider_factory(
             if not CASSETTE_NAME_RE.fullmatch(name):
                 raise InvalidRequest(
                     "start.provider",
-                    f"cassette name {name!r} must match {CASSETTE_NAME_RE.pattern} (a file "
+                    f"cassette name {echo(name)} must match {CASSETTE_NAME_RE.pattern} (a file "
                     "name in the server's cassette directory, not a path)",
                 )
             path = cassette_dir / name
@@ -78,7 +78,7 @@ def make_provider_factory(
             return CassetteProvider(path, inner=inner, label=name)
         raise InvalidRequest(
             "start.provider",
-            f"{spec!r}; expected '', 'offline', 'openai', 'cassette:NAME' or 'record:NAME'",
+            f"{echo(spec)}; expected '', 'offline', 'openai', 'cassette:NAME' or 'record:NAME'",
         )
 
     return factory

@@ -23,7 +23,8 @@ update returned:
 Every update reports what became of the planner call's proposals: admitted, refused as
 duplicates (:mod:`planner_svc.research.duplicates`) or cut by the round's cap.
 3. :meth:`ResearchSession.close_input` ends a session whose orchestrator stopped sending:
-   BUDGET if the last budget report was 0, else CANCELLED.
+   BUDGET if the last budget report was 0, else CANCELLED; :meth:`ResearchSession.interrupt`
+   ends it with CANCELLED for a reason of the caller's (the server is shutting down).
 
 Cancellation is a :class:`threading.Event`; it is checked before every model call and every
 evidence plan, and a set event raises :class:`~planner_svc.research.provider.Cancelled`.
@@ -37,7 +38,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from planner_svc.core.errors import InvalidRequest, PlannerError
+from planner_svc.core.errors import InvalidRequest, PlannerError, echo
 from planner_svc.core.limits import MAX_BUDGET_TOKENS
 from planner_svc.core.model import EvidencePlan, PlannedSpan
 from planner_svc.research.digest import (
@@ -112,10 +113,10 @@ class SessionStart:
         for i, actor in enumerate(self.actors):
             if not ACTOR_RE.fullmatch(actor):
                 raise InvalidRequest(
-                    f"start.actors[{i}]", f"{actor!r} does not match {ACTOR_RE.pattern}"
+                    f"start.actors[{i}]", f"{echo(actor)} does not match {ACTOR_RE.pattern}"
                 )
             if actor in self.actors[:i]:
-                raise InvalidRequest(f"start.actors[{i}]", f"{actor!r} is listed twice")
+                raise InvalidRequest(f"start.actors[{i}]", f"{echo(actor)} is listed twice")
         if self.budget_tokens is not None and self.budget_tokens > MAX_BUDGET_TOKENS:
             raise InvalidRequest(
                 "start.budget_tokens",
@@ -127,7 +128,8 @@ class SessionStart:
             )
         if not SESSION_ID_RE.fullmatch(self.session_id):
             raise InvalidRequest(
-                "start.session_id", f"{self.session_id!r} does not match {SESSION_ID_RE.pattern}"
+                "start.session_id",
+                f"{echo(self.session_id)} does not match {SESSION_ID_RE.pattern}",
             )
 
 
@@ -399,7 +401,7 @@ class ResearchSession:
         if lead is None:
             raise InvalidRequest(
                 "lead_result.lead_id",
-                f"{event.lead_id!r} is not an outstanding lead of this session "
+                f"{echo(event.lead_id)} is not an outstanding lead of this session "
                 "(unknown, or already reported)",
             )
         if event.dead_end_cause is None:
@@ -428,6 +430,14 @@ class ResearchSession:
                 StopReason.CANCELLED, f"orchestrator closed its stream with {n} lead(s) unreported"
             )
         ]
+
+    def interrupt(self, detail: str) -> list[Update]:
+        """End the session now with CANCELLED, ``detail`` saying why (e.g. the server is shutting
+        down) and how many leads were left unreported. Returns [] when already finished."""
+        if self._stop_reason is not None:
+            return []
+        n = len(self._outstanding)
+        return [self._stop(StopReason.CANCELLED, f"{detail}; {n} lead(s) unreported")]
 
     # --- internals ---------------------------------------------------------------------------
 

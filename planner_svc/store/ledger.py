@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.core.model import NOWHERE, SPAN_KINDS, CoordKey, Location
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.records import LedgerRow, LedgerSpan, decode_location, encode_location
@@ -47,7 +47,7 @@ class SpanLedger(TransactionClock):
             ).fetchone()
             if found is None:
                 raise InvalidRequest(
-                    "source_version_tx", f"source {source_id!r} has no version {tx_us}"
+                    "source_version_tx", f"source {echo(source_id)} has no version {tx_us}"
                 )
             data = bytes(found[0])
             for i, span in enumerate(spans):
@@ -60,7 +60,7 @@ class SpanLedger(TransactionClock):
                     )
                 if kind not in SPAN_KINDS:
                     raise InvalidRequest(
-                        f"spans[{i}].kind", f"{kind!r} is not one of {', '.join(SPAN_KINDS)}"
+                        f"spans[{i}].kind", f"{echo(kind)} is not one of {', '.join(SPAN_KINDS)}"
                     )
                 if not (0 <= start < end <= len(data)):
                     raise InvalidRequest(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.core.model import CoordKey, SpanRef
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.db import PAGE_ROWS
@@ -77,7 +77,7 @@ class SourceVersions(TransactionClock):
                     raise InvalidRequest(
                         "version_tx",
                         f"{tx_us} is not later than the latest version {latest_tx} "
-                        f"of source {source_id!r}",
+                        f"of source {echo(source_id)}",
                     )
             self._record_tx(conn, tx_us, field="version_tx")
             conn.execute(
@@ -241,7 +241,7 @@ class SourceVersions(TransactionClock):
             if data is None:
                 raise InvalidRequest(
                     f"{where}.source_version_tx",
-                    f"source {span.source_id!r} has no version {span.source_version_tx}",
+                    f"source {echo(span.source_id)} has no version {span.source_version_tx}",
                 )
             if span.end > len(data):
                 raise InvalidRequest(
