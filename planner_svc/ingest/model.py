@@ -107,7 +107,7 @@ class RejectedDocument:
             item).
         reason: what is wrong.
         media_type: what could be read of its declared media type; ``""`` when nothing could
-            (its format is then told from the source id's extension, else ``unknown``).
+            (its format is then told from the source id's extension).
     """
 
     source_id: str

@@ -33,7 +33,11 @@ from planner_svc.ingest.readers import (
     ReaderError,
     read_document,
 )
-from planner_svc.ingest.readers.sniff import normalize_media_type, sniff_media_type
+from planner_svc.ingest.readers.sniff import (
+    extension_type,
+    normalize_media_type,
+    sniff_media_type,
+)
 from planner_svc.store.text import check_id
 
 __all__ = [
@@ -153,11 +157,12 @@ def format_label(doc: DocumentIn, error: Exception | None = None) -> str:
 
 def rejected_format(item: RejectedDocument) -> str:
     """The format a report counts a :class:`~planner_svc.ingest.model.RejectedDocument` under:
-    the one its source id and declared media type would have been read as
-    (:func:`format_label`), or ``unknown`` when neither could be read. Never raises."""
+    its declared media type's, else its source id extension's (``handbook.pdf`` -> ``PDF``),
+    else ``text``; ``unknown`` when neither could be read. Never raises."""
     if not item.source_id and not item.media_type:
         return "unknown"
-    return format_label(DocumentIn(source_id=item.source_id, media_type=item.media_type))
+    declared = item.media_type if item.media_type.strip() else extension_type(item.source_id)
+    return format_label(DocumentIn(source_id=item.source_id, media_type=declared or ""))
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ import pytest
 from planner_svc.core.model import NOWHERE, Location
 from planner_svc.ingest import DocumentIn, IngestReport, ingest_documents
 from planner_svc.ingest.jsonl import read_jsonl
-from planner_svc.ingest.model import FormatCounts, reason_class
+from planner_svc.ingest.model import FormatCounts, RejectedDocument, reason_class
+from planner_svc.ingest.reading import rejected_format
 from planner_svc.store import Store
 from tests.docgen import (
     Code,
@@ -272,3 +273,23 @@ def test_json_lines_carry_content_as_base64(store: Store) -> None:
     assert report.errors == [] and report.ingested == 2
     assert store.locations_of_version("guide.pdf", T)[-1][3].page == 2
     assert _rows(store, "guide.html") == _headed() + CELLS
+
+
+@pytest.mark.parametrize(
+    ("source_id", "media_type", "expected"),
+    [
+        ("", "", "unknown"),
+        ("", "application/pdf", "PDF"),
+        ("handbook.pdf", "", "PDF"),
+        ("notes.md", "", "Markdown"),
+        ("notes/plain", "", "text"),
+        ("page", "text/html; charset=utf-8", "HTML"),
+        ("photo", "image/png", "image/png"),
+    ],
+)
+def test_a_rejected_document_counts_under_the_format_it_would_have_been_read_as(
+    source_id: str, media_type: str, expected: str
+) -> None:
+    item = RejectedDocument(source_id=source_id, field="title", reason="not valid UTF-8",
+                            media_type=media_type)
+    assert rejected_format(item) == expected
