@@ -15,6 +15,7 @@ from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import Cancelled
 from planner_svc.embed.base import Embedder
 from planner_svc.ingest.mentions import KnownTitles
+from planner_svc.ingest.parse import DEFAULT_MAX_PASSAGE_BYTES, DEFAULT_MIN_PASSAGE_BYTES
 from planner_svc.ingest.pipeline import (
     DocumentIn,
     IngestReport,
@@ -22,6 +23,7 @@ from planner_svc.ingest.pipeline import (
     ingest_documents,
 )
 from planner_svc.ingest.ports import IndexCatchUp, IngestStore
+from planner_svc.ingest.reading import read_ahead
 
 __all__ = ["STREAM_BATCH", "IngestService"]
 
@@ -64,9 +66,12 @@ class IngestService:
     ) -> IngestReport:
         """Ingest ``documents`` in batches of :data:`STREAM_BATCH`.
 
-        Each batch is read from the iterator first, then written under the write lock with one
-        fresh transaction time and indexed, so a slow client never holds the lock and a stream
-        cut short keeps (and has indexed) every batch it completed. The batch being read when
+        Each batch is received from the iterator and its documents read (parsed: PDF, DOCX,
+        HTML, notebooks, Markdown, text) first, then written under the write lock with one
+        fresh transaction time and indexed, so neither a slow client nor slow parsing holds
+        the lock, and a stream cut short keeps (and has indexed) every batch it completed.
+        Concurrent streams parse at once; PDFium, which is not thread-safe, runs under the PDF
+        reader's own lock (:mod:`planner_svc.ingest.readers.pdf`). The batch being read when
         the caller cancels is dropped when the cancellation is seen first; a transport may
         deliver the end of the stream before it, and then that batch commits whole (re-sending
         it is harmless: unchanged documents write nothing). A malformed document, or a
@@ -87,8 +92,12 @@ class IngestService:
         while batch := list(islice(documents, STREAM_BATCH)):
             if cancelled():  # a cancelled stream may also just end: keep its last batch out
                 raise Cancelled("the client cancelled the ingest stream")
+            read = [doc if isinstance(doc, RejectedDocument)
+                    else read_ahead(doc, max_passage_bytes=DEFAULT_MAX_PASSAGE_BYTES,
+                                    min_passage_bytes=DEFAULT_MIN_PASSAGE_BYTES)
+                    for doc in batch]
             with self._write_lock:
-                written = ingest_documents(self._store, self._embedder, batch,
+                written = ingest_documents(self._store, self._embedder, read,
                                            now_us=self._clock(), titles=self._titles)
                 if self._index is not None:
                     self._index.sync()
