@@ -335,8 +335,12 @@ class _PassageTable:
         at = 0
         for a, _vector, rows in wanted:
             end = at + rows.shape[0]
-            out[a] = [sim if have else None
-                      for sim, have in zip(sims[at:end], self._has[rows].tolist(), strict=True)]
+            has = self._has[rows]
+            if has.all():
+                out[a] = list(sims[at:end])
+            else:
+                out[a] = [sim if have else None
+                          for sim, have in zip(sims[at:end], has.tolist(), strict=True)]
             at = end
         return out
 
