@@ -62,4 +62,9 @@ def running_process(command: list[str], port: int, *, timeout_s: float = 120.0
         yield address
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            # still finishing calls its clients gave up on: the measurement is over
+            proc.kill()
+            proc.wait()

@@ -52,7 +52,7 @@ def ghz(binary: str, address: str, data_file: str, *, seconds: float, concurrenc
     out = subprocess.run(
         [binary, "--insecure", "--call", PLAN_CALL, "--data-file", data_file,
          "-z", f"{seconds}s", "-c", str(concurrency), "--connections", "2",
-         "--timeout", "10s", "--format", "json", address],
+         "--timeout", "10s", "--connect-timeout", "30s", "--format", "json", address],
         check=False, capture_output=True, text=True,
     )
     # ghz exits non-zero when some calls failed (say, cancelled as the run ends) yet still
