@@ -197,6 +197,12 @@ class EvidencePlanner:
         self.recall = recall or RecallSettings()
         self.catalog = catalog or FreshCatalog(store)
 
+    def warm(self) -> None:
+        """Bring the recall catalog up to the store now, so that the first plan does not pay
+        for reading the whole store (seconds on a large one); later plans only catch up."""
+        with self._store.snapshot():
+            self.catalog.current()
+
     def plan(
         self,
         query: EvidenceQuery,
