@@ -12,6 +12,7 @@ Hierarchy::
     │                         outside the schema, after retries)
     ├── CassetteMiss          a replayed research cassette has no recording for a request
     ├── Overloaded            the server runs as many sessions as it allows; retry later
+    ├── StoreUnavailable      the shared store (PostgreSQL) cannot be reached; retry
     └── Cancelled             the caller cancelled, or its deadline passed; work stopped
 
 Each class maps to one gRPC status in one place (:mod:`planner_svc.server.errors`). Foreign
@@ -33,6 +34,7 @@ __all__ = [
     "Overloaded",
     "PlannerError",
     "ProviderError",
+    "StoreUnavailable",
 ]
 
 
@@ -87,6 +89,12 @@ class CassetteMiss(PlannerError):
 
 class Overloaded(PlannerError):
     """The server already runs as much of this work as it allows at once; retry later."""
+
+
+class StoreUnavailable(PlannerError):
+    """The shared store's server cannot be reached, or the connection to it broke mid-request;
+    nothing of the failed call was committed, and a retry (on this or another replica) may
+    succeed."""
 
 
 class Cancelled(PlannerError):

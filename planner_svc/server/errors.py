@@ -7,6 +7,7 @@ BackendUnavailable     FAILED_PRECONDITION + google.rpc.ErrorInfo{BACKEND_UNAVAI
 CassetteMiss           FAILED_PRECONDITION (the replayed cassette lacks a recording)
 ProviderError          UNAVAILABLE (the planning model's endpoint is down or answers garbage)
 Overloaded             RESOURCE_EXHAUSTED (retry later)
+StoreUnavailable       UNAVAILABLE (the shared store is unreachable; retry, on any replica)
 Cancelled              CANCELLED
 other PlannerError     FAILED_PRECONDITION
 anything else          INTERNAL with a generic message and an error id, logged with the
@@ -38,6 +39,7 @@ from planner_svc.core.errors import (
     Overloaded,
     PlannerError,
     ProviderError,
+    StoreUnavailable,
 )
 
 __all__ = [
@@ -94,6 +96,8 @@ def status_for(exc: BaseException) -> tuple[status_pb2.Status, bool]:
         return rich(code_pb2.UNAVAILABLE, f"planner model: {exc}"), False
     if isinstance(exc, Overloaded):
         return rich(code_pb2.RESOURCE_EXHAUSTED, str(exc)), False
+    if isinstance(exc, StoreUnavailable):
+        return rich(code_pb2.UNAVAILABLE, f"store: {exc}"), False
     if isinstance(exc, Cancelled):
         return rich(code_pb2.CANCELLED, "request cancelled"), False
     if isinstance(exc, PlannerError):

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from planner_svc.core.errors import InvalidRequest
-from planner_svc.core.model import SPAN_KINDS, CoordKey
+from planner_svc.core.model import CoordKey
 from planner_svc.store.clock import TransactionClock
-from planner_svc.store.text import on_boundary
+from planner_svc.store.rules import ledger_rows
 
 
 class SpanLedger(TransactionClock):
@@ -34,31 +33,12 @@ class SpanLedger(TransactionClock):
             InvalidRequest: (``source_version_tx``) unknown version; (``spans[i]``) a span is
                 out of range, not on a boundary, or has an unknown kind. Nothing is written then.
         """
-        rows: list[tuple[str, int, int, int, str]] = []
         with self._write() as conn:
             found = conn.execute(
                 "SELECT text FROM source_versions WHERE source_id = ? AND tx = ?",
                 (source_id, tx_us),
             ).fetchone()
-            if found is None:
-                raise InvalidRequest(
-                    "source_version_tx", f"source {source_id!r} has no version {tx_us}"
-                )
-            data = bytes(found[0])
-            for i, (start, end, kind) in enumerate(spans):
-                if kind not in SPAN_KINDS:
-                    raise InvalidRequest(
-                        f"spans[{i}].kind", f"{kind!r} is not one of {', '.join(SPAN_KINDS)}"
-                    )
-                if not (0 <= start < end <= len(data)):
-                    raise InvalidRequest(
-                        f"spans[{i}]", f"[{start}, {end}) is outside [0, {len(data)}) or empty"
-                    )
-                if not (on_boundary(data, start) and on_boundary(data, end)):
-                    raise InvalidRequest(
-                        f"spans[{i}]", f"[{start}, {end}) is not on code point boundaries"
-                    )
-                rows.append((source_id, tx_us, start, end, kind))
+            rows = ledger_rows(source_id, tx_us, None if found is None else bytes(found[0]), spans)
             conn.executemany(
                 "INSERT OR REPLACE INTO spans (source_id, tx, byte_start, byte_end, kind) "
                 "VALUES (?, ?, ?, ?, ?)",

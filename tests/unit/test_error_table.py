@@ -15,6 +15,7 @@ from planner_svc.core.errors import (
     Overloaded,
     PlannerError,
     ProviderError,
+    StoreUnavailable,
 )
 from planner_svc.server.errors import code_name, status_for
 
@@ -30,6 +31,7 @@ from planner_svc.server.errors import code_name, status_for
         (CassetteMiss("no recording"), code_pb2.FAILED_PRECONDITION, False),
         (ProviderError("HTTP 503"), code_pb2.UNAVAILABLE, False),
         (Overloaded("2 sessions are open"), code_pb2.RESOURCE_EXHAUSTED, False),
+        (StoreUnavailable("connection refused"), code_pb2.UNAVAILABLE, False),
         (Cancelled("gone"), code_pb2.CANCELLED, False),
         (PlannerError("other"), code_pb2.FAILED_PRECONDITION, False),
         (KeyError("bug"), code_pb2.INTERNAL, True),

@@ -1,0 +1,62 @@
+"""The span ledger in the PostgreSQL store (see :mod:`planner_svc.store.ledger`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from planner_svc.core.model import CoordKey
+from planner_svc.store.postgres.clock import PgClock
+from planner_svc.store.rules import ledger_rows
+
+
+class PgSpanLedger(PgClock):
+    """The span ledger (a part of :class:`planner_svc.store.postgres.PostgresStore`)."""
+
+    def add_spans(self, source_id: str, tx_us: int, spans: Iterable[tuple[int, int, str]]) -> int:
+        """See :meth:`planner_svc.store.ledger.SpanLedger.add_spans`.
+
+        Raises:
+            InvalidRequest: unknown version, or a span out of range, off a boundary or of an
+                unknown kind. Nothing is written then.
+        """
+        with self._write():
+            found = self._row(
+                "SELECT text FROM source_versions WHERE source_id = %s AND tx = %s",
+                (source_id, tx_us))
+            rows = ledger_rows(source_id, tx_us, None if found is None else bytes(found[0]),
+                               spans)
+            self._run_many(
+                "INSERT INTO spans (source_id, tx, byte_start, byte_end, kind) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (source_id, tx, byte_start, byte_end) "
+                "DO UPDATE SET kind = excluded.kind",
+                rows,
+            )
+            if rows:
+                self._changed()
+        return len(rows)
+
+    def span_kind(self, source_id: str, tx_us: int, start: int, end: int) -> str | None:
+        """Ledger kind of the exact span ``[start, end)`` (UTF-8 bytes); None without a row."""
+        key = (source_id, tx_us, start, end)
+        return self.span_kinds([key]).get(key)
+
+    def span_kinds(self, keys: Iterable[CoordKey]) -> dict[CoordKey, str]:
+        """Batched :meth:`span_kind`; keys without a ledger row are absent. One query."""
+        wanted = sorted(set(keys))
+        if not wanted:
+            return {}
+        rows = self._rows(
+            "SELECT s.source_id, s.tx, s.byte_start, s.byte_end, s.kind FROM "
+            "unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) AS k(sid, tx, a, b) "
+            "JOIN spans AS s ON s.source_id = k.sid AND s.tx = k.tx "
+            "AND s.byte_start = k.a AND s.byte_end = k.b",
+            tuple([k[i] for k in wanted] for i in range(4)),
+        )
+        return {(r[0], int(r[1]), int(r[2]), int(r[3])): r[4] for r in rows}
+
+    def spans_of_version(self, source_id: str, tx_us: int) -> list[tuple[int, int, str]]:
+        """Every ledger row of one version as ``(start, end, kind)``, in offset order."""
+        rows = self._rows(
+            "SELECT byte_start, byte_end, kind FROM spans WHERE source_id = %s AND tx = %s "
+            "ORDER BY byte_start, byte_end", (source_id, tx_us))
+        return [(int(r[0]), int(r[1]), r[2]) for r in rows]
