@@ -9,17 +9,21 @@ creates.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pwd
 import shutil
 import socket
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 import psycopg
+
+from planner_svc.store.open import AnyStore, open_store
 
 PACKAGE = "postgresql"
 """The Debian package that provides the server."""
@@ -115,3 +119,33 @@ class PostgresServer:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """One store backend under test: its name, the data directory and (PostgreSQL) the URL;
+    :meth:`open` opens the same store again each time."""
+
+    name: str
+    data_dir: Path
+    url: str | None
+
+    def open(self) -> AnyStore:
+        """Open (creating on first use) this backend's store."""
+        return open_store(self.data_dir, self.url)
+
+
+class SchemaPerTest:
+    """Fresh, empty stores on one server: each :meth:`url` is a new schema of the server's
+    database (``search_path`` set in the URL), much cheaper than a database per test."""
+
+    def __init__(self, server: PostgresServer) -> None:
+        self._server = server
+        self._count = itertools.count()
+
+    def url(self) -> str:
+        """The URL of a new, empty schema."""
+        name = f"t{next(self._count)}"
+        with psycopg.connect(self._server.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {name}")  # type: ignore[arg-type]
+        return f"{self._server.url()}?options=-csearch_path%3D{name}"

@@ -39,6 +39,7 @@ from planner_svc.recall.engine import (
     EngineQuery,
     Evidence,
     NodeScore,
+    filtered_nodes,
     measure_evidence,
     recall_documents,
 )
@@ -262,10 +263,11 @@ class EvidencePlanner:
                 else semantic.text if semantic is not None and semantic.text else "")
         filtered: dict[str, float] | None = None
         if structured is not None and (structured.labels or structured.properties):
-            filtered = dict(self._store.search_text(
-                structured.text, labels=structured.labels, properties=structured.properties,
-                valid_us=valid_us, tx_us=tx_us, limit=structured.limit,
-            ))
+            filtered = filtered_nodes(
+                catalog, structured.text, labels=structured.labels,
+                properties=structured.properties, valid_us=valid_us, tx_us=tx_us,
+                limit=structured.limit,
+            )
         access = None
         vector: Vector | None = None
         if semantic is not None:

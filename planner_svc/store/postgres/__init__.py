@@ -6,7 +6,7 @@ recall catalog, the vector index) stay in each replica's memory and data directo
 the store by its change feed, as they follow the embedded store.
 """
 
-from planner_svc.store.postgres.db import is_postgres_url
 from planner_svc.store.postgres.store import PostgresStore
+from planner_svc.store.url import is_postgres_url
 
 __all__ = ["PostgresStore", "is_postgres_url"]

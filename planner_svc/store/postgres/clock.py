@@ -18,7 +18,7 @@ from planner_svc.store.clock import RESERVED_META
 from planner_svc.store.postgres.db import PgDatabase
 from planner_svc.store.rules import check_not_before, stamp_time
 
-PG_RESERVED_META = (*RESERVED_META, "schema_version")
+PG_RESERVED_META = (*RESERVED_META, "schema_version", "store_id")
 """Metadata keys the PostgreSQL store maintains itself."""
 
 

@@ -34,19 +34,12 @@ from psycopg import pq
 
 from planner_svc.core.errors import ConfigError, StoreUnavailable
 from planner_svc.store.postgres.schema import INIT_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES
+from planner_svc.store.url import redacted
 
 PAGE_ROWS = 2048
 """Rows per page of the iterators that read a whole table (no long-lived read transaction)."""
 
-URL_SCHEMES = ("postgresql://", "postgres://")
-"""A store URL starting with one of these names a PostgreSQL store."""
-
 Row = tuple[Any, ...]
-
-
-def is_postgres_url(value: str) -> bool:
-    """Whether ``value`` is a PostgreSQL connection URL (``postgresql://...``)."""
-    return value.startswith(URL_SCHEMES)
 
 
 def live(alias: str = "") -> str:
@@ -57,16 +50,6 @@ def live(alias: str = "") -> str:
         f"{a}valid_from <= %s AND ({a}valid_to IS NULL OR {a}valid_to > %s) "
         f"AND {a}tx_from <= %s AND ({a}tx_to IS NULL OR {a}tx_to > %s)"
     )
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password (for messages and logs)."""
-    head, at, tail = url.rpartition("@")
-    if not at:
-        return url
-    scheme, sep, credentials = head.partition("://")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}@{tail}" if sep else url
 
 
 class PgDatabase:

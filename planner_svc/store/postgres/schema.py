@@ -17,6 +17,9 @@ microseconds since the Unix epoch, offsets UTF-8 bytes. Differences:
 - labels, properties and provenance are the same compact JSON text as in SQLite, and
   ``label_set`` holds the labels as an array for label filters.
 
+``meta.store_id`` is a random id made when the store is created: a replica records it beside
+its derived indexes and rebuilds them when its data directory was built from another store.
+
 Versions: ``meta.schema_version``; :data:`MIGRATIONS` holds the statements that bring a store
 from each version to the next, applied in one transaction under an advisory lock, so replicas
 starting together migrate once. A store with a newer version is refused.
@@ -47,6 +50,7 @@ CREATE TABLE clock (
     generation bigint NOT NULL DEFAULT 0
 );
 INSERT INTO clock (singleton) VALUES (true);
+INSERT INTO meta (key, value) VALUES ('store_id', gen_random_uuid()::text);
 
 CREATE TABLE sources (
     source_id text COLLATE "C" PRIMARY KEY,
