@@ -34,21 +34,27 @@ class PgClock(PgDatabase):
 
     def last_tx(self) -> int | None:
         """The latest transaction time (microseconds) any write has recorded; None for an empty
-        store."""
+        store. Inside a write, including the times that write recorded so far."""
+        if self._local_depth() > 0:
+            return self._tx().last_tx
         row = self._row("SELECT last_tx FROM clock")
         return None if row is None or row[0] is None else int(row[0])
 
+    def _local_depth(self) -> int:
+        return int(getattr(self._local, "depth", 0))
+
     def _record_tx(self, tx_us: int, *, field: str) -> None:
         """Refuse ``tx_us`` before the latest recorded transaction time, else advance the clock
-        row to it (inside the running write transaction, which holds the row's lock).
+        to it (inside the running write transaction, which holds the clock row's lock and
+        stores the time when it commits).
 
         Raises:
             InvalidRequest: (``field``) ``tx_us`` is earlier than the latest recorded time.
         """
-        last = self.last_tx()
-        check_not_before(last, tx_us, field=field)
-        if last is None or tx_us > last:
-            self._run("UPDATE clock SET last_tx = %s", (tx_us,))
+        tx = self._tx()
+        check_not_before(tx.last_tx, tx_us, field=field)
+        if tx.last_tx is None or tx_us > tx.last_tx:
+            tx.last_tx = tx_us
 
     @contextmanager
     def stamped(
@@ -83,7 +89,7 @@ class PgClock(PgDatabase):
         """
         if key in PG_RESERVED_META:
             raise InvalidRequest("key", f"{key!r} is maintained by the store")
-        with self._write():
+        with self._write(savepoint=False):
             self._run("INSERT INTO meta (key, value) VALUES (%s, %s) "
                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
             self._changed()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
@@ -52,6 +53,25 @@ def live(alias: str = "") -> str:
     )
 
 
+@dataclass(slots=True)
+class _WriteState:
+    """What a write transaction keeps between its statements: the clock row it locked (the
+    latest transaction time, advanced by the writes and stored once at commit), the next id
+    of each table it inserted into, whether it changed anything, and the settled facts it read
+    or wrote (facts that never change once set, kept by the store after the commit)."""
+
+    last_tx: int | None
+    committed_tx: int | None
+    next_ids: dict[str, int] = field(default_factory=dict)
+    changed: bool = False
+    settled: dict[str, int] = field(default_factory=dict)
+
+    def copy(self) -> _WriteState:
+        return _WriteState(last_tx=self.last_tx, committed_tx=self.committed_tx,
+                           next_ids=dict(self.next_ids), changed=self.changed,
+                           settled=dict(self.settled))
+
+
 class PgDatabase:
     """Connections, write transactions and snapshots of one PostgreSQL store.
 
@@ -66,6 +86,7 @@ class PgDatabase:
         self._conns: list[psycopg.Connection[Row]] = []
         self._conns_lock = threading.Lock()
         self._closed = False
+        self._settled: dict[str, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -166,7 +187,7 @@ class PgDatabase:
         self._local.conn = conn
         self._local.depth = 0
         self._local.snapshot = False
-        self._local.changed = False
+        self._local.tx = None
         return conn
 
     # ------------------------------------------------------------------ statements
@@ -205,12 +226,18 @@ class PgDatabase:
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"{self.url}: {exc}") from exc
 
-    def _next_id(self, table: str, column: str) -> int:
-        """``max(column) + 1`` of ``table`` (1 when empty). Inside a write, under the clock
-        lock, so no other writer allocates concurrently."""
-        row = self._row(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}")
-        assert row is not None
-        return int(row[0])
+    def _next_id(self, table: str, column: str, count: int = 1) -> int:
+        """The first of ``count`` new ids of ``table`` (``max(column) + 1`` when the write
+        transaction first asks, then counted on): inside a write, under the clock lock, so no
+        other writer allocates concurrently; a rolled-back savepoint gives its ids back."""
+        tx = self._tx()
+        first = tx.next_ids.get(table)
+        if first is None:
+            row = self._row(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}")
+            assert row is not None
+            first = int(row[0])
+        tx.next_ids[table] = first + count
+        return first
 
     # ------------------------------------------------------------------ transactions
 
@@ -222,46 +249,84 @@ class PgDatabase:
             with suppress(psycopg.OperationalError):
                 conn.execute("ROLLBACK")
 
+    def _tx(self) -> _WriteState:
+        state: _WriteState | None = getattr(self._local, "tx", None)
+        if state is None or self._local.depth == 0:
+            raise RuntimeError("not inside a write transaction")
+        return state
+
     @contextmanager
-    def _write(self) -> Iterator[psycopg.Connection[Row]]:
-        conn = self._conn()
+    def _write(self, *, savepoint: bool = True) -> Iterator[None]:
+        """A write transaction; nested, a savepoint (restoring the clock and the id counters
+        on rollback), or with ``savepoint=False`` a block that joins the running transaction
+        (for a method that refuses before it writes anything, saving two round trips)."""
+        self._conn()
         local = self._local
         if local.depth > 0:
-            savepoint = f"sp{local.depth}"
-            self._run(f"SAVEPOINT {savepoint}")
+            if not savepoint:
+                local.depth += 1
+                try:
+                    yield
+                finally:
+                    local.depth -= 1
+                return
+            name = f"sp{local.depth}"
+            saved = local.tx.copy()
+            self._run(f"SAVEPOINT {name}")
             local.depth += 1
             try:
-                yield conn
+                yield
             except BaseException:
-                self._run(f"ROLLBACK TO SAVEPOINT {savepoint}")
-                self._run(f"RELEASE SAVEPOINT {savepoint}")
+                self._run(f"ROLLBACK TO SAVEPOINT {name}")
+                self._run(f"RELEASE SAVEPOINT {name}")
+                local.tx = saved
                 raise
             else:
-                self._run(f"RELEASE SAVEPOINT {savepoint}")
+                self._run(f"RELEASE SAVEPOINT {name}")
             finally:
                 local.depth -= 1
             return
         if local.snapshot:
             raise RuntimeError("a write cannot run inside Store.snapshot()")
         with self._write_lock:
+            conn = local.conn
             local.depth = 1
-            local.changed = False
             try:
                 self._run("BEGIN ISOLATION LEVEL READ COMMITTED")
-                self._run("SELECT 1 FROM clock FOR UPDATE")
-                yield conn
-                if local.changed:
-                    self._run("UPDATE clock SET generation = generation + 1")
+                row = self._row("SELECT last_tx FROM clock FOR UPDATE")
+                assert row is not None
+                last = None if row[0] is None else int(row[0])
+                local.tx = _WriteState(last_tx=last, committed_tx=last)
+                yield
+                tx = local.tx
+                if tx.changed or tx.last_tx != tx.committed_tx:
+                    self._run("UPDATE clock SET last_tx = %s, generation = generation + %s",
+                              (tx.last_tx, 1 if tx.changed else 0))
                 self._run("COMMIT")
+                self._settled.update(tx.settled)
             except BaseException:
                 self._rollback(conn)
                 raise
             finally:
                 local.depth = 0
-                local.changed = False
+                local.tx = None
 
     def _changed(self) -> None:
-        self._local.changed = True
+        self._tx().changed = True
+
+    def _settled_fact(self, key: str) -> int | None:
+        """A fact that never changes once committed (the vector dimension), if known."""
+        known = self._settled.get(key)
+        if known is None and getattr(self._local, "depth", 0) > 0:
+            known = self._tx().settled.get(key)
+        return known
+
+    def _settle(self, key: str, value: int) -> None:
+        """Remember a settled fact: at once outside a write, at its commit inside one."""
+        if getattr(self._local, "depth", 0) > 0:
+            self._tx().settled[key] = value
+        else:
+            self._settled[key] = value
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -54,7 +54,7 @@ class PgEdges(PgClock):
         listed, replace, srcs = edge_sources(writes, replace_out_of)
         if not srcs:
             return 0
-        with self._write():
+        with self._write(savepoint=False):
             current: dict[tuple[str, str, str], tuple[int, Edge]] = {}
             for row in self._rows(f"SELECT edge_id, {EDGE_COLUMNS} FROM edges "
                                   "WHERE tx_to IS NULL AND src = ANY(%s)", (srcs,)):
@@ -67,12 +67,18 @@ class PgEdges(PgClock):
             if closing:
                 self._run("UPDATE edges SET tx_to = %s WHERE edge_id = ANY(%s::bigint[])",
                           (tx_us, closing))
-            first = self._next_id("edges", "edge_id")
-            self._run_many(
-                "INSERT INTO edges (edge_id, src, dst, relation, weight, valid_from, valid_to, "
-                "tx_from, tx_to) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL)",
-                [(first + i, w.src, w.dst, w.relation, w.weight, w.valid_from_us,
-                  w.valid_to_us, tx_us) for i, w in enumerate(changes)])
+            if changes:
+                first = self._next_id("edges", "edge_id", len(changes))
+                self._run(
+                    "INSERT INTO edges (edge_id, src, dst, relation, weight, valid_from, "
+                    "valid_to, tx_from, tx_to) SELECT *, %s::bigint, NULL::bigint FROM unnest("
+                    "%s::bigint[], "
+                    "%s::text[], %s::text[], %s::text[], %s::float8[], %s::bigint[], "
+                    "%s::bigint[])",
+                    (tx_us, list(range(first, first + len(changes))),
+                     [w.src for w in changes], [w.dst for w in changes],
+                     [w.relation for w in changes], [w.weight for w in changes],
+                     [w.valid_from_us for w in changes], [w.valid_to_us for w in changes]))
             self._changed()
         return len(changes)
 
@@ -124,7 +130,7 @@ class PgEdges(PgClock):
         wanted = sorted(set(keys))
         if not wanted:
             return 0
-        with self._write():
+        with self._write(savepoint=False):
             rows = self._rows(
                 "SELECT edge_id, src, dst, relation FROM edges WHERE tx_to IS NULL "
                 "AND src = ANY(%s)", (sorted({k[0] for k in wanted}),))

@@ -19,19 +19,21 @@ class PgSpanLedger(PgClock):
             InvalidRequest: unknown version, or a span out of range, off a boundary or of an
                 unknown kind. Nothing is written then.
         """
-        with self._write():
+        with self._write(savepoint=False):
             found = self._row(
                 "SELECT text FROM source_versions WHERE source_id = %s AND tx = %s",
                 (source_id, tx_us))
             rows = ledger_rows(source_id, tx_us, None if found is None else bytes(found[0]),
                                spans)
-            self._run_many(
-                "INSERT INTO spans (source_id, tx, byte_start, byte_end, kind) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (source_id, tx, byte_start, byte_end) "
-                "DO UPDATE SET kind = excluded.kind",
-                rows,
-            )
-            if rows:
+            latest = {(r[2], r[3]): r[4] for r in rows}  # re-adding a span replaces its kind
+            if latest:
+                self._run(
+                    "INSERT INTO spans (source_id, tx, byte_start, byte_end, kind) "
+                    "SELECT %s, %s, a, b, k FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) "
+                    "AS u(a, b, k) ON CONFLICT (source_id, tx, byte_start, byte_end) "
+                    "DO UPDATE SET kind = excluded.kind",
+                    (source_id, tx_us, [k[0] for k in latest], [k[1] for k in latest],
+                     list(latest.values())))
                 self._changed()
         return len(rows)
 

@@ -36,7 +36,7 @@ class PgSourceVersions(PgClock):
         """See :meth:`planner_svc.store.sources.SourceVersions.put_source_version`."""
         data = source_version_bytes(source_id, text, title=title, media_type=media_type,
                                     tx_us=tx_us)
-        with self._write():
+        with self._write(savepoint=False):
             row = self._row(
                 "SELECT s.latest_tx, v.text FROM sources s JOIN source_versions v "
                 "ON v.source_id = s.source_id AND v.tx = s.latest_tx WHERE s.source_id = %s",
@@ -52,8 +52,7 @@ class PgSourceVersions(PgClock):
             self._run(
                 "INSERT INTO source_versions (id, source_id, tx, title, media_type, text) "
                 "VALUES (%s, %s, %s, %s, %s, %s)",
-                (self._next_id("source_versions", "id"), source_id, tx_us, title_b, media_b,
-                 data),
+                (self._next_id("source_versions", "id"), source_id, tx_us, title_b, media_b, data),
             )
             self._run(
                 "INSERT INTO sources (source_id, title, media_type, latest_tx) "

@@ -18,9 +18,16 @@ class PgVectors(PgClock):
     """Node-version vectors (a part of :class:`planner_svc.store.postgres.PostgresStore`)."""
 
     def vector_dim(self) -> int | None:
-        """Dimension of the stored vectors; None before the first vector."""
+        """Dimension of the stored vectors; None before the first vector (never changes once
+        set, so it is read once)."""
+        known = self._settled_fact("vector_dim")
+        if known is not None:
+            return known
         value = self.get_meta("vector_dim")
-        return None if value is None else int(value)
+        if value is None:
+            return None
+        self._settle("vector_dim", int(value))
+        return int(value)
 
     def put_vector(self, version_id: int, vector: npt.NDArray[np.float32]) -> None:
         """Store the embedding of one node version (replacing any earlier one).
@@ -37,7 +44,7 @@ class PgVectors(PgClock):
         if not pairs:
             return 0
         dims = {vec.shape[0] for _vid, vec in pairs}
-        with self._write():
+        with self._write(savepoint=False):
             stored = self.vector_dim()
             if len(dims) > 1 or (stored is not None and dims != {stored}):
                 raise InvalidRequest(
@@ -49,13 +56,15 @@ class PgVectors(PgClock):
             if row is None or int(row[0]) != len(ids):
                 raise InvalidRequest("version_id", "names a node version that does not exist")
             if stored is None:
+                dim = dims.pop()
                 self._run("INSERT INTO meta (key, value) VALUES ('vector_dim', %s) "
-                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                          (str(dims.pop()),))
-            self._run_many(
-                "INSERT INTO vectors (version_id, vector) VALUES (%s, %s) "
-                "ON CONFLICT (version_id) DO UPDATE SET vector = excluded.vector",
-                [(vid, vec.tobytes()) for vid, vec in pairs])
+                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(dim),))
+                self._settle("vector_dim", dim)
+            latest = {vid: vec.tobytes() for vid, vec in pairs}  # the last vector of an id wins
+            self._run(
+                "INSERT INTO vectors (version_id, vector) SELECT * FROM unnest(%s::bigint[], "
+                "%s::bytea[]) ON CONFLICT (version_id) DO UPDATE SET vector = excluded.vector",
+                (list(latest), list(latest.values())))
             self._changed()
         return len(pairs)
 
