@@ -6,12 +6,14 @@ short documents needs two levels, so this module scores:
 
 1. **Documents.** A document's structured score is BM25 over its whole text (or, when the
    request filters on labels or properties, the best BM25 of its nodes that pass the filter);
-   its semantic score is the best exact cosine similarity of its nodes among the semantic leg's
-   neighbours (blended with confidence decay when ``alpha < 1``). Each leg is divided by its
-   best and raised to its sharpness; with both legs a document scores their mean, so one both
-   legs find outranks one only a leg finds. A multi-part question (a comparison or choice,
-   :mod:`planner_svc.recall.question`) is also scored part by part, and a document keeps its
-   best score: every part's best document scores like the question's.
+   its semantic score is the best exact cosine similarity of its nodes (blended with confidence
+   decay when ``alpha < 1``). The candidates are the structured leg's best documents and the
+   documents of the semantic leg's neighbours; when both legs ran, each candidate one leg missed
+   gets that leg's score too (its BM25, or the best cosine of its live nodes), so a document is
+   never penalised for falling just outside a leg's cut. Each leg is divided by its best and
+   raised to its sharpness; with both legs a document scores their mean. A multi-part question
+   (a comparison or choice, :mod:`planner_svc.recall.question`) is also scored part by part,
+   and a document keeps its best score: every part's best document scores like the question's.
 2. **Hops.** From the best documents, edges to nodes of other documents (title mentions, in
    either direction) lead to documents the question does not describe directly: the second
    step of a two-hop question. A target scores ``source score x edge weight x hop decay x r``:
@@ -220,6 +222,8 @@ class _Recall:
     # ---------------------------------------------------------------- documents
 
     def structured(self, terms: Sequence[str]) -> dict[str, float]:
+        """source -> raw structured score (BM25 over whole documents, or the filtered
+        search's score)."""
         if not self.query.structured:
             return {}
         raw: dict[str, float] = {}
@@ -230,14 +234,22 @@ class _Recall:
                     raw[version.source] = max(raw.get(version.source, 0.0), score)
                 elif version is not None:
                     self.unsourced.add(version.version_id)
-            return _relative(raw, self.settings.structured_sharpness)
+            return raw
         for row_id, score in self.documents_view.search(terms, limit=self.query.document_k):
             source = self.catalog.source_of_document(row_id)
             if source is not None:
                 raw[source] = max(raw.get(source, 0.0), score)
-        return _relative(raw, self.settings.structured_sharpness)
+        return raw
+
+    def _semantic_score(self, version: CatalogVersion, sim: float) -> float:
+        score = clamp_unit(sim)
+        if self.query.alpha != 1.0:
+            decay = confidence_decay(version.confidence, version.valid_from, self.valid_us)
+            score = fuse(score, decay, self.query.alpha)
+        return score
 
     def nearest(self, vector: Vector | None) -> tuple[dict[str, float], float | None]:
+        """source -> raw semantic score (its best neighbour's); the best raw similarity."""
         if self.semantic is None or vector is None or not np.any(vector):
             return {}, None
         hits = self.semantic.search(vector, self.query.semantic_k)
@@ -251,18 +263,43 @@ class _Recall:
             if version is None or version.source is None:
                 self.unsourced.add(version_id)
                 continue
-            score = clamp_unit(sim)
-            if self.query.alpha != 1.0:
-                decay = confidence_decay(version.confidence, version.valid_from, self.valid_us)
-                score = fuse(score, decay, self.query.alpha)
+            score = self._semantic_score(version, sim)
             raw[version.source] = max(raw.get(version.source, 0.0), score)
-        return _relative(raw, self.settings.semantic_sharpness), max(sims)
+        return raw, max(sims)
+
+    def complete(self, terms: Sequence[str], vector: Vector | None,
+                 structured: dict[str, float], semantic: dict[str, float]) -> None:
+        """Give every document one leg found the other leg's raw score too (in place)."""
+        if self.query.filtered is None:
+            missing = sorted(set(semantic) - set(structured))
+            rows = {}
+            for source in missing:
+                row = self.catalog.document_row(source, self.tx_us)
+                if row is not None:
+                    rows[row] = source
+            for row, score in self.documents_view.score_rows(terms, sorted(rows)).items():
+                structured[rows[row]] = score
+        if vector is not None:
+            for source in sorted(set(structured) - set(semantic)):
+                members = self.members(source)
+                sims = self.similarities(vector, [m.version_id for m in members])
+                best = 0.0
+                for m in members:
+                    if m.version_id in sims:
+                        best = max(best, self._semantic_score(m, sims[m.version_id]))
+                if best > 0.0:
+                    semantic[source] = best
 
     def documents(self, text: str, vector: Vector | None
                   ) -> tuple[dict[str, tuple[float, float, float]], float | None]:
         """source -> (score, structured, semantic); the best raw similarity."""
-        structured = self.structured(query_terms(text))
-        semantic, best = self.nearest(vector)
+        terms = query_terms(text)
+        raw_structured = self.structured(terms)
+        raw_semantic, best = self.nearest(vector)
+        if raw_structured and raw_semantic:
+            self.complete(terms, vector, raw_structured, raw_semantic)
+        structured = _relative(raw_structured, self.settings.structured_sharpness)
+        semantic = _relative(raw_semantic, self.settings.semantic_sharpness)
         both = bool(structured) and bool(semantic)
         out = {}
         for source in sorted(set(structured) | set(semantic)):

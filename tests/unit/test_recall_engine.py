@@ -113,6 +113,23 @@ def test_every_part_of_a_comparison_gets_its_best_document() -> None:
     assert sorted(top) == ["amazon", "apple"]
 
 
+def test_a_document_one_leg_missed_gets_that_legs_score() -> None:
+    catalog, semantic, _ids = _world()
+    # BM25 keeps Moldova, the caller's vector keeps Romania: one document per leg
+    question = "Which landlocked country in Eastern Europe has Chisinau as its capital?"
+    vector = semantic.embed("Romania. A country in Southeast Europe on the Black Sea.")
+    narrow = EngineQuery(text=question, structured=True, semantic=True, vector=vector,
+                         document_k=1, semantic_k=1, expand_depth=0, valid_us=T, tx_us=T)
+    got = recall_documents(catalog, narrow, settings=RecallSettings(), semantic=semantic)
+    docs = {d.source_id: d for d in got.documents}
+    assert set(docs) == {"moldova", "romania"}
+    # each leg's own find scores 1 in it; the other document gets the leg's score too
+    assert docs["moldova"].structured == 1.0 and 0.0 < docs["moldova"].semantic < 1.0
+    assert docs["romania"].semantic == 1.0 and 0.0 < docs["romania"].structured < 1.0
+    for d in got.documents:
+        assert d.score == (d.structured + d.semantic) / 2.0 > 0.5  # 0.5: found by one leg only
+
+
 def test_recall_is_as_of_the_plan() -> None:
     catalog, semantic, ids = _world()
     catalog.apply(CatalogBatch(closed_nodes=[(ids[("romania", 2)], LATER)]))
