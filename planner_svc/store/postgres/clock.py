@@ -27,8 +27,9 @@ class PgClock(PgDatabase):
     :class:`planner_svc.store.postgres.PostgresStore`)."""
 
     def generation(self) -> int:
-        """A counter incremented by every committed write that changed something."""
-        row = self._row("SELECT generation FROM clock")
+        """A counter incremented by every committed write that changed something (read once
+        per snapshot)."""
+        row = self._snapshot_constant("SELECT generation FROM clock")
         assert row is not None
         return int(row[0])
 

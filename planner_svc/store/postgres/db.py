@@ -187,6 +187,7 @@ class PgDatabase:
         self._local.conn = conn
         self._local.depth = 0
         self._local.snapshot = False
+        self._local.memo = {}
         self._local.tx = None
         return conn
 
@@ -207,6 +208,19 @@ class PgDatabase:
         """The first row of one statement, or None."""
         rows = self._rows(sql, params)
         return rows[0] if rows else None
+
+    def _snapshot_constant(self, sql: str) -> Row | None:
+        """The first row of a parameterless statement, read once per snapshot: inside one
+        REPEATABLE READ snapshot its answer cannot change (the vector index asks for the
+        newest node version before every search, a plan searches many times)."""
+        self._conn()
+        local = self._local
+        if not local.snapshot:
+            return self._row(sql)
+        if sql not in local.memo:
+            local.memo[sql] = self._row(sql)
+        found: Row | None = local.memo[sql]
+        return found
 
     def _run(self, sql: str, params: Sequence[object] = ()) -> int:
         """Run one statement; returns the rows it changed."""
@@ -352,10 +366,12 @@ class PgDatabase:
             return
         self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         local.snapshot = True
+        local.memo = {}
         try:
             yield
         finally:
             local.snapshot = False
+            local.memo = {}
             conn = local.conn
             if not conn.closed and conn.info.transaction_status != pq.TransactionStatus.IDLE:
                 with suppress(psycopg.OperationalError):

@@ -201,8 +201,8 @@ class PgNodes(PgClock):
         return [pg_node(row) for row in rows]
 
     def max_version_id(self) -> int:
-        """Largest node version_id stored, 0 when there is none."""
-        row = self._row("SELECT coalesce(max(version_id), 0) FROM nodes")
+        """Largest node version_id stored, 0 when there is none (read once per snapshot)."""
+        row = self._snapshot_constant("SELECT coalesce(max(version_id), 0) FROM nodes")
         assert row is not None
         return int(row[0])
 
