@@ -57,19 +57,24 @@ def live(alias: str = "") -> str:
 class _WriteState:
     """What a write transaction keeps between its statements: the clock row it locked (the
     latest transaction time, advanced by the writes and stored once at commit), the next id
-    of each table it inserted into, whether it changed anything, and the settled facts it read
-    or wrote (facts that never change once set, kept by the store after the commit)."""
+    of each table it inserted into, whether it changed anything, the settled facts it read or
+    wrote (facts that never change once set, kept by the store after the commit), and what it
+    wrote that its own later statements would otherwise read back (the node versions it
+    created, the source texts it stored)."""
 
     last_tx: int | None
     committed_tx: int | None
     next_ids: dict[str, int] = field(default_factory=dict)
     changed: bool = False
     settled: dict[str, int] = field(default_factory=dict)
+    created_nodes: set[int] = field(default_factory=set)
+    written_texts: dict[tuple[str, int], bytes] = field(default_factory=dict)
 
     def copy(self) -> _WriteState:
         return _WriteState(last_tx=self.last_tx, committed_tx=self.committed_tx,
                            next_ids=dict(self.next_ids), changed=self.changed,
-                           settled=dict(self.settled))
+                           settled=dict(self.settled), created_nodes=set(self.created_nodes),
+                           written_texts=dict(self.written_texts))
 
 
 class PgDatabase:

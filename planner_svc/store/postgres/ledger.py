@@ -20,11 +20,13 @@ class PgSpanLedger(PgClock):
                 unknown kind. Nothing is written then.
         """
         with self._write(savepoint=False):
-            found = self._row(
-                "SELECT text FROM source_versions WHERE source_id = %s AND tx = %s",
-                (source_id, tx_us))
-            rows = ledger_rows(source_id, tx_us, None if found is None else bytes(found[0]),
-                               spans)
+            data = self._tx().written_texts.get((source_id, tx_us))
+            if data is None:
+                found = self._row(
+                    "SELECT text FROM source_versions WHERE source_id = %s AND tx = %s",
+                    (source_id, tx_us))
+                data = None if found is None else bytes(found[0])
+            rows = ledger_rows(source_id, tx_us, data, spans)
             latest = {(r[2], r[3]): r[4] for r in rows}  # re-adding a span replaces its kind
             if latest:
                 self._run(

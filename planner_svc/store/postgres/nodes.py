@@ -92,6 +92,7 @@ class PgNodes(PgClock):
                           (tx_us, closing))
             if rows:
                 self._run(_INSERT_NODES, [[row[i] for row in rows] for i in range(10)])
+                self._tx().created_nodes.update(r.version_id for r in results if r.created)
                 self._changed()
         return results
 

@@ -54,6 +54,7 @@ class PgSourceVersions(PgClock):
                 "VALUES (%s, %s, %s, %s, %s, %s)",
                 (self._next_id("source_versions", "id"), source_id, tx_us, title_b, media_b, data),
             )
+            self._tx().written_texts[(source_id, tx_us)] = data
             self._run(
                 "INSERT INTO sources (source_id, title, media_type, latest_tx) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (source_id) DO UPDATE SET "

@@ -51,10 +51,12 @@ class PgVectors(PgClock):
                     "vector", f"dimension {sorted(dims)} differs from the store's {stored}"
                 )
             ids = sorted({vid for vid, _v in pairs})
-            row = self._row("SELECT count(*) FROM nodes WHERE version_id = ANY(%s::bigint[])",
-                            (ids,))
-            if row is None or int(row[0]) != len(ids):
-                raise InvalidRequest("version_id", "names a node version that does not exist")
+            if not self._tx().created_nodes.issuperset(ids):  # else this write created them
+                row = self._row("SELECT count(*) FROM nodes "
+                                "WHERE version_id = ANY(%s::bigint[])", (ids,))
+                if row is None or int(row[0]) != len(ids):
+                    raise InvalidRequest("version_id",
+                                         "names a node version that does not exist")
             if stored is None:
                 dim = dims.pop()
                 self._run("INSERT INTO meta (key, value) VALUES ('vector_dim', %s) "
