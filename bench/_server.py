@@ -1,4 +1,5 @@
-"""A ``planner-svc serve`` subprocess for the benchmarks, SERVING before it is handed out."""
+"""Server subprocesses for the benchmarks (``planner-svc serve``, or any command serving gRPC
+health), SERVING before they are handed out."""
 
 from __future__ import annotations
 
@@ -35,13 +36,26 @@ def running_server(data: str, port: int, *, workers: int = 1, store: str | None 
     """
     if store is None and not (Path(data) / "store.sqlite").exists():
         raise SystemExit(f"no store under {data}: run `make demo` first")
-    address = f"127.0.0.1:{port}"
-    proc = subprocess.Popen(
+    with running_process(
         [sys.executable, "-m", "planner_svc.cli", "serve", "--data", data, "--port", str(port),
          "--workers", str(workers), "--log-level", "warning",
          *(["--store", store] if store else [])],
-        cwd=ROOT,
-    )
+        port, timeout_s=timeout_s,
+    ) as address:
+        yield address
+
+
+@contextmanager
+def running_process(command: list[str], port: int, *, timeout_s: float = 120.0
+                    ) -> Iterator[str]:
+    """Run ``command`` (a gRPC server on 127.0.0.1:``port`` with the health service) from the
+    repository root; yields its address once it reports SERVING; SIGTERM at exit.
+
+    Raises:
+        SystemExit: the process exited, or it never became SERVING.
+    """
+    address = f"127.0.0.1:{port}"
+    proc = subprocess.Popen(command, cwd=ROOT)
     try:
         try:
             wait_serving(address, proc, timeout_s)

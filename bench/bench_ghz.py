@@ -1,12 +1,24 @@
-"""Load test of the Plan RPC with ghz (github.com/bojand/ghz) against a loopback server.
+"""Load test of the Plan RPC with ghz (github.com/bojand/ghz), against the transport's bound.
 
-Uses the pinned ghz of :mod:`bench.gotools` (installed into .cache/bin on first use), starts
-``planner-svc serve`` on an existing data directory (``make demo`` first) and asks for plans of
-question texts taken round-robin from a JSONL file. ghz reads the contract through server
-reflection: no proto files. Prints one JSON object: requests/s, latency percentiles in ms,
-status-code counts and the git revision.
+Uses the pinned ghz of :mod:`bench.gotools` (installed into .cache/bin on first use). In one
+invocation it:
 
-Usage: python -m bench.bench_ghz [--data data/demo] [--total 2000] [--concurrency 8]
+1. starts ``planner-svc serve`` on an existing data directory (``make demo`` first) with each
+   worker count of ``--workers`` in turn, and loads it with Plan requests whose questions are
+   the JSONL file's, each in turn (ghz sends the elements of its data array round-robin);
+2. starts :mod:`bench._prebuilt_server`, a server built from the same stubs and transport
+   settings that answers every Plan with one prebuilt ``PlanResponse`` (the real server's answer
+   to one of the questions, the one of median serialized size), and loads it with the same
+   requests at the same concurrency.
+
+Each load runs for ``--duration`` after a short warm-up ghz run that is not counted. ghz reads
+the contract through server reflection: no proto files. Prints one JSON object: per Plan run
+its requests/s, latency percentiles in ms and status counts; the same for the prebuilt server;
+each Plan run's throughput as a share of the prebuilt server's; each run's throughput relative
+to the first run's (worker scaling); the response sizes; the git revision.
+
+Usage: python -m bench.bench_ghz [--data data/demo] [--duration 15] [--concurrency 8]
+       [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -16,54 +28,116 @@ import json
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
+from typing import Any
 
-from bench._server import ROOT, git_revision, running_server
+import grpc
+
+from bench._server import ROOT, git_revision, running_process, running_server
 from bench.bench_plan_grpc import DEFAULT_QUESTIONS
 from bench.gotools import go_tool
+from planner_svc.api.planner.v1 import plan_pb2, plan_pb2_grpc
+from planner_svc.client.common import question_request
 
 PLAN_CALL = "planner.v1.EvidencePlannerService.Plan"
 """The method ghz calls, resolved through server reflection."""
+WARM_UP_S = 3
+"""Seconds of load before each measured run (every worker builds its catalog, caches warm)."""
+
+
+def ghz(binary: str, address: str, data_file: str, *, seconds: float, concurrency: int
+        ) -> dict[str, Any]:
+    """One ghz run of ``seconds`` at ``concurrency``: requests/s, latency percentiles (ms) and
+    status-code counts."""
+    out = subprocess.run(
+        [binary, "--insecure", "--call", PLAN_CALL, "--data-file", data_file,
+         "-z", f"{seconds}s", "-c", str(concurrency), "--connections", "2",
+         "--timeout", "10s", "--format", "json", address],
+        check=True, capture_output=True, text=True,
+    )
+    report = json.loads(out.stdout)
+    lat = {d["percentage"]: d["latency"] / 1e6 for d in report.get("latencyDistribution") or []}
+    return {
+        "total": report["count"],
+        "rps": round(report["rps"], 1),
+        "p50_ms": round(lat.get(50, 0.0), 2),
+        "p90_ms": round(lat.get(90, 0.0), 2),
+        "p99_ms": round(lat.get(99, 0.0), 2),
+        "status": report.get("statusCodeDistribution"),
+    }
+
+
+def median_response(address: str, questions: list[str], budget: int) -> plan_pb2.PlanResponse:
+    """The server's answer to each question; the one of median serialized size."""
+    sized: list[tuple[int, int, plan_pb2.PlanResponse]] = []
+    with grpc.insecure_channel(address) as channel:
+        stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
+        for i, question in enumerate(questions):
+            try:
+                response = stub.Plan(question_request(question, budget_tokens=budget),
+                                     timeout=60)
+            except grpc.RpcError:
+                continue  # a declined question has no plan to stand in for
+            sized.append((response.ByteSize(), i, response))
+    if not sized:
+        raise SystemExit("the server planned none of the questions")
+    sized.sort(key=lambda item: item[:2])
+    return sized[len(sized) // 2][2]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(ROOT / "data" / "demo"))
     parser.add_argument("--questions", default=str(DEFAULT_QUESTIONS))
-    parser.add_argument("--total", type=int, default=2000)
+    parser.add_argument("--duration", type=float, default=15.0,
+                        help="seconds of measured load per server")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--port", type=int, default=50162)
-    parser.add_argument("--workers", type=int, default=1, help="server worker processes")
+    parser.add_argument("--workers", default="1",
+                        help="comma-separated worker counts of the Plan server, run in turn")
     args = parser.parse_args()
+    worker_counts = [int(w) for w in args.workers.split(",")]
     with open(args.questions, encoding="utf-8") as fh:
         questions = [json.loads(line)["question"] for line in fh if line.strip()]
     data = [
         {"question": q, "expandDepth": 1, "budgetTokens": str(args.budget)} for q in questions
     ]
-    ghz = str(go_tool("ghz"))
-    with running_server(args.data, args.port, workers=args.workers) as address:
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-            json.dump(data, fh)
-            data_file = fh.name
-        out = subprocess.run(
-            [ghz, "--insecure", "--call", PLAN_CALL, "--data-file", data_file,
-             "-n", str(args.total), "-c", str(args.concurrency), "--connections", "2",
-             "--timeout", "10s", "--format", "json", address],
-            check=True, capture_output=True, text=True,
-        )
-    report = json.loads(out.stdout)
-    lat = {d["percentage"]: d["latency"] / 1e6 for d in report.get("latencyDistribution") or []}
+    binary = str(go_tool("ghz"))
+    with tempfile.TemporaryDirectory() as tmp:
+        data_file = str(Path(tmp) / "requests.json")
+        Path(data_file).write_text(json.dumps(data), encoding="utf-8")
+        runs: list[dict[str, Any]] = []
+        prebuilt_file = Path(tmp) / "response.bin"
+        for workers in worker_counts:
+            with running_server(args.data, args.port, workers=workers) as address:
+                if not prebuilt_file.exists():
+                    response = median_response(address, questions, args.budget)
+                    prebuilt_file.write_bytes(response.SerializeToString())
+                ghz(binary, address, data_file, seconds=WARM_UP_S,
+                    concurrency=args.concurrency)
+                runs.append({"workers": workers, **ghz(
+                    binary, address, data_file, seconds=args.duration,
+                    concurrency=args.concurrency)})
+        command = [sys.executable, "-m", "bench._prebuilt_server", "--port", str(args.port),
+                   "--response", str(prebuilt_file)]
+        with running_process(command, args.port) as address:
+            ghz(binary, address, data_file, seconds=WARM_UP_S, concurrency=args.concurrency)
+            prebuilt = ghz(binary, address, data_file, seconds=args.duration,
+                           concurrency=args.concurrency)
+        response_bytes = prebuilt_file.stat().st_size
+    for run in runs:
+        run["share_of_prebuilt"] = round(run["rps"] / prebuilt["rps"], 4)
+        run["vs_first_run"] = round(run["rps"] / runs[0]["rps"], 3)
     print(json.dumps({
         "bench": "ghz_plan",
         "git": git_revision(),
-        "total": report["count"],
         "concurrency": args.concurrency,
-        "workers": args.workers,
-        "rps": round(report["rps"], 1),
-        "p50_ms": round(lat.get(50, 0.0), 2),
-        "p90_ms": round(lat.get(90, 0.0), 2),
-        "p99_ms": round(lat.get(99, 0.0), 2),
-        "status": report.get("statusCodeDistribution"),
+        "duration_s": args.duration,
+        "budget": args.budget,
+        "questions": len(questions),
+        "plan": runs,
+        "prebuilt": {**prebuilt, "response_bytes": response_bytes},
     }))
     return 0
 

@@ -1,4 +1,5 @@
-"""Run every benchmark in turn, one JSON line each.
+"""Run every benchmark in turn, one JSON line each (the fuzz run, ``python -m bench.fuzz``,
+takes about half an hour and runs on its own).
 
 The Plan-latency and ghz benchmarks need the demo data directory (``make demo`` first); they are
 skipped with a note on stderr when it is missing. ghz needs Go (``go install``).
@@ -20,6 +21,8 @@ def main() -> int:
         "bench.bench_index",
         "bench.bench_ingest",
         "bench.bench_readers",
+        "bench.bench_duplicates",
+        "bench.bench_keepalive",
     ]
     if (ROOT / "data" / "demo" / "store.sqlite").exists():
         modules.append("bench.bench_plan_grpc")

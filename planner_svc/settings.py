@@ -10,7 +10,8 @@ field, the value and the allowed range)::
     ├── recall: RecallSettings         document, hop and passage scoring, abstention,
     │                                  default k/limit
     │                                  (planner_svc.recall.settings)
-    └── research: ResearchSettings     provider cassettes, the OpenAI-compatible endpoint
+    └── research: ResearchSettings     provider cassettes, the OpenAI-compatible endpoint,
+                                       the duplicate threshold of sub-questions
 
 Each node states its bounds once (a ``BOUNDS`` mapping of :class:`~planner_svc.core.limits.Bounds`
 per field); validation, the flags' argument types and their help text read them, and the flags'
@@ -34,6 +35,7 @@ from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import ConfigError
 from planner_svc.core.limits import TCP_PORT, Bounds
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.research.duplicates import DEFAULT_DUPLICATE_SIMILARITY, DUPLICATE_SIMILARITY
 from planner_svc.research.openai_provider import OpenAISettings
 
 __all__ = [
@@ -90,6 +92,18 @@ class TransportSettings:
         auth_token: when set, every RPC but health and reflection must send
             ``authorization: Bearer <token>`` (from :data:`ENV_AUTH_TOKEN`).
         tls_cert, tls_key: PEM files; both or neither (TLS when both are set).
+        tls_client_ca: PEM file of the certificate authorities client certificates must chain
+            to; when set (with TLS), every client must present such a certificate (mutual TLS),
+            and one without, or with another authority's, is refused at the handshake.
+        keepalive_time_s: seconds of silence on a connection before the server pings the
+            client to check it is still there, [1, 7200].
+        keepalive_timeout_s: seconds the server waits for that ping's acknowledgement before
+            closing the connection, [1, 600].
+        min_ping_interval_s: shortest interval between client pings the server accepts while
+            it sends no data, seconds, [0.1, 300]; pings may come with no call open. A client
+            pinging more often gets 2 strikes, then ``GOAWAY ENHANCE_YOUR_CALM``. The default
+            (5 s) lets clients ping every 10 s, a common setting, through a research stream
+            that waits minutes for its workers.
     """
 
     host: str = "127.0.0.1"
@@ -103,6 +117,10 @@ class TransportSettings:
     auth_token: str | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    keepalive_time_s: float = 60.0
+    keepalive_timeout_s: float = 20.0
+    min_ping_interval_s: float = 5.0
 
     BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
         "port": Bounds(0, TCP_PORT.high),
@@ -111,6 +129,9 @@ class TransportSettings:
         "grace_s": Bounds(0.0, 300.0),
         "drain_s": Bounds(0.0, 300.0),
         "metrics_port": TCP_PORT,
+        "keepalive_time_s": Bounds(1.0, 7200.0),
+        "keepalive_timeout_s": Bounds(1.0, 600.0),
+        "min_ping_interval_s": Bounds(0.1, 300.0),
     })
     """The allowed interval of each bounded field."""
 
@@ -118,6 +139,9 @@ class TransportSettings:
         _check_bounds(self, self.BOUNDS)
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ConfigError("tls_client_ca",
+                              "client certificates need TLS: give tls_cert and tls_key too")
         if self.auth_token is not None and not self.auth_token:
             raise ConfigError("auth_token", "must be non-empty when set")
 
@@ -136,10 +160,25 @@ class ResearchSettings:
             providers); None refuses them.
         openai: the OpenAI-compatible endpoint for the ``openai`` provider (from the
             ``PLANNER_LLM_*`` variables); None refuses ``openai``.
+        duplicate_similarity: threshold of the similar-meaning rule that refuses a proposed
+            sub-question repeating one of the session, in (0, 1]
+            (:mod:`planner_svc.research.duplicates`, where the default was measured).
+
+    Raises:
+        ConfigError: a field out of range (the field is named).
     """
 
     cassette_dir: Path | None = None
     openai: OpenAISettings | None = None
+    duplicate_similarity: float = DEFAULT_DUPLICATE_SIMILARITY
+
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
+        "duplicate_similarity": DUPLICATE_SIMILARITY,
+    })
+    """The allowed interval of each bounded field."""
+
+    def __post_init__(self) -> None:
+        _check_bounds(self, self.BOUNDS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -325,6 +364,9 @@ SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--host", "transport.host", "bind address (default loopback)"),
     Flag("--port", "transport.port", "TCP port; 0 picks a free one"),
     Flag("--threads", "transport.max_workers", "gRPC handler threads per worker"),
+    Flag("--max-message-bytes", "transport.max_message_bytes",
+         "largest request or response message, bytes (a larger response is refused, naming "
+         "what to lower)"),
     Flag("--workers", "workers",
          "worker processes sharing the port (SO_REUSEPORT); 1 = this process"),
     Flag("--grace", "transport.grace_s", "shutdown: seconds in-flight calls get to finish"),
@@ -333,6 +375,15 @@ SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--metrics-port", "transport.metrics_port", "serve Prometheus /metrics on this port"),
     Flag("--tls-cert", "transport.tls_cert", "PEM certificate chain (enables TLS)"),
     Flag("--tls-key", "transport.tls_key", "PEM private key"),
+    Flag("--tls-client-ca", "transport.tls_client_ca",
+         "PEM certificate authorities: require client certificates that chain to them "
+         "(mutual TLS)"),
+    Flag("--keepalive-time", "transport.keepalive_time_s",
+         "seconds of silence before the server pings a client"),
+    Flag("--keepalive-timeout", "transport.keepalive_timeout_s",
+         "seconds to wait for a keepalive ping's acknowledgement"),
+    Flag("--min-ping-interval", "transport.min_ping_interval_s",
+         "shortest interval between client pings accepted while no data flows (seconds)"),
     Flag("--models", "models_path",
          "model registry JSON (context windows, tokenizers); "
          "default: the packaged planner_svc/data/models.json"),
@@ -369,6 +420,9 @@ SERVE_FLAGS: tuple[Flag, ...] = (
          "documents the full-text leg keeps when a request names none"),
     Flag("--cassettes", "research.cassette_dir",
          "directory for research-provider cassettes (record/replay)"),
+    Flag("--duplicate-similarity", "research.duplicate_similarity",
+         "research: a proposed sub-question whose content words all have a counterpart this "
+         "similar in one of the session is refused as a duplicate"),
 )
 """The ``serve`` flags, in help order."""
 

@@ -1,17 +1,122 @@
-"""Where a client finds the server and how it authenticates, without importing gRPC.
+"""Where a client finds the server, how it authenticates and how its channel is opened.
 
-Kept apart from the gRPC helpers so a command's module loads cheaply (``planner-svc`` imports
-every subcommand module to build its help).
+The address, the token and the TLS flags need no gRPC (a command's module loads cheaply:
+``planner-svc`` imports every subcommand module to build its help); :func:`open_channel`
+imports it when called.
+
+Every client channel accepts responses of any size (``grpc.max_receive_message_length`` -1):
+the server bounds what it sends by its own limit (``serve`` 16 MiB by default, up to 1 GiB),
+and gRPC's client default of 4 MiB would refuse a large plan the server may send.
 """
 
 from __future__ import annotations
 
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from planner_svc.settings import ENV_AUTH_TOKEN, default_address, read_environment
 
-__all__ = ["DEFAULT_ADDRESS", "auth_metadata", "unavailable_hint"]
+if TYPE_CHECKING:
+    import grpc
+
+__all__ = [
+    "CLIENT_CHANNEL_OPTIONS",
+    "DEFAULT_ADDRESS",
+    "ClientTLS",
+    "add_tls_flags",
+    "auth_metadata",
+    "channel_for",
+    "open_channel",
+    "unavailable_hint",
+]
 
 DEFAULT_ADDRESS = default_address()
 """Where the clients look for a server by default: the default bind address and port."""
+
+CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.max_receive_message_length", -1),
+)
+"""Channel options of every client: receive whatever the server may send."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientTLS:
+    """How a client speaks TLS to the server.
+
+    Attributes:
+        ca: PEM certificate authorities the server's certificate must chain to; None = the
+            system's roots.
+        cert, key: PEM client certificate chain and private key, both or neither (for a
+            server that requires client certificates: ``serve --tls-client-ca``).
+    """
+
+    ca: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ClientTLS | None:
+        """The TLS of the parsed :func:`add_tls_flags` flags; None when none is given
+        (plaintext).
+
+        Raises:
+            ValueError: only one of ``--tls-cert`` and ``--tls-key``.
+        """
+        ca, cert, key = args.tls_ca, args.tls_cert, args.tls_key
+        if (cert is None) != (key is None):
+            raise ValueError("--tls-cert and --tls-key must be given together")
+        if ca is None and cert is None:
+            return None
+        return cls(ca=ca, cert=cert, key=key)
+
+
+def add_tls_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--tls-ca``, ``--tls-cert`` and ``--tls-key`` (any of them switches TLS on)."""
+    parser.add_argument("--tls-ca", type=Path, default=None,
+                        help="PEM certificate authorities to verify the server with "
+                             "(enables TLS; default roots when only --tls-cert is given)")
+    parser.add_argument("--tls-cert", type=Path, default=None,
+                        help="PEM client certificate chain (for servers that require one)")
+    parser.add_argument("--tls-key", type=Path, default=None, help="PEM client private key")
+
+
+def _read(path: Path | None, flag: str) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {flag} {path}: {exc.strerror}") from None
+
+
+def open_channel(address: str, tls: ClientTLS | None = None) -> grpc.Channel:
+    """A channel to ``address`` with :data:`CLIENT_CHANNEL_OPTIONS`: plaintext, or TLS (with a
+    client certificate when ``tls`` has one).
+
+    Raises:
+        ValueError: a TLS file cannot be read (one line naming the flag and the file).
+    """
+    import grpc
+
+    if tls is None:
+        return grpc.insecure_channel(address, options=CLIENT_CHANNEL_OPTIONS)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=_read(tls.ca, "--tls-ca"),
+        private_key=_read(tls.key, "--tls-key"),
+        certificate_chain=_read(tls.cert, "--tls-cert"),
+    )
+    return grpc.secure_channel(address, credentials, options=CLIENT_CHANNEL_OPTIONS)
+
+
+def channel_for(args: argparse.Namespace) -> grpc.Channel:
+    """The channel of a command's parsed ``--address`` and :func:`add_tls_flags` flags.
+
+    Raises:
+        ValueError: inconsistent TLS flags or an unreadable file (one line to print).
+    """
+    return open_channel(args.address, ClientTLS.from_args(args))
 
 
 def auth_metadata() -> tuple[tuple[str, str | bytes], ...]:
@@ -23,7 +128,8 @@ def auth_metadata() -> tuple[tuple[str, str | bytes], ...]:
 def unavailable_hint(code_name: str, target: str) -> str:
     """Extra advice for a status a user can fix from the command line."""
     if code_name == "UNAVAILABLE":
-        return f" (is `planner-svc serve` running at {target}? pass --address HOST:PORT)"
+        return (f" (is `planner-svc serve` running at {target}? pass --address HOST:PORT; "
+                "a TLS server needs --tls-ca, and client certificates --tls-cert/--tls-key)")
     if code_name == "UNAUTHENTICATED":
         return f" (set {ENV_AUTH_TOKEN} to the server's token)"
     return ""

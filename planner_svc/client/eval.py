@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planner_svc.cliargs import address, bounded
-from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
+from planner_svc.client.connection import (
+    DEFAULT_ADDRESS,
+    add_tls_flags,
+    auth_metadata,
+    channel_for,
+    unavailable_hint,
+)
 from planner_svc.core.limits import BUDGET_TOKENS, LEG_RESULTS, Bounds
 from planner_svc.evaluation.cosine_baseline import DEFAULT_COSINE_K
 from planner_svc.settings import DEFAULT_DATA_DIR
@@ -222,8 +228,6 @@ def _run(args: argparse.Namespace) -> int:
     if plot is not None and not plot.parent.is_dir():
         return _fail(f"cannot write the plot: no folder {plot.parent}", 2)
 
-    import grpc
-
     from planner_svc.evaluation.report import report_text
     from planner_svc.evaluation.runner import EvalError, EvalInputError, EvalSettings, run_eval
     from planner_svc.settings import read_environment
@@ -238,7 +242,11 @@ def _run(args: argparse.Namespace) -> int:
         model_dir=read_environment().model_dir,
     )
     try:
-        with grpc.insecure_channel(args.address) as channel:
+        channel = channel_for(args)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    try:
+        with channel:
             plans = GrpcPlans(channel, address=args.address, timeout_s=args.timeout)
             report = run_eval(questions, settings, plans=plans,
                               warn=lambda line: print(f"planner-svc eval: warning: {line}",
@@ -285,4 +293,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--per-question", action="store_true",
                         help="include each question's outcome per budget in the JSON")
+    add_tls_flags(parser)
     parser.set_defaults(func=_run)

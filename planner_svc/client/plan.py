@@ -7,7 +7,13 @@ import json
 import sys
 
 from planner_svc.cliargs import address, bounded, non_empty
-from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
+from planner_svc.client.connection import (
+    DEFAULT_ADDRESS,
+    add_tls_flags,
+    auth_metadata,
+    channel_for,
+    unavailable_hint,
+)
 from planner_svc.core.config import SelectionSettings
 from planner_svc.core.limits import BUDGET_TOKENS, EXPAND_DEPTH, INT64, LEG_RESULTS
 from planner_svc.recall.request import QUESTION_EXPAND_DEPTH
@@ -41,7 +47,12 @@ def _plan(args: argparse.Namespace) -> int:
         explain=args.explain,
     )
     metadata = auth_metadata()
-    with grpc.insecure_channel(args.address) as channel:
+    try:
+        channel = channel_for(args)
+    except ValueError as exc:
+        print(f"planner-svc plan: {exc}", file=sys.stderr)
+        return 2
+    with channel:
         stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
         try:
             response = stub.Plan(request, timeout=args.timeout, metadata=metadata)
@@ -93,4 +104,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan.add_argument("--json", action="store_true",
                       help="print the plan as proto3 JSON (the whole PlanResponse with --explain)")
     plan.add_argument("--timeout", type=float, default=30.0, help="deadline, seconds")
+    add_tls_flags(plan)
     plan.set_defaults(func=_plan)

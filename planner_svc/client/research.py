@@ -2,8 +2,10 @@
 
 Each lead's result is taken from its sub-question's evidence plan: the number of planned spans
 is the claim count, and a plan with no span (or none at all) is a dead end with cause
-``no_evidence`` (``evidence_error`` when planning failed). Prints the initial plan, each replan
-as it arrives, and the stop reason with the planner's model calls against the leads run.
+``no_evidence`` (``evidence_error`` when planning failed). Prints the session's effective
+settings, the initial plan, each replan as it arrives (with the proposals refused as duplicates
+or cut by the round's cap), and the stop reason with the planner's model calls against the leads
+run. The caps' ranges are the server's (:attr:`ResearchCaps.BOUNDS`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ if TYPE_CHECKING:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
 from planner_svc.cliargs import address, bounded
-from planner_svc.client.connection import DEFAULT_ADDRESS, auth_metadata, unavailable_hint
+from planner_svc.client.connection import (
+    DEFAULT_ADDRESS,
+    add_tls_flags,
+    auth_metadata,
+    channel_for,
+    unavailable_hint,
+)
 from planner_svc.core.limits import BUDGET_TOKENS
 from planner_svc.research.planner import DEFAULT_MAX_DEPTH, ResearchCaps
 
@@ -44,21 +52,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help=f"HOST:PORT ({DEFAULT_ADDRESS})")
     caps = ResearchCaps.BOUNDS
     p.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
-                   help="evidence budget per plan (tokens)")
+                   help=f"evidence budget per plan, tokens, {BUDGET_TOKENS} (default: the "
+                        "server's default budget)")
     p.add_argument(
         "--max-depth",
         type=bounded(int, caps["max_depth"]),
         default=None,
-        help=f"follow-up rounds: 0 = server default ({DEFAULT_MAX_DEPTH}), -1 = none",
+        help=f"follow-up rounds, {caps['max_depth']}: 0 = server default ({DEFAULT_MAX_DEPTH}), "
+             "-1 = none",
     )
     p.add_argument("--replan-every", type=bounded(int, caps["replan_every"]), default=None,
-                   help="completed leads per replan")
+                   help=f"completed leads per replan, {caps['replan_every']} "
+                        f"(default: the server's, {ResearchCaps().replan_every})")
+    p.add_argument("--max-initial-leads", type=bounded(int, caps["max_initial_leads"]),
+                   default=None,
+                   help=f"sub-questions of the initial decomposition, {caps['max_initial_leads']} "
+                        f"(default: the server's, {ResearchCaps().max_initial_leads})")
+    p.add_argument("--max-new-leads", type=bounded(int, caps["max_new_leads"]), default=None,
+                   help=f"new sub-questions per replan, {caps['max_new_leads']} "
+                        f"(default: the server's, {ResearchCaps().max_new_leads})")
     p.add_argument(
         "--provider",
         default="",
         help="offline | openai | cassette:NAME | record:NAME (server side; default offline)",
     )
     p.add_argument("--timeout", type=float, default=300.0, help="session deadline (seconds)")
+    add_tls_flags(p)
     p.set_defaults(func=_run)
 
 
@@ -77,6 +96,10 @@ def build_start(args: argparse.Namespace) -> research_pb2.ResearchRequest:
         start.caps.max_depth = args.max_depth
     if args.replan_every is not None:
         start.caps.replan_every = args.replan_every
+    if args.max_initial_leads is not None:
+        start.caps.max_initial_leads = args.max_initial_leads
+    if args.max_new_leads is not None:
+        start.caps.max_new_leads = args.max_new_leads
     return event
 
 
@@ -112,6 +135,21 @@ def _print_questions(
         else:
             ev = q.evidence_error or "no plan"
         print(f"  {q.id}: {q.text}  [{actor_of.get(q.id, '-')}; evidence: {ev}]", file=out)
+
+
+def _print_proposals(outcomes: research_pb2.ProposalOutcomes, out: TextIO) -> None:
+    """Print the proposals a planner call did not admit: refused duplicates, then cut ones."""
+    from planner_svc.api.planner.v1 import research_pb2
+
+    for dup in outcomes.duplicates:
+        rule = research_pb2.DuplicateRule.Name(dup.rule).removeprefix("DUPLICATE_RULE_").lower()
+        print(f"  refused: {dup.text!r} repeats {dup.duplicate_of} "
+              f"({rule.replace('_', ' ')}, similarity {dup.similarity:.2f})", file=out)
+    if outcomes.cut:
+        shown = ", ".join(repr(t) for t in outcomes.cut[:3])
+        more = f" and {len(outcomes.cut) - 3} more" if len(outcomes.cut) > 3 else ""
+        print(f"  cut by the cap ({outcomes.cap}): {len(outcomes.cut)} proposal(s): "
+              f"{shown}{more}", file=out)
 
 
 def play(
@@ -153,16 +191,26 @@ def play(
             kind = update.WhichOneof("update")
             if kind == "initial":
                 init = update.initial
-                caps = init.settings.caps
+                cfg = init.settings
+                caps = cfg.caps
                 print(
-                    f"session {init.settings.session_id} provider={init.settings.provider} "
-                    f"actors={','.join(init.settings.actors)} "
+                    f"session {cfg.session_id} provider={cfg.provider} "
+                    f"actors={','.join(cfg.actors)} "
                     f"caps: initial={caps.max_initial_leads} new={caps.max_new_leads} "
                     f"every={caps.replan_every} max_depth={caps.max_depth}",
                     file=out,
                 )
+                budget = "server default" if cfg.budget_default else "requested"
+                embedder = cfg.duplicate_embedder or "no embedder"
+                print(
+                    f"evidence budget: {cfg.budget_tokens} tokens ({budget}), plans pack to "
+                    f"{cfg.effective_budget_tokens}; duplicates: similarity >= "
+                    f"{cfg.duplicate_similarity:g} ({embedder})",
+                    file=out,
+                )
                 print(f"initial plan ({init.rationale}):", file=out)
                 dispatch(init.sub_questions, init.leads)
+                _print_proposals(init.proposals, out)
             elif kind == "replan":
                 rp = update.replan
                 print(
@@ -171,8 +219,13 @@ def play(
                     file=out,
                 )
                 dispatch(rp.sub_questions, rp.leads)
+                _print_proposals(rp.proposals, out)
             elif kind == "final":
                 final = update.final
+                fp = final.proposals
+                if fp.duplicates or fp.cut:
+                    print(f"round {final.rounds}, the last:", file=out)
+                    _print_proposals(fp, out)
                 break
     finally:
         pending.put(None)
@@ -185,7 +238,12 @@ def _run(args: argparse.Namespace) -> int:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
     start = build_start(args)
-    with grpc.insecure_channel(args.address) as channel:
+    try:
+        channel = channel_for(args)
+    except ValueError as exc:
+        print(f"planner-svc research: {exc}", file=sys.stderr)
+        return 2
+    with channel:
         stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
         try:
             final = play(stub, start, timeout_s=args.timeout, out=sys.stdout)

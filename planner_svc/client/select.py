@@ -32,6 +32,8 @@ from planner_svc.core.model import PLAN_MODEL
 from planner_svc.core.plan import build_plan
 from planner_svc.server.convert import plan_to_proto, planned_span_from_proto
 
+_TOO_DEEP = "nests arrays or objects too deeply to be a request"
+"""The reason given for JSON nested past the decoder's recursion limit."""
 _DEFAULTS = SelectionSettings()
 _JSON_NAMES = {"max_frac_per_source": "maxFracPerSource", "dedup_overlap": "dedupOverlap"}
 """Core setting names -> their proto3 JSON spelling, for error field paths."""
@@ -51,6 +53,8 @@ def plan_for_request(obj: Any, *, explain: bool = False) -> plan_pb2.EvidencePla
         json_format.ParseDict(obj, request)
     except json_format.ParseError as exc:
         raise InvalidRequest("request", str(exc)) from None
+    except RecursionError:
+        raise InvalidRequest("request", _TOO_DEEP) from None
     if request.plan_model not in ("", PLAN_MODEL):
         raise InvalidRequest("planModel", f'must be "{PLAN_MODEL}", got {request.plan_model!r}')
     pool = [planned_span_from_proto(c, field=f"pool[{i}]") for i, c in enumerate(request.pool)]
@@ -81,7 +85,8 @@ def _requests(stream: TextIO) -> Iterator[tuple[int, Any]]:
     """Yield (line number, decoded JSON) for one JSON document or JSON Lines.
 
     Raises:
-        InvalidRequest: a line (or the document) is not valid JSON.
+        InvalidRequest: a line (or the document) is not valid JSON, or nests arrays and objects
+            deeper than the decoder's recursion allows (a thousand ``[``).
     """
     data = stream.read()
     stripped = data.strip()
@@ -90,9 +95,10 @@ def _requests(stream: TextIO) -> Iterator[tuple[int, Any]]:
     try:
         yield 1, json.loads(stripped)
         return
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError) as exc:
         if "\n" not in stripped:
-            raise InvalidRequest("line 1", "is not valid JSON") from None
+            reason = _TOO_DEEP if isinstance(exc, RecursionError) else "is not valid JSON"
+            raise InvalidRequest("line 1", reason) from None
     for lineno, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
@@ -100,6 +106,8 @@ def _requests(stream: TextIO) -> Iterator[tuple[int, Any]]:
             yield lineno, json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidRequest(f"line {lineno}", f"is not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InvalidRequest(f"line {lineno}", _TOO_DEEP) from None
 
 
 def run(stdin: TextIO, stdout: TextIO, stderr: TextIO, *, explain: bool = False) -> int:

@@ -13,11 +13,17 @@ Hierarchy::
     ├── CassetteMiss          a replayed research cassette has no recording for a request
     ├── Overloaded            the server runs as many sessions as it allows; retry later
     ├── StoreUnavailable      the shared store (PostgreSQL) cannot be reached; retry
+    ├── ResponseTooLarge      the answer would exceed the server's message limit
+    ├── ShuttingDown          the server is stopping; retry on another
     └── Cancelled             the caller cancelled, or its deadline passed; work stopped
 
 Each class maps to one gRPC status in one place (:mod:`planner_svc.server.errors`). Foreign
 exceptions (HTTP, SQLite, gRPC) are translated into these where they are caught, with
 ``raise ... from exc``.
+
+Messages quote client values through :func:`echo` (a short prefix and the length), so an error
+about a huge value stays small enough for a gRPC status (the metadata that carries it is
+limited to a few KiB; the status table bounds every text again).
 """
 
 from __future__ import annotations
@@ -34,8 +40,37 @@ __all__ = [
     "Overloaded",
     "PlannerError",
     "ProviderError",
+    "ResponseTooLarge",
+    "ShuttingDown",
     "StoreUnavailable",
+    "clip",
+    "echo",
 ]
+
+ECHO_CHARS = 40
+"""Characters of a client value an error message quotes (:func:`echo`)."""
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its first ``limit - 1`` and an
+    ellipsis (``limit`` >= 1)."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def echo(value: object, *, limit: int = ECHO_CHARS) -> str:
+    """A client value as an error message quotes it: its ``repr`` when a string of at most
+    ``limit`` characters (any other value: a repr of at most ``limit`` characters); else the
+    repr of its first ``limit`` characters, an ellipsis and its length::
+
+        echo("gpt")       -> 'gpt'
+        echo("x" * 20000) -> 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'… (20000 characters)
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}… ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 class PlannerError(Exception):
@@ -95,6 +130,15 @@ class StoreUnavailable(PlannerError):
     """The shared store's server cannot be reached, or the connection to it broke mid-request;
     nothing of the failed call was committed, and a retry (on this or another replica) may
     succeed."""
+
+
+class ResponseTooLarge(PlannerError):
+    """The response (or one message of a stream) would exceed the server's message limit;
+    the message names the size, the limit and what to lower."""
+
+
+class ShuttingDown(PlannerError):
+    """The server is shutting down and takes no new work; retry (on another server)."""
 
 
 class Cancelled(PlannerError):

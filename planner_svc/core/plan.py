@@ -9,8 +9,21 @@ from collections.abc import Sequence
 
 from planner_svc.core.model import PLAN_MODEL, EvidencePlan, PlannedSpan, PlanStats
 from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
-from planner_svc.core.select import select
+from planner_svc.core.select import SelectionResult, select
 from planner_svc.core.tokens import effective_budget
+
+_RECALL_COUNTERS = (
+    "nodes_recalled",
+    "nodes_without_spans",
+    "kind_missing",
+    "slices_missing",
+    "pool_duplicates",
+    "structured_hits",
+    "semantic_hits",
+    "expanded_hits",
+    "nodes_not_live",
+)
+"""The Phase A counters a plan's stats carry over from recall."""
 
 
 def build_plan(
@@ -39,19 +52,28 @@ def build_plan(
     """
     budget = effective_budget(requested_budget, context_window, estimate_mode)
     result = select(pool, budget, max_frac_per_source, dedup_overlap, explain=explain)
+    return assemble_plan(result, budget=budget, estimate_mode=estimate_mode,
+                         recall_stats=recall_stats)
+
+
+def assemble_plan(
+    result: SelectionResult,
+    *,
+    budget: int,
+    estimate_mode: bool,
+    recall_stats: PlanStats | None = None,
+) -> EvidencePlan:
+    """The hashed plan of a selection (the second half of :func:`build_plan`).
+
+    Args:
+        result: what :func:`~planner_svc.core.select.select` chose under ``budget``.
+        budget: the effective budget B it selected under, tokens.
+        estimate_mode: True when any candidate's tokens came from the estimator.
+        recall_stats: Phase A counters to carry into the plan's stats.
+    """
     stats = result.stats
     if recall_stats is not None:
-        for name in (
-            "nodes_recalled",
-            "nodes_without_spans",
-            "kind_missing",
-            "slices_missing",
-            "pool_duplicates",
-            "structured_hits",
-            "semantic_hits",
-            "expanded_hits",
-            "nodes_not_live",
-        ):
+        for name in _RECALL_COUNTERS:
             setattr(stats, name, getattr(recall_stats, name))
     stats.token_estimate = estimate_mode
     return EvidencePlan(

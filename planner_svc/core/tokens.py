@@ -14,12 +14,16 @@ class TokenAccounting(Protocol):
 
     ``count`` returns None when no exact tokenizer is known for ``model`` (the caller then uses
     :func:`estimate_tokens` and the plan is in estimate mode); ``context_window`` returns None
-    when the model's window is unknown (no ceiling applies).
+    when the model's window is unknown (no ceiling applies); ``tokenizer_of`` names the
+    tokenizer that counts ``model`` (models sharing a tokenizer share the name, so a span's
+    count is computed once per tokenizer), or None when ``model`` has none.
     """
 
     def count(self, model: str, text: str) -> int | None: ...
 
     def context_window(self, model: str) -> int | None: ...
+
+    def tokenizer_of(self, model: str) -> str | None: ...
 
 
 def estimate_tokens(text: str) -> int:

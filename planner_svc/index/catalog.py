@@ -30,7 +30,7 @@ from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
 from planner_svc.store.feed import SourceVersionRow
 from planner_svc.store.records import Edge, NodeVersion
 
-__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "SpanInfo"]
+__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "CrossLink", "SourceEntry", "SpanInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +110,68 @@ class _Edge:
                 and self.tx_from <= tx_us < self.tx_to)
 
 
+@dataclass(frozen=True, slots=True)
+class CrossLink:
+    """A live edge between a node of a given set and a node of another source document.
+
+    Attributes:
+        node: the node of the set.
+        other: the node at the other end (live, citing another source).
+        relation: the edge's relation (``mentions`` for a title mention at ingest).
+        weight: the edge's weight in [0, 1].
+        outgoing: True when the edge runs from ``node`` to ``other``.
+    """
+
+    node: CatalogVersion
+    other: CatalogVersion
+    relation: str
+    weight: float
+    outgoing: bool
+
+
 def _bound(value: int | None) -> int:
     return OPEN if value is None else value
+
+
+@dataclass(frozen=True, slots=True)
+class SourceEntry:
+    """One document as recall reads it as of one ``(valid_us, tx_us)``.
+
+    Attributes:
+        members: the live node versions that cite the document first, in version id order.
+        ids: their version ids, in the same order.
+        links: other document -> the heaviest weight (at least 0.0) of a live edge joining a
+            member to the live version of a node of that document, either direction; in
+            source id order. Empty when no edge leaves the document.
+        groups: the members grouped by the spans they cite: each group's member indices
+            (ascending), groups in the order of their first member.
+    """
+
+    members: tuple[CatalogVersion, ...]
+    ids: tuple[int, ...]
+    links: Mapping[str, float]
+    groups: tuple[tuple[int, ...], ...]
+
+
+class _Latest:
+    """Source entries as of any time past every interval bound the catalog holds.
+
+    Liveness does not change past the largest finite bound (``since``), so an entry computed
+    as of ``(since, since)`` holds for every ``(valid_us, tx_us)`` with both in
+    ``[since, OPEN)``. Entries are filled on first use and dropped as a whole when a batch is
+    applied (``open`` turns False first, so an entry computed while a batch is half applied is
+    never kept).
+    """
+
+    __slots__ = ("entries", "open", "since")
+
+    def __init__(self, since: int) -> None:
+        self.since = since
+        self.entries: dict[str, SourceEntry] = {}
+        self.open = True
+
+    def covers(self, valid_us: int, tx_us: int) -> bool:
+        return self.since <= valid_us < OPEN and self.since <= tx_us < OPEN
 
 
 class Catalog:
@@ -135,11 +195,25 @@ class Catalog:
         self._rows_of_source: dict[str, list[list[int]]] = defaultdict(list)  # [row, from, to]
         self._spans: dict[CoordKey, SpanInfo] = {}
         self._tokens: dict[tuple[str, CoordKey], int] = {}
+        self._max_event = -OPEN - 1  # the largest finite bound of a node or edge interval
+        self._latest = _Latest(self._max_event)
 
     # ---------------------------------------------------------------- writes
 
     def apply(self, batch: CatalogBatch) -> None:
         """Add a batch's rows and close its intervals (idempotent: known ids are skipped)."""
+        self._latest.open = False
+        try:
+            self._apply(batch)
+        finally:
+            self._latest = _Latest(self._max_event)
+
+    def _event(self, *bounds: int) -> None:
+        for bound in bounds:
+            if bound != OPEN and bound > self._max_event:
+                self._max_event = bound
+
+    def _apply(self, batch: CatalogBatch) -> None:
         with self._lock:
             self._spans.update(batch.spans)
             fresh = [n for n in batch.nodes if n.version_id not in self._versions]
@@ -154,6 +228,8 @@ class Catalog:
                     tx_from=n.tx_from_us, tx_to=_bound(n.tx_to_us),
                 )
                 self._versions[n.version_id] = version
+                self._event(version.valid_from, version.valid_to, version.tx_from,
+                            version.tx_to)
                 self._by_node[n.node_id].append(version)
                 if version.source is not None:
                     self._by_source[version.source].append(version)
@@ -169,6 +245,7 @@ class Catalog:
                              valid_to=_bound(e.valid_to_us), tx_from=e.tx_from_us,
                              tx_to=_bound(e.tx_to_us))
                 self._edges[edge_id] = edge
+                self._event(edge.valid_from, edge.valid_to, edge.tx_from, edge.tx_to)
                 self._out[e.src].append(edge)
                 self._in[e.dst].append(edge)
             documents: list[LexicalRow] = []
@@ -199,23 +276,25 @@ class Catalog:
                 closing = self._versions.get(version_id)
                 if closing is not None:
                     closing.tx_to = tx_to
+                    self._event(tx_to)
                     self.passages.close(version_id, tx_to)
             for edge_id, tx_to in batch.closed_edges:
                 ending = self._edges.get(edge_id)
                 if ending is not None:
                     ending.tx_to = tx_to
+                    self._event(tx_to)
 
     def compact(self) -> None:
         """Merge the lexical indexes' segments (after a bulk build)."""
         self.passages.compact()
         self.documents.compact()
 
-    def count_tokens(self, key: CoordKey, model: str) -> int | None:
-        """A cached exact token count of a span under ``model``'s tokenizer, or None."""
-        return self._tokens.get((model, key))
+    def count_tokens(self, key: CoordKey, tokenizer: str) -> int | None:
+        """A cached exact token count of a span under the named tokenizer, or None."""
+        return self._tokens.get((tokenizer, key))
 
     def remember_tokens(self, counts: Mapping[tuple[str, CoordKey], int]) -> None:
-        """Cache exact token counts by ``(model, span)`` (a span's text never changes)."""
+        """Cache exact token counts by ``(tokenizer, span)`` (a span's text never changes)."""
         with self._lock:
             self._tokens.update(counts)
 
@@ -295,3 +374,57 @@ class Catalog:
                 if key not in best or edge.weight > best[key][2]:
                     best[key] = (version, other, edge.weight)
         return [best[k] for k in sorted(best)]
+
+    def cross_links(
+        self, nodes: Iterable[CatalogVersion], valid_us: int, tx_us: int
+    ) -> list[CrossLink]:
+        """Every edge live at ``(valid_us, tx_us)`` between a node of ``nodes`` and a live node
+        of another source, in either direction, with its relation and direction (unlike
+        :meth:`neighbours`, which keeps the heaviest edge per pair). Sorted by (node version
+        id, other version id, relation, outgoing first)."""
+        given = {v.node_id: v for v in nodes}
+        out: list[CrossLink] = []
+        for node_id, version in given.items():
+            for edge, other_id, outgoing in (
+                *((e, e.dst, True) for e in self._out.get(node_id, ())),
+                *((e, e.src, False) for e in self._in.get(node_id, ())),
+            ):
+                if not edge.live(valid_us, tx_us):
+                    continue
+                other = self.live_version(other_id, valid_us, tx_us)
+                if other is None or other.source is None or other.source == version.source:
+                    continue
+                out.append(CrossLink(node=version, other=other, relation=edge.relation,
+                                     weight=edge.weight, outgoing=outgoing))
+        out.sort(key=lambda c: (c.node.version_id, c.other.version_id, c.relation,
+                                not c.outgoing))
+        return out
+
+    def entry(self, source_id: str, valid_us: int, tx_us: int) -> SourceEntry:
+        """The document ``source_id`` as of ``(valid_us, tx_us)`` (see :class:`SourceEntry`).
+
+        An as-of past every interval bound (any plan "now" once writes have settled) reads an
+        entry computed once per document and kept until the next batch; any other as-of
+        computes it."""
+        latest = self._latest
+        if not latest.covers(valid_us, tx_us):
+            return self._entry(source_id, valid_us, tx_us)
+        found = latest.entries.get(source_id)
+        if found is None:
+            found = self._entry(source_id, latest.since, latest.since)
+            if latest.open:
+                latest.entries[source_id] = found
+        return found
+
+    def _entry(self, source_id: str, valid_us: int, tx_us: int) -> SourceEntry:
+        members = tuple(self.live_nodes_of(source_id, valid_us, tx_us))
+        links: dict[str, float] = {}
+        for _mine, other, weight in self.neighbours(members, valid_us, tx_us):
+            if other.source is not None:
+                links[other.source] = max(links.get(other.source, 0.0), weight)
+        groups: dict[tuple[CoordKey, ...], list[int]] = {}
+        for i, member in enumerate(members):
+            groups.setdefault(member.spans, []).append(i)
+        return SourceEntry(members=members, ids=tuple(m.version_id for m in members),
+                           links={k: links[k] for k in sorted(links)},
+                           groups=tuple(tuple(g) for g in groups.values()))

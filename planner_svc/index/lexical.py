@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -203,11 +203,30 @@ class _Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class _Stats:
-    """The rows live at one as-of point: a mask over positions, their number, mean length."""
+    """The rows live at one as-of point: a mask over positions, their number, mean length;
+    and, per term id, its live postings and their BM25 contributions (filled on first use).
+
+    The statistics past every interval bound are kept by the index until its rows change, so
+    every view past that point shares the postings: a term's live rows and contributions are
+    computed once per state of the index, not once per query.
+    """
 
     live: npt.NDArray[np.bool_]
     count: int
     mean_length: float
+    terms: dict[int, _TermScores] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _TermScores:
+    """One term's live postings under one :class:`_Stats`: positions (ascending), term
+    frequencies, idf and each posting's BM25 contribution ``idf * tf * (k1 + 1) / (tf +
+    norm)``."""
+
+    rows: Int64s
+    tfs: Int64s
+    idf: float
+    values: Float64s
 
 
 class LexicalIndex:
@@ -376,9 +395,6 @@ class LexicalView:
         self._index = index
         self._snap = snap
         self._stats = index._stats(snap, valid_us, tx_us)
-        self._df: dict[int, int] = {}
-        self._idf: dict[int, float] = {}
-        self._postings_of: dict[int, tuple[Int64s, Int64s]] = {}
         self._firsts = [s.first for s in snap.segments]
 
     @property
@@ -406,22 +422,28 @@ class LexicalView:
             rows, tfs = rows[inside], tfs[inside]
         return rows[keep], tfs[keep]
 
-    def _live_postings(self, tid: int) -> tuple[Int64s, Int64s]:
-        """:meth:`_postings`, kept for the view's life."""
-        found = self._postings_of.get(tid)
+    def _scores(self, tid: int) -> _TermScores:
+        """Term ``tid``'s live postings, idf and contributions (computed once per statistics:
+        once per plan, or once per state of the index past every interval bound)."""
+        found = self._stats.terms.get(tid)
         if found is None:
-            found = self._postings_of[tid] = self._postings(tid)
-            self._df.setdefault(tid, int(found[0].shape[0]))
+            rows, tfs = self._postings(tid)
+            df = int(rows.shape[0])
+            idf = ln(1.0 + (self._stats.count - df + 0.5) / (df + 0.5))
+            k1 = self._index.k1
+            tf = tfs.astype(np.float64)
+            values = idf * (tf * (k1 + 1.0) / (tf + self._norms(rows)))
+            found = self._stats.terms[tid] = _TermScores(rows=rows, tfs=tfs, idf=idf,
+                                                         values=values)
         return found
 
+    def _live_postings(self, tid: int) -> tuple[Int64s, Int64s]:
+        """Live positions holding term ``tid`` and their term frequencies, ascending."""
+        scores = self._scores(tid)
+        return scores.rows, scores.tfs
+
     def _term_idf(self, tid: int) -> float:
-        value = self._idf.get(tid)
-        if value is None:
-            df = self._df.get(tid)
-            if df is None:
-                df = int(self._live_postings(tid)[0].shape[0])
-            value = self._idf[tid] = ln(1.0 + (self._stats.count - df + 0.5) / (df + 0.5))
-        return value
+        return self._scores(tid).idf
 
     def _norms(self, positions: Int64s) -> Float64s:
         index = self._index
@@ -437,14 +459,11 @@ class LexicalView:
         """
         if self._snap.size == 0 or limit <= 0 or self._stats.count == 0:
             return []
-        k1 = self._index.k1
         parts = []
         for _term, tid in self._term_ids(terms):
-            rows, tfs = self._live_postings(tid)
-            if rows.shape[0]:
-                tf = tfs.astype(np.float64)
-                values = self._term_idf(tid) * (tf * (k1 + 1.0) / (tf + self._norms(rows)))
-                parts.append((rows, values))
+            term = self._scores(tid)
+            if term.rows.shape[0]:
+                parts.append((term.rows, term.values))
         if not parts:
             return []
         positions = _distinct(np.concatenate([rows for rows, _ in parts]))
@@ -499,6 +518,53 @@ class LexicalView:
         return {row_id: float(score) for row_id, score, held
                 in zip(ids, scores.tolist(), hit.tolist(), strict=True) if held}
 
+    def positions(self, row_ids: Sequence[int]) -> Int64s:
+        """The view's positions of ``row_ids``, in their order: int64 ``(len(row_ids),)``, -1
+        for a row unknown, outside the view's snapshot or not live in the view."""
+        known = self._index._positions
+        out = np.fromiter((known.get(r, -1) for r in row_ids), dtype=np.int64,
+                          count=len(row_ids))
+        inside = (out >= 0) & (out < self._snap.size)
+        inside[inside] = self._stats.live[out[inside]]
+        out[~inside] = -1
+        return out
+
+    def contributions(self, terms: Iterable[str], positions: Int64s
+                      ) -> list[tuple[str, Float64s]]:
+        """Each query term's BM25 contribution at each of ``positions`` (from
+        :meth:`positions`): ``(term, float64 (len(positions),))`` for the distinct terms a
+        live row holds, in the order :meth:`search` adds them (code point order); 0.0 where
+        the row does not hold the term or the position is -1.
+
+        Adding a row's contributions in this order, starting from 0.0, gives the same bits as
+        :meth:`search` and :meth:`score_rows` (adding 0.0 leaves a sum unchanged)."""
+        out: list[tuple[str, Float64s]] = []
+        if self._stats.count == 0 or not positions.shape[0]:
+            return out
+        valid = positions >= 0
+        for term, tid in self._term_ids(terms):
+            scores = self._scores(tid)
+            rows = scores.rows
+            if not rows.shape[0]:
+                continue
+            at = np.minimum(np.searchsorted(rows, positions), rows.shape[0] - 1)
+            found = (rows[at] == positions) & valid
+            out.append((term, np.where(found, scores.values[at], 0.0)))
+        return out
+
+    def holds(self, term: str, positions: Int64s) -> npt.NDArray[np.bool_]:
+        """Whether the live row at each of ``positions`` (from :meth:`positions`) holds the
+        analysed ``term`` (False at -1)."""
+        tid = self._index._terms.get(term)
+        if tid is None or not positions.shape[0]:
+            return np.zeros(positions.shape[0], dtype=np.bool_)
+        rows, _tfs = self._live_postings(tid)
+        if not rows.shape[0]:
+            return np.zeros(positions.shape[0], dtype=np.bool_)
+        at = np.minimum(np.searchsorted(rows, positions), rows.shape[0] - 1)
+        held: npt.NDArray[np.bool_] = (rows[at] == positions) & (positions >= 0)
+        return held
+
     def frequencies(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
         """The number of live rows, and how many of them hold each analysed term (0 for a term
         none holds)."""
@@ -509,10 +575,7 @@ class LexicalView:
             if tid is None:
                 out[term] = 0
                 continue
-            df = self._df.get(tid)
-            if df is None:
-                df = int(self._live_postings(tid)[0].shape[0])
-            out[term] = df
+            out[term] = int(self._scores(tid).rows.shape[0])
         return self._stats.count, out
 
     def idf(self, term: str) -> float:

@@ -16,6 +16,7 @@ __all__ = [
     "RELATION_WEIGHTS",
     "DocumentIn",
     "IngestReport",
+    "RejectedDocument",
     "SourceOutcome",
     "doc_node_id",
     "passage_node_id",
@@ -77,6 +78,24 @@ class DocumentIn:
     valid_from_us: int | None = None
     version_tx_us: int | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectedDocument:
+    """A stream item that never became a document (a message that did not decode, content that
+    could not be read): ingestion reports it in ``IngestReport.errors`` at its place in the
+    stream, as ``(source_id, "field: reason")``, counts it as received, and goes on.
+
+    Attributes:
+        source_id: what could be read of its source id; ``""`` when nothing could.
+        field: the field at fault (``text``, ``properties.lang``; ``document`` for the whole
+            item).
+        reason: what is wrong.
+    """
+
+    source_id: str
+    field: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

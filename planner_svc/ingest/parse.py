@@ -39,7 +39,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.ingest.document import (
     NOWHERE,
     DocumentBuilder,
@@ -239,7 +239,7 @@ def is_markdown(media_type: str) -> bool:
     if base in PLAIN_TYPES or base.startswith("text/"):
         return False
     raise InvalidRequest(
-        "media_type", f"{media_type!r} is not supported (text/markdown or text/plain)"
+        "media_type", f"{echo(media_type)} is not supported (text/markdown or text/plain)"
     )
 
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner_svc.core.errors import ConfigError, InvalidRequest
+from planner_svc.core.errors import ConfigError, InvalidRequest, echo
 from planner_svc.core.model import SpanRef
 from planner_svc.embed.base import Embedder
 from planner_svc.ingest.late_mentions import resolve_late_mentions
@@ -62,6 +62,7 @@ from planner_svc.ingest.model import (
     RELATION_WEIGHTS,
     DocumentIn,
     IngestReport,
+    RejectedDocument,
     SourceOutcome,
     doc_node_id,
     passage_node_id,
@@ -82,6 +83,7 @@ __all__ = [
     "RELATION_WEIGHTS",
     "DocumentIn",
     "IngestReport",
+    "RejectedDocument",
     "SourceOutcome",
     "doc_node_id",
     "ingest_documents",
@@ -135,7 +137,7 @@ def _prepare(
     text = _decode(doc.text)
     media_type = doc.media_type
     if not isinstance(media_type, str):
-        raise InvalidRequest("media_type", f"expected a string, got {media_type!r}")
+        raise InvalidRequest("media_type", f"expected a string, got {echo(media_type)}")
     if not media_type.strip():
         markdown = source_id.lower().endswith(_MARKDOWN_SUFFIXES)
         media_type = "text/markdown" if markdown else "text/plain"
@@ -161,7 +163,7 @@ def _prepare(
     )
     properties = check_properties(doc.properties)
     if not isinstance(doc.title, str):
-        raise InvalidRequest("title", f"expected a string, got {doc.title!r}")
+        raise InvalidRequest("title", f"expected a string, got {echo(doc.title)}")
     title = canonicalize(" ".join(doc.title.split())) or parsed.title or source_id
     latest = store.latest_version(source_id)
     previous: Mapping[str, NodeVersion] = {}
@@ -172,7 +174,7 @@ def _prepare(
         if proposed is not None and proposed <= latest:
             raise InvalidRequest(
                 "version_tx",
-                f"{proposed} is not later than the latest version {latest} of {source_id!r}",
+                f"{proposed} is not later than the latest version {latest} of {echo(source_id)}",
             )
         if reuse_vectors:
             ids = [passage_node_id(source_id, p.ordinal) for p in parsed.passages]
@@ -385,7 +387,7 @@ class _Run:
 def ingest_documents(
     store: IngestStore,
     embedder: Embedder | None,
-    docs: Iterable[DocumentIn],
+    docs: Iterable[DocumentIn | RejectedDocument],
     *,
     now_us: int,
     progress: bool = False,
@@ -400,7 +402,7 @@ def ingest_documents(
     malformed properties, a proposed version tx in the future, not later than the source's
     latest version or earlier than the latest transaction time the store has recorded) is
     recorded in ``report.errors`` as ``(source_id, "field: reason")`` and skipped; the others
-    go on.
+    go on. A :class:`RejectedDocument` item is recorded the same way at its place.
 
     Args:
         store: the store.
@@ -445,6 +447,10 @@ def ingest_documents(
         for doc in docs:
             report.received += 1
             bar.update(1)
+            if isinstance(doc, RejectedDocument):
+                error = (doc.source_id, f"{doc.field}: {doc.reason}")
+                run.errors.append((report.received, error))
+                continue
             source_id = doc.source_id if isinstance(doc.source_id, str) else repr(doc.source_id)
             if source_id in pending:
                 run.flush(chunk)

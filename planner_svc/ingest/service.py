@@ -14,7 +14,12 @@ from itertools import islice
 from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import Cancelled
 from planner_svc.embed.base import Embedder
-from planner_svc.ingest.pipeline import DocumentIn, IngestReport, ingest_documents
+from planner_svc.ingest.pipeline import (
+    DocumentIn,
+    IngestReport,
+    RejectedDocument,
+    ingest_documents,
+)
 from planner_svc.ingest.ports import IndexCatchUp, IngestStore
 
 __all__ = ["STREAM_BATCH", "IngestService"]
@@ -51,7 +56,7 @@ class IngestService:
 
     def ingest(
         self,
-        documents: Iterator[DocumentIn],
+        documents: Iterator[DocumentIn | RejectedDocument],
         *,
         cancelled: Callable[[], bool] = lambda: False,
     ) -> IngestReport:
@@ -62,8 +67,9 @@ class IngestService:
         cut short keeps (and has indexed) every batch it completed. The batch being read when
         the caller cancels is dropped when the cancellation is seen first; a transport may
         deliver the end of the stream before it, and then that batch commits whole (re-sending
-        it is harmless: unchanged documents write nothing). A malformed document is reported in
-        the report's ``errors`` and skipped; the stream goes on.
+        it is harmless: unchanged documents write nothing). A malformed document, or a
+        :class:`~planner_svc.ingest.model.RejectedDocument` item, is reported in the report's
+        ``errors`` and skipped; the stream goes on.
 
         Args:
             documents: the documents; the iterator raises Cancelled when the caller cancels.

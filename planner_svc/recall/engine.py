@@ -40,6 +40,7 @@ score is the same bits on every machine.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,10 +52,12 @@ import numpy.typing as npt
 from planner_svc.core.exactmath import ln
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
-from planner_svc.index.catalog import Catalog, CatalogVersion
+from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
+from planner_svc.index.lexical import LexicalView
 from planner_svc.recall.question import Question, analyze_question
-from planner_svc.recall.semantic import confidence_decay, exact_similarities
+from planner_svc.recall.semantic import confidence_decay, ordered_column_sums
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.recall.timing import StageClock
 
 __all__ = [
     "DocumentScore",
@@ -79,13 +82,15 @@ COVERAGE_LINKED = 5
 class SemanticAccess(Protocol):
     """The semantic leg as the engine uses it, bound to one plan's as-of times."""
 
-    def embed(self, text: str) -> Vector:
-        """Unit float32 vector of ``text`` (all zeros when it holds no known token)."""
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit float32 vectors of ``texts``, ``(len(texts), dim)`` (a zero row for a text
+        that holds no known token); each row depends on its text alone."""
         ...
 
-    def search(self, vector: Vector, k: int) -> Sequence[tuple[int, Vector]]:
-        """Up to ``k`` live node versions near ``vector``: ``(version_id, stored unit
-        vector)``. Candidates only: their order and the index's own scores never matter."""
+    def search(self, vector: Vector, k: int) -> Sequence[tuple[int, float]]:
+        """Up to ``k`` live node versions near ``vector``: ``(version_id, similarity)``, the
+        similarity exact (:func:`~planner_svc.recall.semantic.exact_similarities` of
+        ``vector`` and the stored vector). Their order never matters."""
         ...
 
     def vectors(self, version_ids: Sequence[int]) -> Mapping[int, Vector]:
@@ -154,6 +159,25 @@ class NodeScore:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Evidence:
+    """How much of the question the best documents actually match, in absolute terms.
+
+    Attributes:
+        coverage: the largest share of the question's information (its distinct terms weighted
+            by their idf over whole documents, as of the plan) that one document holds, one
+            document and a document it links to together, or (for a multi-part question) the
+            best documents of its parts together; in [0, 1].
+        best_source: the document (or ``"A + B"`` group) reaching it; None when none holds any.
+        similarity: the best cosine similarity of a passage to the question (None without the
+            semantic leg).
+    """
+
+    coverage: float
+    best_source: str | None
+    similarity: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Recalled:
     """Phase A's result.
 
@@ -165,6 +189,8 @@ class Recalled:
         best_similarity: the best raw cosine similarity of the semantic leg (None without it).
         semantic_hits: node versions the semantic leg returned.
         without_spans: versions a leg reached that cite no source (never evidence).
+        residual: for each document ranked by a hop, the question's terms it was ranked on.
+        evidence: the absolute evidence (:func:`measure_evidence`), when it was asked for.
     """
 
     nodes: Mapping[int, NodeScore]
@@ -174,6 +200,7 @@ class Recalled:
     semantic_hits: int = 0
     without_spans: int = 0
     residual: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    evidence: Evidence | None = None
 
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
@@ -182,7 +209,21 @@ def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]
     if not best > 0.0:
         return {}
     return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))
-            for k, s in sorted(scores.items())}
+            for k, s in scores.items()}
+
+
+def _relative_list(values: Sequence[float], sharpness: float) -> list[float]:
+    """:func:`_relative` of a list (the same operations per value); all zeros when the best
+    is not positive."""
+    best = max(values, default=0.0)
+    if not best > 0.0:
+        return [0.0] * len(values)
+    return [clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness)) for s in values]
+
+
+_Local = tuple[list[float], list[float | None]]
+"""Per live node of a document, in version id order: its BM25 against a query's terms, and its
+cosine with the query's vector (None for a node without a stored vector, or no vector)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,14 +232,123 @@ class _Hop:
     source: str
     terms: tuple[str, ...]
     vector: Vector | None
+    local: _Local
+
+
+class _PassageTable:
+    """The passages (node versions) one plan scores, loaded once each: their positions in the
+    passage BM25 view and their stored vectors (float32, one row per passage), with each
+    query term's BM25 contribution over them computed once."""
+
+    def __init__(self, view: LexicalView, semantic: SemanticAccess | None) -> None:
+        self._view = view
+        self._semantic = semantic
+        self._rows: dict[int, int] = {}
+        self._positions = np.zeros(0, dtype=np.int64)
+        self._loads: list[tuple[int, npt.NDArray[np.float32] | None]] = []  # (rows, vectors)
+        self._vectors: npt.NDArray[np.float32] | None = None  # the loads' vectors joined
+        self._has = np.zeros(0, dtype=np.bool_)
+        self._terms: dict[str, tuple[int, npt.NDArray[np.float64] | None]] = {}
+
+    def rows(self, ids: Sequence[int]) -> npt.NDArray[np.int64]:
+        """The table rows of ``ids`` (loading the ones not loaded yet, in one batch)."""
+        rows = self._rows
+        missing = [i for i in dict.fromkeys(ids) if i not in rows]
+        if missing:
+            self._load(missing)
+        return np.fromiter((rows[i] for i in ids), dtype=np.int64, count=len(ids))
+
+    def _load(self, ids: list[int]) -> None:
+        first = len(self._rows)
+        for offset, version_id in enumerate(ids):
+            self._rows[version_id] = first + offset
+        self._positions = np.concatenate([self._positions, self._view.positions(ids)])
+        stored = self._semantic.vectors(ids) if self._semantic is not None else {}
+        have = [i in stored for i in ids]
+        self._has = np.concatenate([self._has, np.asarray(have, dtype=np.bool_)])
+        block: npt.NDArray[np.float32] | None = None
+        if stored:
+            if all(have):
+                block = np.stack([stored[i] for i in ids])
+            else:
+                block = np.zeros((len(ids), next(iter(stored.values())).shape[0]),
+                                 dtype=np.float32)
+                for j, i in enumerate(ids):
+                    if have[j]:
+                        block[j] = stored[i]
+        self._loads.append((len(ids), block))
+        self._vectors = None
+
+    def _matrix(self) -> npt.NDArray[np.float32] | None:
+        """Every loaded row's stored vector (zeros where it has none); None when no row has
+        one."""
+        if self._vectors is None:
+            dims = [b.shape[1] for _n, b in self._loads if b is not None]
+            if not dims:
+                return None
+            self._vectors = np.concatenate(
+                [b if b is not None else np.zeros((n, dims[0]), dtype=np.float32)
+                 for n, b in self._loads])
+        return self._vectors
+
+    def _contribution(self, term: str) -> npt.NDArray[np.float64] | None:
+        """``term``'s BM25 contribution at every row (None when no live passage holds it)."""
+        size = self._positions.shape[0]
+        done = self._terms.get(term)
+        if done is not None and (done[0] == size or done[1] is None):
+            return done[1]
+        start = 0 if done is None else done[0]
+        found = self._view.contributions([term], self._positions[start:])
+        if not found:
+            self._terms[term] = (size, None)
+            return None
+        values = found[0][1] if done is None or done[1] is None else np.concatenate(
+            [done[1], found[0][1]])
+        self._terms[term] = (size, values)
+        return values
+
+    def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """BM25 of ``terms`` at ``rows``: the terms' contributions added in code point order
+        (:meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s bits; 0.0 for a passage
+        holding no term)."""
+        total = np.zeros(rows.shape[0], dtype=np.float64)
+        for term in sorted(set(terms)):
+            values = self._contribution(term)
+            if values is not None:
+                total += values[rows]
+        return total
+
+    def cosines(self, asks: Sequence[tuple[Vector | None, npt.NDArray[np.int64]]]
+                ) -> list[list[float | None]]:
+        """Exact cosine of each ask's vector with the stored vector of each of its rows (None
+        without a stored vector, or for an ask without a vector); every ask's products summed
+        in one pass."""
+        out: list[list[float | None]] = [[None] * rows.shape[0] for _v, rows in asks]
+        vectors = self._matrix()
+        wanted = [(a, vector, rows) for a, (vector, rows) in enumerate(asks)
+                  if vector is not None and rows.shape[0]]
+        if vectors is None or not wanted:
+            return out
+        products = np.concatenate(
+            [np.multiply(vectors[rows].T, vector[:, None], dtype=np.float64, order="C")
+             for _a, vector, rows in wanted], axis=1)
+        sims = ordered_column_sums(products).tolist()
+        at = 0
+        for a, _vector, rows in wanted:
+            end = at + rows.shape[0]
+            out[a] = [sim if have else None
+                      for sim, have in zip(sims[at:end], self._has[rows].tolist(), strict=True)]
+            at = end
+        return out
 
 
 class _Recall:
     """One plan's Phase A (the catalog and the legs, bound to the query)."""
 
     def __init__(self, catalog: Catalog, query: EngineQuery, settings: RecallSettings,
-                 semantic: SemanticAccess | None) -> None:
+                 semantic: SemanticAccess | None, clock: StageClock | None = None) -> None:
         self.catalog = catalog
+        self.clock = clock if clock is not None else StageClock()
         self.query = query
         self.settings = settings
         self.semantic = semantic if query.semantic else None
@@ -208,20 +358,33 @@ class _Recall:
         self.documents_view = catalog.documents.view(valid_us=query.valid_us, tx_us=query.tx_us)
         self.semantic_hits = 0
         self.unsourced: set[int] = set()  # versions a leg reached that cite no source
-        self._members: dict[str, list[CatalogVersion]] = {}
-        self._vectors: dict[int, Vector | None] = {}
+        self._entries: dict[str, SourceEntry] = {}
+        self.table = _PassageTable(self.passages, self.semantic)
+        self._searches: dict[str, tuple[int, list[tuple[int, float]]]] = {}
+        self.vector: Vector | None = None  # the question's vector, once known
 
-    def members(self, source: str) -> list[CatalogVersion]:
-        """The live nodes of ``source`` (read once per plan)."""
-        found = self._members.get(source)
+    def entry(self, source: str) -> SourceEntry:
+        """The document's live nodes, groups and links (read once per plan)."""
+        found = self._entries.get(source)
         if found is None:
-            found = self._members[source] = self.catalog.live_nodes_of(
-                source, self.valid_us, self.tx_us)
+            found = self._entries[source] = self.catalog.entry(source, self.valid_us,
+                                                                self.tx_us)
         return found
 
     # ---------------------------------------------------------------- documents
 
-    def structured(self, terms: Sequence[str]) -> dict[str, float]:
+    def search_documents(self, text: str, limit: int) -> list[tuple[int, float]]:
+        """BM25 over whole documents of ``text``'s query terms: the ``limit`` best rows (a
+        search already made for the same text with at least that limit is reused: its first
+        rows are the same)."""
+        done = self._searches.get(text)
+        if done is not None and done[0] >= limit:
+            return done[1][:limit]
+        hits = self.documents_view.search(query_terms(text), limit=limit)
+        self._searches[text] = (limit, hits)
+        return hits
+
+    def structured(self, text: str) -> dict[str, float]:
         """source -> raw structured score (BM25 over whole documents, or the filtered
         search's score)."""
         if not self.query.structured:
@@ -235,7 +398,7 @@ class _Recall:
                 elif version is not None:
                     self.unsourced.add(version.version_id)
             return raw
-        for row_id, score in self.documents_view.search(terms, limit=self.query.document_k):
+        for row_id, score in self.search_documents(text, self.query.document_k):
             source = self.catalog.source_of_document(row_id)
             if source is not None:
                 raw[source] = max(raw.get(source, 0.0), score)
@@ -256,48 +419,55 @@ class _Recall:
         self.semantic_hits = max(self.semantic_hits, len(hits))
         if not hits:
             return {}, None
-        sims = exact_similarities(vector, np.stack([v for _, v in hits])).tolist()
         raw: dict[str, float] = {}
-        for (version_id, _vector), sim in zip(hits, sims, strict=True):
+        for version_id, sim in hits:
             version = self.catalog.version(version_id)
             if version is None or version.source is None:
                 self.unsourced.add(version_id)
                 continue
             score = self._semantic_score(version, sim)
             raw[version.source] = max(raw.get(version.source, 0.0), score)
-        return raw, max(sims)
+        return raw, max(sim for _, sim in hits)
 
-    def complete(self, terms: Sequence[str], vector: Vector | None,
+    def complete(self, text: str, vector: Vector | None,
                  structured: dict[str, float], semantic: dict[str, float]) -> None:
         """Give every document one leg found the other leg's raw score too (in place)."""
         if self.query.filtered is None:
-            missing = sorted(set(semantic) - set(structured))
-            rows = {}
-            for source in missing:
-                row = self.catalog.document_row(source, self.tx_us)
-                if row is not None:
-                    rows[row] = source
-            for row, score in self.documents_view.score_rows(terms, sorted(rows)).items():
-                structured[rows[row]] = score
+            with self.clock.stage("structured"):
+                rows = {}
+                for source in sorted(set(semantic) - set(structured)):
+                    row = self.catalog.document_row(source, self.tx_us)
+                    if row is not None:
+                        rows[row] = source
+                scored = self.documents_view.score_rows(query_terms(text), sorted(rows))
+                for row, score in scored.items():
+                    structured[rows[row]] = score
         if vector is not None:
-            for source in sorted(set(structured) - set(semantic)):
-                members = self.members(source)
-                sims = self.similarities(vector, [m.version_id for m in members])
-                best = 0.0
-                for m in members:
-                    if m.version_id in sims:
-                        best = max(best, self._semantic_score(m, sims[m.version_id]))
-                if best > 0.0:
-                    semantic[source] = best
+            with self.clock.stage("semantic"):
+                sources = sorted(set(structured) - set(semantic))
+                entries = [self.entry(source) for source in sources]
+                rows_of = self.table.rows([i for e in entries for i in e.ids])
+                sims = self.table.cosines([(vector, rows_of)])[0]
+                at = 0
+                for source, entry in zip(sources, entries, strict=True):
+                    best = 0.0
+                    for member, sim in zip(entry.members, sims[at:at + len(entry.ids)],
+                                           strict=True):
+                        if sim is not None:
+                            best = max(best, self._semantic_score(member, sim))
+                    at += len(entry.ids)
+                    if best > 0.0:
+                        semantic[source] = best
 
     def documents(self, text: str, vector: Vector | None
                   ) -> tuple[dict[str, tuple[float, float, float]], float | None]:
         """source -> (score, structured, semantic); the best raw similarity."""
-        terms = query_terms(text)
-        raw_structured = self.structured(terms)
-        raw_semantic, best = self.nearest(vector)
+        with self.clock.stage("structured"):
+            raw_structured = self.structured(text)
+        with self.clock.stage("semantic"):
+            raw_semantic, best = self.nearest(vector)
         if raw_structured and raw_semantic:
-            self.complete(terms, vector, raw_structured, raw_semantic)
+            self.complete(text, vector, raw_structured, raw_semantic)
         structured = _relative(raw_structured, self.settings.structured_sharpness)
         semantic = _relative(raw_semantic, self.settings.semantic_sharpness)
         both = bool(structured) and bool(semantic)
@@ -307,37 +477,52 @@ class _Recall:
             out[source] = ((s + v) / 2.0 if both else max(s, v), s, v)
         return out, best
 
-    def embed(self, text: str) -> Vector | None:
-        if self.semantic is None or not text.strip():
-            return None
-        vector = self.semantic.embed(text)
-        return vector if np.any(vector) else None
+    def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        """Each text's unit vector, None for a blank text, one without a known token, or
+        without the semantic leg; one batch for all of them."""
+        if self.semantic is None:
+            return [None] * len(texts)
+        wanted = sorted({t for t in texts if t.strip()})
+        if not wanted:
+            return [None] * len(texts)
+        rows = self.semantic.embed(wanted)
+        found: dict[str, Vector | None] = {
+            t: row if np.any(row) else None for t, row in zip(wanted, rows, strict=True)}
+        return [found.get(t) for t in texts]
 
-    def similarities(self, vector: Vector, ids: Sequence[int]) -> dict[int, float]:
-        """Exact cosine of ``vector`` with each stored vector of ``ids`` (those that have one),
-        in the order of ``ids``. Stored vectors are read once per plan."""
-        if self.semantic is None or not ids:
-            return {}
-        missing = [i for i in ids if i not in self._vectors]
-        if missing:
-            stored = self.semantic.vectors(missing)
-            for i in missing:
-                self._vectors[i] = stored.get(i)
-        have = [i for i in ids if self._vectors[i] is not None]
-        if not have:
-            return {}
-        matrix = np.stack([v for i in have if (v := self._vectors[i]) is not None])
-        sims = exact_similarities(vector, matrix).tolist()
-        return dict(zip(have, sims, strict=True))
+    # ---------------------------------------------------------------- local relevance
 
-    def local(self, sources: Sequence[str], terms: Sequence[str], vector: Vector | None
-              ) -> tuple[dict[int, float], dict[int, float]]:
-        """BM25 of ``terms`` and cosine with ``vector`` of every live node of ``sources``:
-        ``(version id -> BM25, version id -> cosine)``, one batch for all of them."""
-        ids = [m.version_id for source in sources for m in self.members(source)]
-        lexical = self.passages.score_rows(terms, ids)
-        cosine = self.similarities(vector, ids) if vector is not None else {}
-        return lexical, cosine
+    def local(self, asks: Sequence[tuple[Sequence[str], Sequence[str], Vector | None]]
+              ) -> list[dict[str, _Local]]:
+        """For each ask ``(sources, terms, vector)``, every live node of its sources scored
+        against its terms (BM25 over passages) and its vector (exact cosine): source ->
+        :data:`_Local`. All asks in one batch.
+
+        The BM25 is :meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s (0.0 where a
+        node holds no term), the cosine :func:`~planner_svc.recall.semantic.exact_similarities`'s
+        (products exact in float64, added in index order)."""
+        entries = [[self.entry(s) for s in sources] for sources, _t, _v in asks]
+        rows = self.table.rows([i for es in entries for e in es for i in e.ids])
+        parts: list[npt.NDArray[np.int64]] = []
+        at = 0
+        for es in entries:
+            end = at + sum(len(e.ids) for e in es)
+            parts.append(rows[at:end])
+            at = end
+        cosines = self.table.cosines([(vector, part) for (_s, _t, vector), part
+                                      in zip(asks, parts, strict=True)])
+        out: list[dict[str, _Local]] = []
+        for (sources, terms, _vector), es, part, cosine in zip(asks, entries, parts, cosines,
+                                                               strict=True):
+            lexical = self.table.bm25(terms, part).tolist()
+            scored: dict[str, _Local] = {}
+            at = 0
+            for source, entry in zip(sources, es, strict=True):
+                end = at + len(entry.ids)
+                scored[source] = (lexical[at:end], cosine[at:end])
+                at = end
+            out.append(scored)
+        return out
 
     # ---------------------------------------------------------------- hops
 
@@ -347,66 +532,139 @@ class _Recall:
         settings = self.settings
         sources = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.hop_sources]
         words = _WORD.findall(question.text)
-        out: dict[str, _Hop] = {}
+        word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
+                      if w.casefold() not in STOPWORDS}
+        steps: list[tuple[str, float, SourceEntry, tuple[str, ...], str]] = []
         for source, score in sources:
             if not score > 0.0:
                 continue
-            own = self.members(source)
-            links: dict[str, float] = {}
-            for _mine, other, weight in self.catalog.neighbours(own, self.valid_us, self.tx_us):
-                if other.source is not None:
-                    links[other.source] = max(links.get(other.source, 0.0), weight)
-            if not links:
+            entry = self.entry(source)
+            if not entry.links:
                 continue
-            held = self.passages.held_terms(v.version_id for v in own)
+            held = self.passages.held_terms(entry.ids)
             terms = tuple(t for t in question.terms if t not in held)
-            kept = [w for w in words if w.casefold() not in STOPWORDS
-                    and not set(query_terms(w)) & held]
-            residual = self.embed(" ".join(kept)) if kept else None
-            probe = residual if residual is not None or question.text else vector
-            targets = sorted(links)
-            found, sims = self.local(targets, terms, probe)
+            kept = [w for w in words if w in word_terms and not word_terms[w] & held]
+            steps.append((source, score, entry, terms, " ".join(kept)))
+        residuals = self.embed([text for *_, text in steps])
+        probes = [residual if residual is not None or question.text else vector
+                  for residual in residuals]
+        scored = self.local([(list(entry.links), terms, probe) for (_s, _v, entry, terms, _t),
+                             probe in zip(steps, probes, strict=True)])
+        out: dict[str, _Hop] = {}
+        for (source, score, entry, terms, _text), probe, found in zip(steps, probes, scored,
+                                                                      strict=True):
             lexical: dict[str, float] = {}
             cosine: dict[str, float] = {}
-            for target in targets:
-                ids = [m.version_id for m in self.members(target)]
-                lexical[target] = max((found[i] for i in ids if i in found), default=0.0)
+            for target in entry.links:
+                lex, cos = found[target]
+                lexical[target] = max(lex, default=0.0)
                 if probe is not None:
-                    cosine[target] = max((sims[i] for i in ids if i in sims), default=0.0)
+                    cosine[target] = max((c for c in cos if c is not None), default=0.0)
             lex_rel = _relative(lexical, 1.0)
             cos_rel = _relative(cosine, settings.local_sharpness)
-            for target, weight in sorted(links.items()):
+            for target, weight in entry.links.items():
                 relevance = max(lex_rel.get(target, 0.0), cos_rel.get(target, 0.0))
                 value = score * weight * settings.hop_decay * relevance
                 current = out.get(target)
                 if value > 0.0 and (current is None or value > current.score):
-                    out[target] = _Hop(score=value, source=source, terms=terms, vector=probe)
+                    out[target] = _Hop(score=value, source=source, terms=terms, vector=probe,
+                                       local=found[target])
         return out
 
     # ---------------------------------------------------------------- passages
 
-    def rank(self, source: str, lexical: Mapping[int, float], cosine: Mapping[int, float]
-             ) -> list[tuple[list[int], float]]:
+    def rank(self, source: str, local: _Local) -> list[tuple[list[int], float]]:
         """The live nodes of ``source`` grouped by the spans they cite, most relevant group
         first (ties by their smallest version id): ``(version ids, local relevance)``, from
-        the nodes' BM25 (``lexical``) and cosine (``cosine``) by version id."""
-        members = self.members(source)
-        if not members:
+        the nodes' BM25 and cosine (``local``)."""
+        entry = self.entry(source)
+        if not entry.members:
             return []
-        ids = [m.version_id for m in members]
-        lex_rel = _relative({str(i): lexical[i] for i in ids if i in lexical}, 1.0)
-        cos_rel = _relative({str(i): max(0.0, cosine[i]) for i in ids if i in cosine},
-                            self.settings.local_sharpness)
-        groups: dict[tuple[object, ...], list[int]] = {}
-        for m in members:
-            groups.setdefault(m.spans, []).append(m.version_id)
+        lexical, cosine = local
+        lex_rel = _relative_list(lexical, 1.0)
+        present = [j for j, c in enumerate(cosine) if c is not None]
+        cos_rel = [0.0] * len(cosine)
+        for j, value in zip(present, _relative_list(
+                [max(0.0, c) for c in cosine if c is not None],
+                self.settings.local_sharpness), strict=True):
+            cos_rel[j] = value
+        ids = entry.ids
         ranked = []
-        for versions in groups.values():
-            relevance = max(max(lex_rel.get(str(i), 0.0), cos_rel.get(str(i), 0.0))
-                            for i in versions)
-            ranked.append((sorted(versions), relevance))
+        for group in entry.groups:
+            relevance = max(max(lex_rel[j], cos_rel[j]) for j in group)
+            ranked.append(([ids[j] for j in group], relevance))
         ranked.sort(key=lambda g: (-g[1], g[0][0]))
         return ranked
+
+    # ---------------------------------------------------------------- evidence
+
+    def evidence(self, question: Question, similarity: float | None) -> Evidence:
+        """The absolute evidence for ``question`` (see :func:`measure_evidence`)."""
+        documents = self.documents_view
+        count, frequency = documents.frequencies(question.terms)
+        # A CJK character pair no document holds is a cut across two words of the question
+        # (CJK text has no spaces, so its terms are character pairs), not a name the store
+        # lacks.
+        terms = [t for t in sorted(frequency) if frequency[t] > 0 or not is_cjk(t)]
+        weights = [ln(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5))
+                   for t in terms]
+        total = 0.0
+        for w in weights:
+            total += w
+        if not total > 0.0:
+            return Evidence(coverage=0.0, best_source=None, similarity=similarity)
+        shares: dict[int, float] = {}
+
+        def share(held: int) -> float:
+            """The share of the question's information in the terms of bit mask ``held``."""
+            value = shares.get(held)
+            if value is None:
+                got = 0.0
+                for i, w in enumerate(weights):
+                    if held >> i & 1:
+                        got += w
+                value = shares[held] = got / total
+            return value
+
+        catalog = self.catalog
+        # The question's terms (all of them: ones no row holds add nothing) rank the same
+        # documents as the structured leg's search of the question.
+        hits = self.search_documents(question.text, COVERAGE_DOCUMENTS)
+        sources = [s for row, _ in hits if (s := catalog.source_of_document(row)) is not None]
+        linked = {s: list(self.entry(s).links) for s in sources[:COVERAGE_LINKED]}
+        chosen: list[str] = []
+        for part in question.parts:  # a comparison is answered by its alternatives' documents
+            top = self.search_documents(part, 1)
+            found = catalog.source_of_document(top[0][0]) if top else None
+            if found is not None and found not in chosen:
+                chosen.append(found)
+        involved = list(dict.fromkeys([*sources, *(o for ls in linked.values() for o in ls),
+                                       *chosen]))
+        rows = [catalog.document_row(s, self.tx_us) for s in involved]
+        positions = documents.positions([-1 if r is None else r for r in rows])
+        masks = np.zeros(len(involved), dtype=np.int64)
+        for i, term in enumerate(terms):
+            masks |= documents.holds(term, positions).astype(np.int64) << i
+        held = dict(zip(involved, masks.tolist(), strict=True))
+        best, where = 0.0, None
+        for rank, source in enumerate(sources):
+            value = share(held[source])
+            if value > best:
+                best, where = value, source
+            if rank >= COVERAGE_LINKED:
+                continue
+            for other in linked[source]:
+                value = share(held[source] | held[other])
+                if value > best:
+                    best, where = value, f"{source} + {other}"
+        if len(chosen) > 1:
+            together = 0
+            for s in chosen:
+                together |= held[s]
+            value = share(together)
+            if value > best:
+                best, where = value, " + ".join(chosen)
+        return Evidence(coverage=best, best_source=where, similarity=similarity)
 
 
 def filtered_nodes(
@@ -450,61 +708,90 @@ def recall_documents(
     *,
     settings: RecallSettings,
     semantic: SemanticAccess | None,
+    measure: bool = False,
+    clock: StageClock | None = None,
 ) -> Recalled:
     """Score documents, hop from the best, and score every live node of the candidates (see
-    the module docstring)."""
+    the module docstring); with ``measure``, also the absolute evidence
+    (:func:`measure_evidence`) of the question. ``clock`` receives the time of the
+    ``semantic``, ``structured``, ``hops``, ``passages`` and ``abstention`` stages
+    (:mod:`planner_svc.recall.timing`)."""
     # The question's words (parts, BM25, residuals) belong to the structured leg; a request for
     # the semantic leg alone plans from its vector alone, so text and its embedding agree.
     question = (analyze_question(query.text) if query.structured
                 else Question(text="", terms=(), parts=()))
-    state = _Recall(catalog, query, settings, semantic)
-    vector = query.vector if query.vector is not None else state.embed(query.text)
+    state = _Recall(catalog, query, settings, semantic, clock)
+    clock = state.clock
+    with clock.stage("semantic"):
+        if query.vector is not None:
+            vector: Vector | None = query.vector
+            part_vectors = state.embed(question.parts)
+        else:
+            vector, *part_vectors = state.embed([query.text, *question.parts])
+    state.vector = vector
     direct, best_similarity = state.documents(query.text, vector)
-    for part in question.parts:
-        scored, _best = state.documents(part, state.embed(part))
+    for part, part_vector in zip(question.parts, part_vectors, strict=True):
+        scored, _best = state.documents(part, part_vector)
         for source, legs in scored.items():
             if legs[0] > direct.get(source, (0.0, 0.0, 0.0))[0]:
                 direct[source] = legs
     scores = {source: legs[0] for source, legs in direct.items()}
     hops: dict[str, _Hop] = {}
     if query.expand_depth > 0 and settings.hop_sources > 0:
-        hops = state.hops(question, scores, vector)
-        if query.expand_depth > 1 and hops:
-            second = state.hops(question, {t: h.score for t, h in hops.items()}, vector)
-            for target, reached in second.items():
-                if target not in hops or reached.score > hops[target].score:
-                    hops[target] = reached
+        with clock.stage("hops"):
+            hops = state.hops(question, scores, vector)
+            if query.expand_depth > 1 and hops:
+                second = state.hops(question, {t: h.score for t, h in hops.items()}, vector)
+                for target, reached in second.items():
+                    if target not in hops or reached.score > hops[target].score:
+                        hops[target] = reached
+    with clock.stage("passages"):
+        recalled = _passages(state, question, direct, hops, best_similarity)
+    if measure and query.structured and query.text.strip():
+        with clock.stage("abstention"):
+            evidence = state.evidence(question, best_similarity)
+        recalled = dataclasses.replace(recalled, evidence=evidence)
+    return recalled
+
+
+def _passages(state: _Recall, question: Question,
+              direct: Mapping[str, tuple[float, float, float]], hops: Mapping[str, _Hop],
+              best_similarity: float | None) -> Recalled:
+    """Rank the candidate documents and every live node of each (see the module docstring)."""
+    settings = state.settings
+    vector = state.vector
+    scores = {source: legs[0] for source, legs in direct.items()}
     combined = dict(scores)
     for target, reached in hops.items():
         combined[target] = max(combined.get(target, 0.0), reached.score)
     ranked = [(s, v) for s, v in sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))
               if v > 0.0][: settings.candidate_documents]
-    nodes: dict[int, NodeScore] = {}
-    documents = []
     residual: dict[str, tuple[str, ...]] = {}
-    # Local relevance is computed in one batch per (terms, vector) pair: the question's, and
-    # each hop's residual.
-    local_query: dict[str, tuple[tuple[str, ...], Vector | None]] = {}
+    # Local relevance: a document a hop ranks is scored against the hop's residual (already
+    # done by the hop when it has a residual vector); the others in one batch against the
+    # question.
+    local: dict[str, _Local] = {}
+    batches: dict[tuple[tuple[str, ...], int], tuple[Vector | None, list[str]]] = {}
     for source, _score in ranked:
         hop = hops.get(source)
         if hop is not None and hop.score >= scores.get(source, 0.0):
             residual[source] = hop.terms
-            local_query[source] = (hop.terms, hop.vector if hop.vector is not None else vector)
+            if hop.vector is not None or vector is None:
+                local[source] = hop.local
+                continue
+            terms, local_vector = hop.terms, state.vector
         else:
-            local_query[source] = (question.terms, vector)
-    batches: dict[tuple[tuple[str, ...], int], list[str]] = {}
-    for source, (terms, local_vector) in local_query.items():
-        batches.setdefault((terms, id(local_vector)), []).append(source)
-    local: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
-    for (terms, _vector_id), batch in batches.items():
-        batch_scores = state.local(batch, terms, local_query[batch[0]][1])
-        for source in batch:
-            local[source] = batch_scores
+            terms, local_vector = question.terms, state.vector
+        batches.setdefault((terms, id(local_vector)), (local_vector, []))[1].append(source)
+    for scored in state.local([(batch, terms, local_vector) for (terms, _vector_id),
+                               (local_vector, batch) in batches.items()]):
+        local.update(scored)
+    nodes: dict[int, NodeScore] = {}
+    documents = []
     for source, score in ranked:
         hop = hops.get(source)
         sharp = unit_power(score, settings.document_sharpness)
-        lexical, cosine = local[source]
-        for rank, (versions, relevance) in enumerate(state.rank(source, lexical, cosine)):
+        for rank, (versions, relevance) in enumerate(state.rank(source, local[source])):
             value = sharp * (settings.passage_floor + (1.0 - settings.passage_floor) * relevance)
             value *= unit_power(settings.passage_decay, rank)
             for version_id in versions:
@@ -522,77 +809,12 @@ def recall_documents(
                     residual=residual)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Evidence:
-    """How much of the question the best documents actually match, in absolute terms.
-
-    Attributes:
-        coverage: the largest share of the question's information (its distinct terms weighted
-            by their idf over whole documents, as of the plan) that one document holds, one
-            document and a document it links to together, or (for a multi-part question) the
-            best documents of its parts together; in [0, 1].
-        best_source: the document (or ``"A + B"`` group) reaching it; None when none holds any.
-        similarity: the best cosine similarity of a passage to the question (None without the
-            semantic leg).
-    """
-
-    coverage: float
-    best_source: str | None
-    similarity: float | None
-
-
 def measure_evidence(catalog: Catalog, question: Question, similarity: float | None, *,
                      valid_us: int, tx_us: int) -> Evidence:
     """The absolute evidence for ``question`` (see :class:`Evidence`): the documents measured
     are the :data:`COVERAGE_DOCUMENTS` best by BM25, the documents linked to the
     :data:`COVERAGE_LINKED` best of them, and, for a multi-part question, the best document of
     every part together."""
-    documents = catalog.documents.view(valid_us=valid_us, tx_us=tx_us)
-    count, frequency = documents.frequencies(question.terms)
-    # A CJK character pair no document holds is a cut across two words of the question (CJK
-    # text has no spaces, so its terms are character pairs), not a name the store lacks.
-    terms = [t for t in sorted(frequency) if frequency[t] > 0 or not is_cjk(t)]
-    weights = {t: ln(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in terms}
-    total = 0.0
-    for t in terms:
-        total += weights[t]
-    if not total > 0.0:
-        return Evidence(coverage=0.0, best_source=None, similarity=similarity)
-
-    def share(held: frozenset[str]) -> float:
-        got = 0.0
-        for t in terms:
-            if t in held:
-                got += weights[t]
-        return got / total
-
-    hits = documents.search(terms, limit=COVERAGE_DOCUMENTS)
-    sources = [s for row, _ in hits if (s := catalog.source_of_document(row)) is not None]
-    best, where = 0.0, None
-    for rank, source in enumerate(sources):
-        held = catalog.document_terms(source, tx_us)
-        value = share(held)
-        if value > best:
-            best, where = value, source
-        if rank >= COVERAGE_LINKED:
-            continue
-        own = catalog.live_nodes_of(source, valid_us, tx_us)
-        linked = sorted({o.source for _m, o, _w in catalog.neighbours(own, valid_us, tx_us)
-                         if o.source is not None})
-        for other in linked:
-            value = share(held | catalog.document_terms(other, tx_us))
-            if value > best:
-                best, where = value, f"{source} + {other}"
-    if question.parts:  # a comparison is answered by its alternatives' documents together
-        chosen: list[str] = []
-        for part in question.parts:
-            top = documents.search(query_terms(part), limit=1)
-            found = catalog.source_of_document(top[0][0]) if top else None
-            if found is not None and found not in chosen:
-                chosen.append(found)
-        if len(chosen) > 1:
-            held = frozenset[str]().union(*(catalog.document_terms(s, tx_us) for s in chosen))
-            value = share(held)
-            if value > best:
-                best, where = value, " + ".join(chosen)
-    return Evidence(coverage=best, best_source=where, similarity=similarity)
+    query = EngineQuery(text=question.text, structured=True, semantic=False, document_k=0,
+                        semantic_k=0, expand_depth=0, valid_us=valid_us, tx_us=tx_us)
+    return _Recall(catalog, query, RecallSettings(), None).evidence(question, similarity)

@@ -29,24 +29,26 @@ from planner_svc.core.model import (
     SpanClass,
     SpanRef,
 )
-from planner_svc.core.plan import build_plan, empty_plan
-from planner_svc.core.tokens import TokenAccounting
+from planner_svc.core.plan import assemble_plan, empty_plan
+from planner_svc.core.select import select
+from planner_svc.core.tokens import TokenAccounting, effective_budget
 from planner_svc.core.weigh import weigh
-from planner_svc.index.catalog import Catalog
+from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
 from planner_svc.recall.engine import (
     DocumentScore,
     EngineQuery,
     Evidence,
     NodeScore,
+    Recalled,
     filtered_nodes,
-    measure_evidence,
     recall_documents,
 )
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import EvidenceQuery
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, exact_similarities, query_vector
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.recall.timing import StageClock
 
 __all__ = ["Abstention", "EvidencePlanner", "EvidenceResult", "LegTrace"]
 
@@ -138,22 +140,23 @@ class _Semantic:
         self._valid_us = valid_us
         self._tx_us = tx_us
 
-    def embed(self, text: str) -> Vector:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if self._embedder is None:
             raise BackendUnavailable("semantic recall needs an embedder; none is configured")
-        vector: Vector = np.asarray(self._embedder.embed([text])[0], dtype=np.float32)
-        return vector
+        vectors: npt.NDArray[np.float32] = np.asarray(self._embedder.embed(list(texts)),
+                                                     dtype=np.float32)
+        return vectors
 
-    def search(self, vector: Vector, k: int) -> list[tuple[int, Vector]]:
+    def search(self, vector: Vector, k: int) -> list[tuple[int, float]]:
         """The ``k`` live versions nearest ``vector`` by exact similarity, from candidates the
-        index chose with a margin (ties by node id)."""
+        index chose with a margin (ties by node id): ``(version id, similarity)``."""
         hits = self._index.search(vector, max(k + CANDIDATE_MARGIN, 2 * k),
                                   valid_us=self._valid_us, tx_us=self._tx_us)
         if not hits:
             return []
         sims = exact_similarities(vector, np.stack([h.vector for h in hits])).tolist()
         order = sorted(range(len(hits)), key=lambda i: (-sims[i], hits[i].node_id))[:k]
-        return [(hits[i].version_id, hits[i].vector) for i in order]
+        return [(hits[i].version_id, sims[i]) for i in order]
 
     def vectors(self, version_ids: Sequence[int]) -> Mapping[int, Vector]:
         return self._index.vectors(version_ids)
@@ -196,9 +199,18 @@ class EvidencePlanner:
         self.catalog = catalog or FreshCatalog(store)
 
     def plan(
-        self, query: EvidenceQuery, *, cancelled: Callable[[], bool] = lambda: False
+        self,
+        query: EvidenceQuery,
+        *,
+        cancelled: Callable[[], bool] = lambda: False,
+        clock: StageClock | None = None,
     ) -> EvidenceResult:
         """Recall, select and hash.
+
+        Args:
+            query: the validated query.
+            cancelled: polled between stages; True stops the plan.
+            clock: receives each stage's wall time (:mod:`planner_svc.recall.timing`).
 
         Raises:
             InsufficientEvidence: the question is declined (too little absolute evidence) or
@@ -207,13 +219,15 @@ class EvidencePlanner:
             InvalidRequest: the query vector or settings are invalid.
             Cancelled: ``cancelled()`` turned true between stages.
         """
+        clock = clock if clock is not None else StageClock()
         stats = PlanStats()
         # One consistent store state for every read of the plan: a write committed while the
         # plan runs is seen by none of its reads rather than by the later ones only.
         with self._store.snapshot():
-            catalog = self.catalog.current()
+            with clock.stage("catalog"):
+                catalog = self.catalog.current()
             self._check(cancelled)
-            recalled, trace = self._recall(catalog, query, stats)
+            recalled, trace = self._recall(catalog, query, stats, clock)
             self._check(cancelled)
             abstention = trace.abstention
             if abstention is not None and abstention.declined:
@@ -223,8 +237,13 @@ class EvidencePlanner:
                 raise InsufficientEvidence(f"the store does not support an answer: "
                                            f"{abstention.describe()}",
                                            metadata=abstention.metadata())
-            pool, estimate_mode, origin = self._pool(catalog, recalled, query, stats)
-            trace = dataclasses.replace(trace, origin=origin)
+            with clock.stage("pool"):
+                candidates = self._pool(catalog, recalled, query, stats)
+            with clock.stage("tokens"):
+                pool, estimate_mode = self._counted(catalog, candidates, query.model)
+            if query.explain:
+                trace = dataclasses.replace(trace, origin={key: c[2] for key, c
+                                                           in candidates.items()})
             self._check(cancelled)
             if not pool:
                 if query.allow_ungrounded:
@@ -239,23 +258,21 @@ class EvidencePlanner:
                 if self._counter is not None and query.model
                 else None
             )
-            plan = build_plan(
-                pool,
-                requested_budget=query.budget_tokens,
-                context_window=context_window,
-                estimate_mode=estimate_mode,
-                max_frac_per_source=query.max_frac_per_source,
-                dedup_overlap=query.dedup_overlap,
-                recall_stats=stats,
-                explain=query.explain,
-            )
-            plan = self._with_texts(plan)
+            with clock.stage("select"):
+                budget = effective_budget(query.budget_tokens, context_window, estimate_mode)
+                selection = select(pool, budget, query.max_frac_per_source,
+                                   query.dedup_overlap, explain=query.explain)
+            with clock.stage("hash"):
+                plan = assemble_plan(selection, budget=budget, estimate_mode=estimate_mode,
+                                     recall_stats=stats)
+            with clock.stage("texts"):
+                plan = self._with_texts(plan)
         return EvidenceResult(plan=plan, trace=trace if query.explain else None)
 
     # ---------------------------------------------------------------- phase A
 
-    def _recall(self, catalog: Catalog, query: EvidenceQuery, stats: PlanStats
-                ) -> tuple[dict[int, NodeScore], LegTrace]:
+    def _recall(self, catalog: Catalog, query: EvidenceQuery, stats: PlanStats,
+                clock: StageClock) -> tuple[dict[int, NodeScore], LegTrace]:
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
         settings = self.recall
         structured, semantic = query.structured, query.semantic
@@ -263,11 +280,12 @@ class EvidencePlanner:
                 else semantic.text if semantic is not None and semantic.text else "")
         filtered: dict[str, float] | None = None
         if structured is not None and (structured.labels or structured.properties):
-            filtered = filtered_nodes(
-                catalog, structured.text, labels=structured.labels,
-                properties=structured.properties, valid_us=valid_us, tx_us=tx_us,
-                limit=structured.limit,
-            )
+            with clock.stage("structured"):
+                filtered = filtered_nodes(
+                    catalog, structured.text, labels=structured.labels,
+                    properties=structured.properties, valid_us=valid_us, tx_us=tx_us,
+                    limit=structured.limit,
+                )
         access = None
         vector: Vector | None = None
         if semantic is not None:
@@ -291,12 +309,12 @@ class EvidencePlanner:
             ),
             settings=settings,
             semantic=access,
+            measure=settings.abstain_coverage > 0.0 or settings.abstain_similarity > 0.0,
+            clock=clock,
         )
         abstention = None
-        if (structured is not None and text.strip()
-                and (settings.abstain_coverage > 0.0 or settings.abstain_similarity > 0.0)):
-            evidence = measure_evidence(catalog, recalled.question, recalled.best_similarity,
-                                        valid_us=valid_us, tx_us=tx_us)
+        evidence = recalled.evidence
+        if evidence is not None:
             declined = evidence.coverage < settings.abstain_coverage and (
                 evidence.similarity is None or evidence.similarity < settings.abstain_similarity
             )
@@ -308,10 +326,20 @@ class EvidencePlanner:
         stats.expanded_hits = sum(1 for d in recalled.documents if d.hop > 0.0)
         stats.nodes_recalled = len(recalled.nodes)
         stats.nodes_without_spans = recalled.without_spans
+        if not query.explain:
+            return dict(recalled.nodes), LegTrace(abstention=abstention)
+        with clock.stage("trace"):
+            trace = self._trace(catalog, recalled, abstention)
+        return dict(recalled.nodes), trace
+
+    @staticmethod
+    def _trace(catalog: Catalog, recalled: Recalled, abstention: Abstention | None
+               ) -> LegTrace:
+        """The explain trace of a recall (its ``origin`` is filled once the pool is built)."""
         by_source = {d.source_id: d for d in recalled.documents}
         names = {vid: v.node_id for vid in recalled.nodes
                  if (v := catalog.version(vid)) is not None}
-        trace = LegTrace(
+        return LegTrace(
             structured={names[v]: by_source[n.source_id].structured
                         for v, n in recalled.nodes.items()
                         if by_source[n.source_id].structured > 0.0},
@@ -325,72 +353,68 @@ class EvidencePlanner:
             abstention=abstention,
             residual=recalled.residual,
         )
-        return dict(recalled.nodes), trace
 
     def _pool(self, catalog: Catalog, nodes: Mapping[int, NodeScore], query: EvidenceQuery,
-              stats: PlanStats) -> tuple[list[PlannedSpan], bool, dict[CoordKey, str]]:
-        """Explode node scores into weighted spans (Phase A's last step), without their text:
-        the pool, whether any token count is an estimate, and each span's node."""
-        best: dict[CoordKey, tuple[float, str, str]] = {}
+              stats: PlanStats) -> dict[CoordKey, tuple[float, SpanInfo, str]]:
+        """Explode node scores into weighted spans (Phase A's last step): span -> its weight,
+        its kind and estimate, and the node that gave the weight; in coordinate order."""
+        best: dict[CoordKey, tuple[float, SpanInfo, str]] = {}
+        config = self.config
+        at_tx = query.at_tx_us
         for version_id, node in nodes.items():
             version = catalog.version(version_id)
             if version is None:
                 continue
             for key in version.spans:
                 info = catalog.span(key)
-                if info is None or info.estimated_tokens is None or key[1] > query.at_tx_us:
+                if info is None or info.estimated_tokens is None or key[1] > at_tx:
                     stats.slices_missing += 1
                     continue
                 if not info.kind_known:
                     stats.kind_missing += 1
-                weight = weigh(node.score, info.kind, SpanClass.TRUTH, self.config)
+                weight = weigh(node.score, info.kind, SpanClass.TRUTH, config)
                 current = best.get(key)
                 if current is not None:
                     stats.pool_duplicates += 1
                     if weight <= current[0]:
                         continue
-                best[key] = (weight, info.kind, version.node_id)
-        keys = sorted(best)
-        tokens, estimated = self._tokens(catalog, keys, query.model)
-        pool = [
-            PlannedSpan(span=SpanRef(*key), kind=best[key][1], span_class=SpanClass.TRUTH,
-                        weight=best[key][0], tokens=tokens[key])
-            for key in keys
-        ]
-        return pool, estimated, {key: best[key][2] for key in keys}
+                best[key] = (weight, info, version.node_id)
+        return {key: best[key] for key in sorted(best)}
 
-    def _tokens(self, catalog: Catalog, keys: Sequence[CoordKey], model: str
-                ) -> tuple[dict[CoordKey, int], bool]:
-        """Token counts of ``keys``: the model's exact counts (counted once per span, then
-        cached), else the estimates; and whether any count is an estimate."""
+    def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
+                                                                               str]],
+                 model: str) -> tuple[list[PlannedSpan], bool]:
+        """The pool with token counts: the model's exact counts (counted once per tokenizer
+        and span, then cached in the catalog), else the estimates; and whether any count is
+        an estimate."""
         counts: dict[CoordKey, int] = {}
-        missing: list[CoordKey] = []
-        exact = self._counter is not None and bool(model)
-        if exact:
-            for key in keys:
-                cached = catalog.count_tokens(key, model)
+        tokenizer = (self._counter.tokenizer_of(model)
+                     if self._counter is not None and model else None)
+        if tokenizer is not None:
+            missing: list[CoordKey] = []
+            for key in candidates:
+                cached = catalog.count_tokens(key, tokenizer)
                 if cached is None:
                     missing.append(key)
                 else:
                     counts[key] = cached
-        if missing and self._counter is not None:
-            texts = self._store.canonical_slices(missing)
-            learned: dict[tuple[str, CoordKey], int] = {}
-            for key in missing:
-                count = self._counter.count(model, texts.get(key, ""))
-                if count is None:
-                    break  # the model has no exact tokenizer: every span is estimated
-                learned[(model, key)] = count
-                counts[key] = count
-            catalog.remember_tokens(learned)
-        estimated = False
-        for key in keys:
-            if key not in counts:
-                info = catalog.span(key)
-                assert info is not None and info.estimated_tokens is not None
-                counts[key] = info.estimated_tokens
-                estimated = True
-        return counts, estimated
+            if missing and self._counter is not None:
+                texts = self._store.canonical_slices(missing)
+                learned: dict[tuple[str, CoordKey], int] = {}
+                for key in missing:
+                    count = self._counter.count(model, texts.get(key, ""))
+                    if count is None:
+                        break  # the tokenizer cannot count: every span is estimated
+                    learned[(tokenizer, key)] = count
+                    counts[key] = count
+                catalog.remember_tokens(learned)
+        estimated = len(counts) < len(candidates)
+        pool = [
+            PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=SpanClass.TRUTH,
+                        weight=weight, tokens=counts.get(key, info.estimated_tokens or 0))
+            for key, (weight, info, _node) in candidates.items()
+        ]
+        return pool, estimated
 
     def _with_texts(self, plan: EvidencePlan) -> EvidencePlan:
         """The plan with each span's text (and each explained candidate's), sliced once."""

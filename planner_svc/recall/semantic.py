@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from planner_svc.core.errors import BackendUnavailable, InvalidRequest
 from planner_svc.core.fusion import clamp_unit, fuse
-from planner_svc.embed.base import normalize_rows, ordered_sum
+from planner_svc.embed.base import normalize_rows
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorHitView, VectorSearch
 from planner_svc.recall.request import SemanticLeg
 
@@ -38,11 +38,39 @@ def exact_similarities(
     """Inner products of float32 ``query`` ``(dim,)`` with float32 ``vectors`` ``(n, dim)``.
 
     Each product of two float32 values is exact in float64; the products are added in index
-    order (:func:`~planner_svc.embed.base.ordered_sum`), each addition exactly rounded. The
-    result is therefore the same bits on every machine. Returns float64 ``(n,)``.
+    order, each addition exactly rounded. The result is therefore the same bits on every
+    machine. Returns float64 ``(n,)``.
     """
-    products = vectors.astype(np.float64) * query.astype(np.float64)[None, :]
-    return ordered_sum(products, axis=1)
+    return column_dots(query, np.asarray(vectors).T)
+
+
+def column_dots(query: npt.NDArray[np.float32], columns: npt.NDArray[np.float32]
+                ) -> npt.NDArray[np.float64]:
+    """:func:`exact_similarities` of ``query`` ``(dim,)`` with the columns of ``columns``
+    ``(dim, n)`` (vectors stored by column). Returns float64 ``(n,)``."""
+    return ordered_column_sums(
+        np.multiply(columns, np.asarray(query)[:, None], dtype=np.float64, order="C"))
+
+
+_LOOP_COLUMNS = 128
+"""From this many columns on, :func:`ordered_column_sums` adds row by row in place rather than
+through ``np.add.accumulate`` (same additions, less memory traffic)."""
+
+
+def ordered_column_sums(products: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each column's sum of C-contiguous float64 ``products`` ``(rows, n)``, adding in row
+    order (row 0 first), one exactly rounded addition at a time, vectorised across the
+    columns: the same bits as :func:`~planner_svc.embed.base.ordered_sum` of each column.
+    Returns float64 ``(n,)``."""
+    if products.shape[0] == 0:
+        return np.zeros(products.shape[1], dtype=np.float64)
+    if products.shape[1] < _LOOP_COLUMNS:
+        sums: npt.NDArray[np.float64] = np.add.accumulate(products, axis=0)[-1]
+        return sums
+    total: npt.NDArray[np.float64] = products[0].copy()
+    for row in products[1:]:
+        total += row
+    return total
 
 
 def confidence_decay(confidence: float, valid_from_us: int, at_valid_us: int,

@@ -10,7 +10,11 @@ See docs/architecture.md, "Research sessions". Public surface:
   :func:`make_provider_factory`;
 - :class:`ResearchSession`, the stream protocol without gRPC; it plans each sub-question's
   evidence through the core-typed port :class:`EvidenceSource` (:class:`PlannerEvidence` over
-  the evidence planner). The gRPC servicer is :mod:`planner_svc.server.research`.
+  the evidence planner). The gRPC servicer is :mod:`planner_svc.server.research`;
+- near-duplicate screening of proposals: :class:`DuplicatePolicy` / :class:`DuplicateScreen`
+  (:mod:`planner_svc.research.duplicates`), whose outcome per round is an :class:`Admission`;
+- the graph around the evidence, which the offline provider explores: :class:`EvidenceGraph`,
+  :class:`CatalogGraph` over the recall catalog.
 
 Importing this package is cheap (``planner-svc`` loads its CLI module): names are imported on
 first use.
@@ -25,12 +29,22 @@ if typing.TYPE_CHECKING:
     from planner_svc.research.cassette import CassetteProvider
     from planner_svc.research.digest import (
         DEFAULT_DIGEST_CHARS,
+        Admission,
         DeadEnd,
         Digest,
         DigestView,
+        Duplicate,
         SubQuestion,
         normalize_text,
         render_digest,
+    )
+    from planner_svc.research.duplicates import (
+        DEFAULT_DUPLICATE_SIMILARITY,
+        DuplicateMatch,
+        DuplicatePolicy,
+        DuplicateRule,
+        DuplicateScreen,
+        wording_key,
     )
     from planner_svc.research.entities import (
         EntityLookup,
@@ -38,7 +52,8 @@ if typing.TYPE_CHECKING:
         TitleEntityLookup,
         TitleIndex,
     )
-    from planner_svc.research.evidence import EvidenceSource, PlannerEvidence
+    from planner_svc.research.evidence import EvidenceBudget, EvidenceSource, PlannerEvidence
+    from planner_svc.research.graph import CatalogGraph, EvidenceGraph, NoGraph, RelatedEntity
     from planner_svc.research.leads import Lead, leads_across
     from planner_svc.research.offline import OfflineProvider
     from planner_svc.research.openai_provider import OpenAIProvider, OpenAISettings
@@ -55,6 +70,7 @@ if typing.TYPE_CHECKING:
     from planner_svc.research.provider import (
         Cancelled,
         CassetteMiss,
+        EvidenceContext,
         ProviderAnswer,
         ProviderError,
         ProviderRequest,
@@ -72,6 +88,20 @@ if typing.TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
+    "Admission": "planner_svc.research.digest",
+    "CatalogGraph": "planner_svc.research.graph",
+    "DEFAULT_DUPLICATE_SIMILARITY": "planner_svc.research.duplicates",
+    "Duplicate": "planner_svc.research.digest",
+    "DuplicateMatch": "planner_svc.research.duplicates",
+    "DuplicatePolicy": "planner_svc.research.duplicates",
+    "DuplicateRule": "planner_svc.research.duplicates",
+    "DuplicateScreen": "planner_svc.research.duplicates",
+    "EvidenceBudget": "planner_svc.research.evidence",
+    "EvidenceContext": "planner_svc.research.provider",
+    "EvidenceGraph": "planner_svc.research.graph",
+    "NoGraph": "planner_svc.research.graph",
+    "RelatedEntity": "planner_svc.research.graph",
+    "wording_key": "planner_svc.research.duplicates",
     "BudgetReport": "planner_svc.research.session",
     "Cancelled": "planner_svc.research.provider",
     "CassetteMiss": "planner_svc.research.provider",
@@ -118,24 +148,36 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "DEFAULT_DIGEST_CHARS",
+    "DEFAULT_DUPLICATE_SIMILARITY",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_INITIAL_LEADS",
     "DEFAULT_MAX_NEW_LEADS",
     "DEFAULT_REPLAN_EVERY",
     "DEPTH_NONE",
+    "Admission",
     "BudgetReport",
     "Cancelled",
     "CassetteMiss",
     "CassetteProvider",
+    "CatalogGraph",
     "ContradictionsReport",
     "DeadEnd",
     "Digest",
     "DigestView",
+    "Duplicate",
+    "DuplicateMatch",
+    "DuplicatePolicy",
+    "DuplicateRule",
+    "DuplicateScreen",
     "EntityLookup",
+    "EvidenceBudget",
+    "EvidenceContext",
+    "EvidenceGraph",
     "EvidenceSource",
     "Lead",
     "LeadReport",
     "NoEntities",
+    "NoGraph",
     "OfflineProvider",
     "OpenAIProvider",
     "OpenAISettings",
@@ -144,6 +186,7 @@ __all__ = [
     "ProviderError",
     "ProviderFactory",
     "ProviderRequest",
+    "RelatedEntity",
     "ResearchCaps",
     "ResearchPlanner",
     "ResearchProvider",
@@ -159,6 +202,7 @@ __all__ = [
     "make_provider_factory",
     "normalize_text",
     "render_digest",
+    "wording_key",
 ]
 
 

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from planner_svc.core.errors import clip, echo
 from planner_svc.research.provider import (
     CassetteMiss,
     ProviderAnswer,
@@ -49,7 +50,10 @@ class CassetteProvider:
         if path.exists():
             self._load()
         elif inner is None:
-            raise CassetteMiss(f"cassette {path} does not exist (nothing to replay)")
+            raise CassetteMiss(
+                f"cassette {echo(self._label)} does not exist in the server's cassette "
+                "directory (nothing to replay)"
+            )
 
     @property
     def name(self) -> str:
@@ -77,8 +81,8 @@ class CassetteProvider:
                 return answer
         if self._inner is None:
             raise CassetteMiss(
-                f"cassette {self._path} has no recording for request {key[:16]} "
-                f"({request.kind}, question {request.question[:60]!r})"
+                f"cassette {echo(self._label)} has no recording for request {key[:16]} "
+                f"({request.kind}, question {echo(request.question)})"
             )
         answer = self._inner.propose(request, cancel=cancel)
         record: dict[str, Any] = {
@@ -109,6 +113,7 @@ class CassetteProvider:
                     answer = ProviderAnswer.from_json(record["answer"])
                 except (json.JSONDecodeError, KeyError, TypeError, ProviderError) as exc:
                     raise ProviderError(
-                        f"{self._path}:{lineno}: not a cassette record: {exc}"
+                        f"cassette {echo(self._label)} line {lineno}: not a cassette record: "
+                        f"{clip(str(exc), 200)}"
                     ) from exc
                 self._answers.setdefault(key, answer)

@@ -1,11 +1,12 @@
 """The digest: the planner's whole view of a research session, bounded in size.
 
 Source: the research planner reference ("Digest", "DeadEnd",
-"SubQuestion"). The digest holds the question, the sub-questions with their lead and claim
-counts and answered flags, dead ends collapsed by cause (one example query each), the number of
-live contradictions, session totals and the budget remaining. It never holds text fetched by a
-lead: only the user's question, the planner's own sub-question wording and the orchestrator's
-dead-end causes and queries.
+"SubQuestion"). The digest holds the question, the sub-questions with their lead, claim and
+dead-end counts and answered flags, the proposals refused as duplicates of a sub-question
+(:mod:`planner_svc.research.duplicates`), dead ends collapsed by cause (one example query each),
+the number of live contradictions, session totals and the budget remaining. It never holds text
+fetched by a lead: only the user's question, the planner's own wording (admitted or refused) and
+the orchestrator's dead-end causes and queries.
 
 Every public method takes one lock, so worker threads may record leads, claims and dead ends
 concurrently without losing updates. :func:`render_digest` is pure and bounds the serialized
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from planner_svc.core.errors import ConfigError
+from planner_svc.research.duplicates import DuplicateRule, DuplicateScreen, wording_key
 
 DEFAULT_DIGEST_CHARS = 4000
 """Default bound of the serialized digest, in characters (about 1k tokens).
@@ -38,10 +40,11 @@ _WS_RE = re.compile(r"\s+")
 
 
 def normalize_text(text: str) -> str:
-    """The identity of a sub-question's wording: NFKC, case-folded, whitespace collapsed,
+    """A wording tidied for display and comparison: NFKC, case-folded, whitespace collapsed,
     trailing ``?``, ``.``, ``!`` and surrounding whitespace removed.
 
-    Two proposals with the same normalized text are the same research thread.
+    Sub-questions are told apart by :func:`~planner_svc.research.duplicates.wording_key` (which
+    also ignores punctuation and word order) and the similar-meaning rule, not by this.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
     return _WS_RE.sub(" ", folded).strip().rstrip("?.! ").strip()
@@ -57,6 +60,8 @@ class SubQuestion:
         leads: leads dispatched against it.
         claims: claims reported for it. Leads without claims is a question asked badly.
         answered: closed by the planner (never inferred from ``claims``).
+        dead_ends: its leads reported as dead ends (``leads - dead_ends`` leads either found
+            claims or are still out).
     """
 
     id: str
@@ -64,6 +69,43 @@ class SubQuestion:
     leads: int = 0
     claims: int = 0
     answered: bool = False
+    dead_ends: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Duplicate:
+    """A proposal refused because it repeats a sub-question.
+
+    Attributes:
+        text: the proposal as worded.
+        of: the ID of the sub-question it repeats.
+        rule: which rule matched.
+        similarity: the pair's similarity in [0, 1] (1.0 for the same words).
+        round: the round that refused it (0 = the initial decomposition).
+    """
+
+    text: str
+    of: str
+    rule: DuplicateRule
+    similarity: float
+    round: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Admission:
+    """What became of one round's proposals (:meth:`Digest.admit`), each in proposal order.
+
+    Attributes:
+        admitted: the new sub-questions, with their IDs.
+        duplicates: the proposals refused as repeats (also recorded in the digest).
+        cut: proposals that were new but came after the round's cap was reached.
+        cap: the cap that applied.
+    """
+
+    admitted: tuple[SubQuestion, ...] = ()
+    duplicates: tuple[Duplicate, ...] = ()
+    cut: tuple[str, ...] = ()
+    cap: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,13 +128,15 @@ class DeadEnd:
 class DigestView:
     """An immutable snapshot of a :class:`Digest` (what providers and the renderer read).
 
-    ``questions`` are in ID order; ``dead_ends`` by count descending, then cause.
-    ``budget_remaining`` is a fraction in [0, 1] or ``None`` when not reported.
+    ``questions`` are in ID order; ``dead_ends`` by count descending, then cause;
+    ``duplicates`` in the order they were refused. ``budget_remaining`` is a fraction in [0, 1]
+    or ``None`` when not reported.
     """
 
     question: str
     questions: tuple[SubQuestion, ...]
     dead_ends: tuple[DeadEnd, ...]
+    duplicates: tuple[Duplicate, ...]
     contradictions: int
     leads_run: int
     claims_found: int
@@ -112,6 +156,7 @@ class _MutableQuestion:
     leads: int = 0
     claims: int = 0
     answered: bool = False
+    dead_ends: int = 0
 
 
 @dataclass(slots=True)
@@ -123,7 +168,7 @@ class _MutableDeadEnd:
 @dataclass(slots=True)
 class _State:
     questions: dict[str, _MutableQuestion] = field(default_factory=dict)
-    by_text: dict[str, str] = field(default_factory=dict)
+    duplicates: list[Duplicate] = field(default_factory=list)
     dead_ends: dict[str, _MutableDeadEnd] = field(default_factory=dict)
     next_id: int = 1
     contradictions: int = 0
@@ -140,12 +185,15 @@ class Digest:
         question: the original research question; never dropped by compaction.
         max_chars: bound of :meth:`render` in characters; ``>= MIN_DIGEST_CHARS`` and at least
             ``len(question) + 400``.
+        screen: decides when a proposal repeats a sub-question; None = a screen without an
+            embedder (same words, or the same content words), at the default threshold.
 
     Raises:
         ConfigError: ``max_chars`` out of range, or the question empty or too long for it.
     """
 
-    def __init__(self, question: str, *, max_chars: int = DEFAULT_DIGEST_CHARS) -> None:
+    def __init__(self, question: str, *, max_chars: int = DEFAULT_DIGEST_CHARS,
+                 screen: DuplicateScreen | None = None) -> None:
         if max_chars < MIN_DIGEST_CHARS:
             raise ConfigError("max_chars", f"{max_chars} is below the minimum {MIN_DIGEST_CHARS}")
         if not question.strip():
@@ -160,6 +208,7 @@ class Digest:
         self._max_chars = max_chars
         self._lock = threading.Lock()
         self._s = _State()
+        self._screen = screen or DuplicateScreen()
 
     @property
     def question(self) -> str:
@@ -171,28 +220,56 @@ class Digest:
         """Bound of the serialized form, in characters."""
         return self._max_chars
 
-    def add_questions(self, texts: Iterable[str]) -> list[SubQuestion]:
-        """Register proposed sub-questions; returns the ones newly added, with assigned IDs.
+    def add_questions(self, texts: Iterable[str], *, round: int = 0) -> list[SubQuestion]:
+        """Register proposed sub-questions without a cap; returns the ones newly added, with
+        assigned IDs (see :meth:`admit`, which this is with no cap)."""
+        return list(self.admit(texts, cap=None, round=round).admitted)
+
+    def admit(self, texts: Iterable[str], *, cap: int | None, round: int) -> Admission:
+        """Screen one round's proposals, in order, and register the new ones.
 
         IDs are ``q<n>`` numbered across the whole session, so two rounds can never collide
         (a model's own numbering restarts every batch and is never consulted: only text is
-        accepted). A proposal whose normalized text (:func:`normalize_text`) matches an existing
-        sub-question, or an earlier proposal of the same batch, or is empty, is dropped and does
-        not appear in the result; the caller maps leads from the returned records only.
+        accepted). Each proposal (whitespace collapsed) is, in this order:
+
+        - dropped when it holds no word (it is not a question);
+        - refused as a duplicate when it repeats a sub-question of the session, of any round
+          or earlier in this batch (:class:`~planner_svc.research.duplicates.DuplicateScreen`);
+          the refusal is recorded here (:attr:`DigestView.duplicates`);
+        - cut when ``cap`` sub-questions were already admitted from this batch;
+        - else admitted.
+
+        Args:
+            texts: the proposals, in the provider's order.
+            cap: most sub-questions to admit; None = no cap.
+            round: the round proposing them (0 = the initial decomposition), recorded with
+                each refusal.
         """
-        added: list[SubQuestion] = []
+        admitted: list[SubQuestion] = []
+        duplicates: list[Duplicate] = []
+        cut: list[str] = []
         with self._lock:
             for raw in texts:
                 text = _WS_RE.sub(" ", raw).strip()
-                key = normalize_text(text)
-                if not key or key in self._s.by_text:
+                if not wording_key(text):
+                    continue
+                match = self._screen.match(text)
+                if match is not None:
+                    dup = Duplicate(text=text, of=match.question_id, rule=match.rule,
+                                    similarity=match.similarity, round=round)
+                    self._s.duplicates.append(dup)
+                    duplicates.append(dup)
+                    continue
+                if cap is not None and len(admitted) >= cap:
+                    cut.append(text)
                     continue
                 qid = f"q{self._s.next_id}"
                 self._s.next_id += 1
                 self._s.questions[qid] = _MutableQuestion(id=qid, text=text)
-                self._s.by_text[key] = qid
-                added.append(SubQuestion(id=qid, text=text))
-        return added
+                self._screen.add(qid, text)
+                admitted.append(SubQuestion(id=qid, text=text))
+        return Admission(admitted=tuple(admitted), duplicates=tuple(duplicates), cut=tuple(cut),
+                         cap=0 if cap is None else cap)
 
     def record_lead(self, question_id: str) -> None:
         """Note one lead dispatched against ``question_id``.
@@ -216,16 +293,20 @@ class Digest:
             self._get(question_id).claims += n
             self._s.claims_found += n
 
-    def record_dead_end(self, cause: str, example_query: str) -> None:
-        """Note one lead that produced nothing; collapsed by ``cause``, first example kept.
+    def record_dead_end(self, cause: str, example_query: str,
+                        question_id: str | None = None) -> None:
+        """Note one lead that produced nothing; collapsed by ``cause``, first example kept, and
+        counted on ``question_id`` when given.
 
         Raises:
-            ValueError: empty ``cause``.
+            ValueError: empty ``cause``. KeyError: unknown ``question_id``.
         """
         cause = cause.strip()
         if not cause:
             raise ValueError("cause: must not be empty")
         with self._lock:
+            if question_id is not None:
+                self._get(question_id).dead_ends += 1
             entry = self._s.dead_ends.get(cause)
             if entry is None:
                 self._s.dead_ends[cause] = _MutableDeadEnd(count=1, example=example_query)
@@ -298,6 +379,7 @@ class Digest:
                 question=self._question,
                 questions=questions,
                 dead_ends=dead_ends,
+                duplicates=tuple(s.duplicates),
                 contradictions=s.contradictions,
                 leads_run=s.leads_run,
                 claims_found=s.claims_found,
@@ -321,7 +403,8 @@ class Digest:
 
 
 def _freeze(q: _MutableQuestion) -> SubQuestion:
-    return SubQuestion(id=q.id, text=q.text, leads=q.leads, claims=q.claims, answered=q.answered)
+    return SubQuestion(id=q.id, text=q.text, leads=q.leads, claims=q.claims, answered=q.answered,
+                       dead_ends=q.dead_ends)
 
 
 def _id_key(qid: str) -> tuple[int, str]:
@@ -342,22 +425,24 @@ class _Detail:
     causes: int | None  # causes listed (largest first), the rest summarised; None = all
     answered: str  # "full" | "ids" | "count"
     open: str  # "full" | "ids" | "count"
+    duplicates: int | None  # refused proposals listed (latest first); None = all, 0 = count
 
 
 _LEVELS: tuple[_Detail, ...] = (
-    _Detail(None, None, None, None, "full", "full"),
-    _Detail(200, 80, None, None, "full", "full"),
-    _Detail(200, 80, 5, 10, "full", "full"),
-    _Detail(200, 80, 5, 10, "ids", "full"),
-    _Detail(80, 60, 3, 5, "ids", "full"),
-    _Detail(80, 0, 0, 3, "count", "full"),
-    _Detail(40, 0, 0, 0, "count", "full"),
-    _Detail(0, 0, 0, 0, "count", "ids"),
-    _Detail(0, 0, 0, 0, "count", "count"),
+    _Detail(None, None, None, None, "full", "full", None),
+    _Detail(200, 80, None, None, "full", "full", 20),
+    _Detail(200, 80, 5, 10, "full", "full", 10),
+    _Detail(200, 80, 5, 10, "ids", "full", 5),
+    _Detail(80, 60, 3, 5, "ids", "full", 3),
+    _Detail(80, 0, 0, 3, "count", "full", 0),
+    _Detail(40, 0, 0, 0, "count", "full", 0),
+    _Detail(0, 0, 0, 0, "count", "ids", 0),
+    _Detail(0, 0, 0, 0, "count", "count", 0),
 )
-"""Compaction order: dead-end examples go first (least informative), then rare causes, then the
-wording of answered sub-questions, then the wording of open ones. The question and the totals
-line are in every level, and the last level always fits (Digest's constructor checks it)."""
+"""Compaction order: dead-end examples and older refused duplicates go first (least
+informative), then rare causes, then the wording of answered sub-questions, then the wording of
+open ones. The question and the totals line are in every level, and the last level always fits
+(Digest's constructor checks it)."""
 
 
 def render_digest(view: DigestView) -> str:
@@ -370,9 +455,11 @@ def render_digest(view: DigestView) -> str:
         TOTALS: sub_questions=5 open=2 leads_run=9 claims_found=14 dead_ends=3
                 contradictions=1 budget_remaining=0.40   (one line; budget omitted when unset)
         OPEN SUB-QUESTIONS:
-        - q2 leads=3 claims=0: <text>
+        - q2 leads=3 claims=0 dead_ends=2: <text>   (dead_ends shown when > 0)
         ANSWERED SUB-QUESTIONS:
         - q1 leads=2 claims=6: <text>
+        REFUSED AS DUPLICATES (do not propose again):
+        - "<proposal>" repeats q1
         DEAD ENDS BY CAUSE:
         - bot_block x2, e.g. "<example query>"
 
@@ -407,6 +494,7 @@ def _render(view: DigestView, d: _Detail) -> str:
     lines = [f"QUESTION: {view.question}", totals]
     lines.extend(_question_section("OPEN SUB-QUESTIONS", open_qs, d.open, d.text_chars))
     lines.extend(_question_section("ANSWERED SUB-QUESTIONS", answered, d.answered, d.text_chars))
+    lines.extend(_duplicate_section(view, d))
     lines.extend(_dead_end_section(view, d))
     return "\n".join(lines)
 
@@ -423,7 +511,27 @@ def _question_section(
     out = [f"{title}:"]
     for q in qs:
         head = f"- {q.id} leads={q.leads} claims={q.claims}"
+        if q.dead_ends:
+            head += f" dead_ends={q.dead_ends}"
         out.append(head if text_chars == 0 else f"{head}: {_clip(q.text, text_chars)}")
+    return out
+
+
+def _duplicate_section(view: DigestView, d: _Detail) -> list[str]:
+    dups = view.duplicates
+    if not dups:
+        return []
+    if d.duplicates is None:
+        shown = dups
+    else:
+        shown = dups[len(dups) - d.duplicates :] if d.duplicates else ()
+    out = ["REFUSED AS DUPLICATES (do not propose again):"] if shown else []
+    limit = d.text_chars if d.text_chars else 80
+    out.extend(f'- "{_clip(dup.text, limit)}" repeats {dup.of}' for dup in shown)
+    rest = len(dups) - len(shown)
+    if rest:
+        label = "earlier " if shown else ""
+        out.append(f"REFUSED AS DUPLICATES: {rest} {label}proposal(s) not listed")
     return out
 
 

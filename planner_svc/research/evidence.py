@@ -9,14 +9,34 @@ for ``planner-svc plan QUESTION`` (:func:`~planner_svc.recall.request.question_q
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.model import EvidencePlan
+from planner_svc.core.tokens import effective_budget
 from planner_svc.recall.planner import EvidencePlanner
 from planner_svc.recall.request import question_query
 
-__all__ = ["EvidenceSource", "PlannerEvidence"]
+__all__ = ["EvidenceBudget", "EvidenceSource", "PlannerEvidence"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceBudget:
+    """The budget every evidence plan of a session packs to, resolved once at its start.
+
+    Attributes:
+        requested_tokens: the session's ``budget_tokens``, or the server default when it named
+            none (tokens).
+        default_applied: True when ``requested_tokens`` is the server default.
+        effective_tokens: what a plan packs to: ``requested_tokens`` through the budget rule
+            (:func:`~planner_svc.core.tokens.effective_budget`), e.g. x0.9 floored when span
+            tokens are estimated (tokens).
+    """
+
+    requested_tokens: int
+    default_applied: bool
+    effective_tokens: int
 
 
 class EvidenceSource(Protocol):
@@ -36,6 +56,10 @@ class EvidenceSource(Protocol):
     ) -> EvidencePlan:
         """The evidence plan of ``question`` as of the given times (microseconds; None = now)
         under ``budget_tokens`` (tokens; None = the planner's default budget)."""
+        ...
+
+    def budget_for(self, budget_tokens: int | None) -> EvidenceBudget:
+        """The budget :meth:`evidence_for` plans with for ``budget_tokens`` (None = default)."""
         ...
 
 
@@ -80,3 +104,16 @@ class PlannerEvidence:
             at_tx_us=at_tx_us,
         )
         return self._planner.plan(query).plan
+
+    def budget_for(self, budget_tokens: int | None) -> EvidenceBudget:
+        """The budget of :meth:`evidence_for`: ``budget_tokens`` or the selection settings'
+        default, and x0.9 floored, because sub-question plans name no model and so count span
+        tokens with the estimator (estimate mode)."""
+        default = budget_tokens is None
+        requested = self._planner.config.default_budget_tokens if default else budget_tokens
+        assert requested is not None
+        return EvidenceBudget(
+            requested_tokens=requested,
+            default_applied=default,
+            effective_tokens=effective_budget(requested, None, estimate_mode=True),
+        )

@@ -2,17 +2,27 @@
 
 Decomposition: the question's clauses (split at ``?``, ``;`` and at a conjunction that starts a
 new question, "... and how did ...") plus one sub-question per knowledge-graph entity the
-question mentions. Replanning, from the digest alone:
+question mentions. Replanning, from the digest and what the evidence found:
 
 - with no live contradiction, an open sub-question holding claims is closed;
 - with live contradictions nothing is closed, and a sub-question about the disagreement is
   proposed first (a disputed question is not an answered one);
-- an open sub-question with leads but no claims is rephrased as a keyword search (its content
-  words, then the research question's);
+- exploration, once per session: in the first replan whose claimed evidence leads somewhere,
+  the entities the knowledge graph links to the nodes citing that evidence
+  (:class:`~planner_svc.research.graph.EvidenceGraph`), strongest first, that neither the
+  question nor any sub-question names yet, each as "How is <entity> related to <topic>?"
+  (the topic: the first entity the question names, else the evidence document that leads
+  there). Exploring one hop, once, keeps the session from drifting: a follow-up of a follow-up
+  is drift, not depth;
+- an open sub-question whose leads came back as dead ends without a claim is rephrased as a
+  keyword search (its content words, then the research question's);
 - each dead-end cause (most frequent first) contributes its example query, rephrased, and any
   entity that query mentions;
-- ``done`` when, after closing, nothing is open and nothing is disputed.
-Proposals already in the digest (by normalized text) are not repeated, so replans converge.
+- ``done`` when, after closing, nothing is open or disputed and nothing is left to explore.
+Candidates already in the digest (a sub-question or a refused duplicate, by
+:func:`~planner_svc.research.duplicates.wording_key`) are not repeated, so replans converge.
+The provider proposes every remaining candidate, strongest first, up to
+:data:`MAX_OFFLINE_PROPOSALS`; the session admits the round's cap and reports the rest as cut.
 """
 
 from __future__ import annotations
@@ -20,11 +30,16 @@ from __future__ import annotations
 import re
 import threading
 
-from planner_svc.research.digest import DigestView, normalize_text
+from planner_svc.research.digest import DigestView
+from planner_svc.research.duplicates import wording_key, words
 from planner_svc.research.entities import STOPWORDS, EntityLookup, NoEntities
+from planner_svc.research.graph import EvidenceGraph, NoGraph, RelatedEntity
 from planner_svc.research.provider import ProviderAnswer, ProviderRequest, Usage
 
 OFFLINE_MODEL = "offline"
+
+MAX_OFFLINE_PROPOSALS = 16
+"""Most proposals of one offline call: the largest cap a round may have."""
 
 _QUESTION_WORDS = (
     "how|what|why|when|where|who|whom|which|whether|is|are|was|were|does|do|did|can|could|"
@@ -129,17 +144,37 @@ def entity_question(title: str) -> str:
     return f"What is known about {title}?"
 
 
+def relation_question(title: str, topic: str) -> str:
+    """The exploration sub-question about an entity the evidence links to ``topic``."""
+    return f"How is {title} related to {topic}?"
+
+
+def names(text: str, title: str) -> bool:
+    """Whether ``text`` names ``title``: every word of the title (or of its form without a
+    trailing parenthetical qualifier, ``Capra`` for ``Capra (genus)``) is a word of the text,
+    after NFKC normalisation and case folding."""
+    in_text = set(words(text))
+    bare = re.sub(r"\s*\([^()]*\)$", "", title)
+    return any(form and set(form) <= in_text for form in (words(title), words(bare)))
+
+
 class OfflineProvider:
     """:class:`~planner_svc.research.provider.ResearchProvider` from the question's structure,
     the knowledge graph (through ``entities``) and the digest. Deterministic; no model, no I/O
     beyond the entity lookup; usage is zero with model ``offline``.
 
+    One instance serves one session (it remembers whether it has explored).
+
     Args:
         entities: entity lookup; None = no knowledge graph.
+        graph: the graph around the evidence, for exploration; None = no exploration.
     """
 
-    def __init__(self, entities: EntityLookup | None = None) -> None:
+    def __init__(self, entities: EntityLookup | None = None,
+                 graph: EvidenceGraph | None = None) -> None:
         self._entities = entities or NoEntities()
+        self._graph = graph or NoGraph()
+        self._explored = False
 
     @property
     def name(self) -> str:
@@ -161,7 +196,7 @@ class OfflineProvider:
         if not proposals:
             proposals = [request.question]
         return ProviderAnswer(
-            questions=tuple(proposals[: request.max_questions]),
+            questions=tuple(proposals[:MAX_OFFLINE_PROPOSALS]),
             rationale=f"offline: {len(clauses)} clause(s), {len(titles)} entity(ies)",
             usage=Usage(model=OFFLINE_MODEL),
         )
@@ -171,7 +206,10 @@ class OfflineProvider:
         open_qs = view.open()
         closed = () if disputed else tuple(q.id for q in open_qs if q.claims > 0)
         still_open = [q for q in open_qs if q.id not in closed]
-        if view.questions and not still_open and not disputed:
+        known = {wording_key(q.text) for q in view.questions}
+        known |= {wording_key(d.text) for d in view.duplicates}
+        exploring = _distinct(self._explore(request, view), known)
+        if view.questions and not still_open and not disputed and not exploring:
             return ProviderAnswer(
                 answered=closed,
                 done=True,
@@ -182,7 +220,8 @@ class OfflineProvider:
         if disputed:
             topic = " ".join(request.question.split()).rstrip("?.! ")
             candidates.append(f"Where do sources disagree on: {topic}?")
-        starved = [q for q in still_open if q.leads > 0 and q.claims == 0]
+        candidates.extend(exploring)
+        starved = [q for q in still_open if q.dead_ends > 0 and q.claims == 0]
         for q in starved:
             alt = rephrase(q.text, request.question)
             if alt:
@@ -194,25 +233,54 @@ class OfflineProvider:
             if alt:
                 candidates.append(alt)
             candidates.extend(entity_question(t) for t in self._entities.find_entities(de.example))
-        known = {normalize_text(q.text) for q in view.questions}
-        proposals = _distinct(candidates, known)[: request.max_questions]
+        proposals = _distinct(candidates, known)[:MAX_OFFLINE_PROPOSALS]
         return ProviderAnswer(
             questions=tuple(proposals),
             answered=closed,
             done=False,
             rationale=(
-                f"offline: closed {len(closed)}, {len(starved)} without claims, "
-                f"{len(view.dead_ends)} dead-end cause(s), contradictions={view.contradictions}"
+                f"offline: closed {len(closed)}, {len(exploring)} linked entity(ies) to "
+                f"explore, {len(starved)} without claims, {len(view.dead_ends)} dead-end "
+                f"cause(s), contradictions={view.contradictions}"
             ),
             usage=Usage(model=OFFLINE_MODEL),
         )
 
+    def _explore(self, request: ProviderRequest, view: DigestView) -> list[str]:
+        """The exploration proposals (see the module docstring); [] once explored, or when
+        no claimed evidence leads to an entity nobody has named yet."""
+        evidence = request.evidence
+        if self._explored or evidence is None:
+            return []
+        spans = [span for q in view.questions if q.claims > 0
+                 for span in evidence.spans.get(q.id, ())]
+        if not spans:
+            return []
+        related = self._graph.related(spans, at_valid_us=evidence.at_valid_us,
+                                      at_tx_us=evidence.at_tx_us,
+                                      limit=MAX_OFFLINE_PROPOSALS * 4)
+        named_by = [request.question, *(q.text for q in view.questions),
+                    *(d.text for d in view.duplicates)]
+        fresh = [e for e in related if not any(names(text, e.title) for text in named_by)]
+        if not fresh:
+            return []
+        self._explored = True
+        topics = self._entities.find_entities(request.question)
+        return [relation_question(e.title, topics[0] if topics else _topic(e))
+                for e in fresh[:MAX_OFFLINE_PROPOSALS]]
+
+
+def _topic(entity: RelatedEntity) -> str:
+    return entity.via or "the research question"
+
 
 def _distinct(texts: list[str], known: set[str]) -> list[str]:
+    """``texts`` in order without repeats and without the wordings in ``known``
+    (:func:`~planner_svc.research.duplicates.wording_key`)."""
     seen = set(known)
     out = []
     for text in texts:
-        key = normalize_text(text)
+        key = wording_key(text)
         if key and key not in seen:
             seen.add(key)
             out.append(text)

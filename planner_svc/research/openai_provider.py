@@ -152,7 +152,9 @@ class OpenAIProvider:
                 detail = exc.read(300).decode("utf-8", "replace")
                 exc.close()
                 if exc.code not in _RETRY_STATUS:
-                    raise ProviderError(f"HTTP {exc.code} from {url}: {detail}") from exc
+                    raise ProviderError(
+                        f"HTTP {exc.code} from the model endpoint: {detail}"
+                    ) from exc
                 last = f"HTTP {exc.code}"
                 retry_after = _retry_after(exc.headers.get("Retry-After"))
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
@@ -161,7 +163,9 @@ class OpenAIProvider:
                 try:
                     return json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    raise ProviderError(f"response body from {url} is not JSON") from exc
+                    raise ProviderError(
+                        "response body from the model endpoint is not JSON"
+                    ) from exc
             if attempt == s.max_retries:
                 break
             delay = retry_after if retry_after is not None else s.backoff_s * 2**attempt
@@ -171,7 +175,9 @@ class OpenAIProvider:
                     raise Cancelled("cancelled while waiting to retry the model call")
             else:
                 self._sleep(delay)
-        raise ProviderError(f"{url} failed after {s.max_retries + 1} attempt(s): {last}")
+        raise ProviderError(
+            f"the model endpoint failed after {s.max_retries + 1} attempt(s): {last}"
+        )
 
 
 def _retry_after(value: str | None) -> float | None:

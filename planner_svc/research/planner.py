@@ -17,8 +17,13 @@ from typing import ClassVar
 
 from planner_svc.core.errors import ConfigError
 from planner_svc.core.limits import Bounds
-from planner_svc.research.digest import Digest, SubQuestion, render_digest
-from planner_svc.research.provider import ProviderRequest, ResearchProvider, Usage
+from planner_svc.research.digest import Admission, Digest, SubQuestion, render_digest
+from planner_svc.research.provider import (
+    EvidenceContext,
+    ProviderRequest,
+    ResearchProvider,
+    Usage,
+)
 
 DEFAULT_MAX_INITIAL_LEADS = 4
 """Sub-questions of the initial round when a session names no cap."""
@@ -93,6 +98,8 @@ class ResearchStep:
     Attributes:
         questions: sub-questions this step registered in the digest, with digest IDs (one lead
             each); duplicates of earlier wording are not among them.
+        proposals: what became of every proposal of the call: admitted (``questions``),
+            refused as a duplicate (also recorded in the digest) or cut by the round's cap.
         answered: IDs of open sub-questions the provider considers closed. Returned, never
             applied: the caller owns the digest.
         done: the provider judged the research complete (replans only).
@@ -103,6 +110,7 @@ class ResearchStep:
     """
 
     questions: tuple[SubQuestion, ...] = ()
+    proposals: Admission = field(default_factory=Admission)
     answered: tuple[str, ...] = ()
     done: bool = False
     rationale: str = ""
@@ -127,8 +135,10 @@ class ResearchPlanner:
         """The first round: decompose ``digest.question`` into at most ``max_initial_leads``
         sub-questions and register them in ``digest``.
 
-        The provider sees only the (delimited) question. When it proposes nothing new, the
-        question itself becomes the single sub-question, so a session always has work.
+        The provider sees only the (delimited) question. Proposals are screened by
+        :meth:`Digest.admit` (duplicates refused and recorded, the rest past the cap cut). When
+        none is admitted, the question itself becomes the single sub-question, so a session
+        always has work.
 
         Raises:
             ProviderError, CassetteMiss, Cancelled: from the provider.
@@ -140,24 +150,35 @@ class ResearchPlanner:
             max_questions=self.caps.max_initial_leads,
         )
         answer = self.provider.propose(request, cancel=cancel)
-        added = _register(digest, answer.questions, self.caps.max_initial_leads)
-        if not added and not digest.questions():
-            added = digest.add_questions([digest.question])
+        admission = digest.admit(answer.questions, cap=self.caps.max_initial_leads, round=0)
+        if not admission.admitted and not digest.questions():
+            fallback = digest.admit([digest.question], cap=1, round=0)
+            admission = Admission(admitted=fallback.admitted, duplicates=admission.duplicates,
+                                  cut=admission.cut, cap=admission.cap)
         return ResearchStep(
-            questions=tuple(added),
+            questions=admission.admitted,
+            proposals=admission,
             rationale=answer.rationale,
             usage=answer.usage,
             model_called=True,
         )
 
     def replan(
-        self, digest: Digest, *, depth: int, cancel: threading.Event | None = None
+        self,
+        digest: Digest,
+        *,
+        depth: int,
+        cancel: threading.Event | None = None,
+        evidence: EvidenceContext | None = None,
     ) -> ResearchStep:
         """A follow-up round from the digest: at most ``max_new_leads`` new sub-questions.
 
         Args:
             digest: the session's digest; the provider reads its rendered form (and the
-                snapshot it came from). Only new sub-questions are written to it.
+                snapshot it came from). New sub-questions and refused duplicates are written to
+                it.
+            evidence: the sub-questions' evidence, for providers inside the service (see
+                :class:`~planner_svc.research.provider.EvidenceContext`).
             depth: rounds run so far (0 after the initial round). When
                 :meth:`depth_exhausted` holds, returns a ``depth_capped`` plan without calling
                 the provider; callers should check first, before reserving anything.
@@ -177,13 +198,15 @@ class ResearchPlanner:
             digest_text=render_digest(view),
             max_questions=self.caps.max_new_leads,
             digest=view,
+            evidence=evidence,
         )
         answer = self.provider.propose(request, cancel=cancel)
         open_ids = {q.id for q in view.open()}
         answered = tuple(dict.fromkeys(a for a in answer.answered if a in open_ids))
-        added = _register(digest, answer.questions, self.caps.max_new_leads)
+        admission = digest.admit(answer.questions, cap=self.caps.max_new_leads, round=depth + 1)
         return ResearchStep(
-            questions=tuple(added),
+            questions=admission.admitted,
+            proposals=admission,
             answered=answered,
             done=answer.done,
             rationale=answer.rationale,
@@ -208,12 +231,3 @@ class ResearchPlanner:
         shown = f"max_depth={s.max_depth}" if s.max_depth else "max_depth unset, default"
         return f"depth cap reached: {s.follow_up_rounds} follow-up round(s) ({shown})"
 
-
-def _register(digest: Digest, proposals: tuple[str, ...], limit: int) -> list[SubQuestion]:
-    """Add proposals one by one until ``limit`` new sub-questions are registered."""
-    added: list[SubQuestion] = []
-    for text in proposals:
-        if len(added) >= limit:
-            break
-        added.extend(digest.add_questions([text]))
-    return added

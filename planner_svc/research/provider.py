@@ -24,15 +24,35 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from planner_svc.core.errors import Cancelled as Cancelled  # re-exported for providers
 from planner_svc.core.errors import CassetteMiss as CassetteMiss
 from planner_svc.core.errors import ProviderError as ProviderError
+from planner_svc.core.errors import echo
+from planner_svc.core.model import PlannedSpan
 from planner_svc.research.digest import DigestView
 
-REQUEST_FORMAT = "research-plan/v1"
+REQUEST_FORMAT = "research-plan/v2"
 """Version of the request encoding hashed into cassette keys; bump when prompts change."""
 
 MAX_PROPOSAL_CHARS = 300
 """Longest sub-question text kept from a provider; longer proposals are cut."""
 
 RequestKind = Literal["decompose", "replan"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceContext:
+    """What the session's evidence plans hold, for a provider that runs inside the service and
+    reads the knowledge graph (the offline provider). Never shown to a model; not part of
+    :meth:`ProviderRequest.key`.
+
+    Attributes:
+        spans: sub-question ID -> the spans of its evidence plan (with their weights), in
+            plan order (sub-questions without a plan are absent).
+        at_valid_us, at_tx_us: the session's as-of times, microseconds since the Unix epoch;
+            None = now (the gRPC service always pins them at the session's start).
+    """
+
+    spans: Mapping[str, tuple[PlannedSpan, ...]]
+    at_valid_us: int | None
+    at_tx_us: int | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +68,8 @@ class ProviderRequest:
         digest: the snapshot ``digest_text`` was rendered from, for providers that work from
             structure (the offline provider). Not part of :meth:`key`: it carries nothing the
             rendered text does not, for a model.
+        evidence: the sub-questions' evidence (replans only), for providers inside the service
+            that read the knowledge graph; never sent to a model, not part of :meth:`key`.
     """
 
     kind: RequestKind
@@ -55,6 +77,7 @@ class ProviderRequest:
     digest_text: str
     max_questions: int
     digest: DigestView | None = None
+    evidence: EvidenceContext | None = None
 
     def key_fields(self) -> dict[str, Any]:
         """The fields that identify the request (what :meth:`key` hashes), JSON-ready."""
@@ -185,7 +208,7 @@ For robustness :func:`parse_answer` also accepts ``{"text": ..., "id": ...}`` ob
 def _int_field(obj: Mapping[str, Any], key: str, where: str) -> int:
     value = obj.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ProviderError(f"{where}.{key}: expected an integer >= 0, got {value!r}")
+        raise ProviderError(f"{where}.{key}: expected an integer >= 0, got {echo(value)}")
     return value
 
 
@@ -210,16 +233,16 @@ def parse_answer(obj: object, *, usage: Usage | None = None) -> ProviderAnswer:
         if not isinstance(text, str) or not text.strip():
             raise ProviderError(
                 f"answer.sub_questions[{i}]: expected a non-empty string (or an object with "
-                f"a non-empty 'text'), got {item!r}"
+                f"a non-empty 'text'), got {echo(item)}"
             )
         questions.append(text.strip()[:MAX_PROPOSAL_CHARS])
     answered = _string_list(obj.get("answered", []), "answer.answered")
     done = obj.get("done", False)
     if not isinstance(done, bool):
-        raise ProviderError(f"answer.done: expected a boolean, got {done!r}")
+        raise ProviderError(f"answer.done: expected a boolean, got {echo(done)}")
     rationale = obj.get("rationale", "")
     if not isinstance(rationale, str):
-        raise ProviderError(f"answer.rationale: expected a string, got {rationale!r}")
+        raise ProviderError(f"answer.rationale: expected a string, got {echo(rationale)}")
     return ProviderAnswer(
         questions=tuple(questions),
         answered=tuple(answered),
@@ -231,7 +254,7 @@ def parse_answer(obj: object, *, usage: Usage | None = None) -> ProviderAnswer:
 
 def _string_list(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ProviderError(f"{where}: expected an array of strings, got {value!r}")
+        raise ProviderError(f"{where}: expected an array of strings, got {echo(value)}")
     return [v.strip() for v in value]
 
 
@@ -250,7 +273,9 @@ route: avoid it.
 - Mark a sub-question answered only when its claims answer it. While contradictions > 0 some \
 evidence is disputed: do not mark questions answered on the strength of it, and prefer a \
 sub-question that would resolve the disagreement.
-- Never repeat a sub-question already in the digest.
+- Never repeat a sub-question already in the digest, in the same or other words: a proposal \
+that repeats one (the same words in any order, or the same content words) is refused and listed \
+under REFUSED AS DUPLICATES. Propose at most the number asked for; the rest are cut.
 Answer with one JSON object and nothing else, matching this JSON Schema:
 """
 

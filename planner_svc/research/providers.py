@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.research.cassette import CassetteProvider
 from planner_svc.research.entities import EntityLookup
+from planner_svc.research.graph import EvidenceGraph
 from planner_svc.research.offline import OfflineProvider
 from planner_svc.research.openai_provider import OpenAIProvider, OpenAISettings
 from planner_svc.research.provider import ResearchProvider
@@ -34,11 +35,14 @@ def make_provider_factory(
     entities: EntityLookup | None = None,
     openai: OpenAISettings | None = None,
     cassette_dir: Path | None = None,
+    graph: EvidenceGraph | None = None,
 ) -> ProviderFactory:
     """A :data:`ProviderFactory` over the given configuration.
 
     Args:
         entities: knowledge-graph lookup for the offline provider; None = none.
+        graph: the graph around the evidence, which the offline provider explores; None =
+            no exploration.
         openai: endpoint for ``openai`` and ``record:``; None = ``openai`` is refused.
         cassette_dir: directory of cassette files; None = ``cassette:``/``record:`` refused.
     """
@@ -46,7 +50,7 @@ def make_provider_factory(
     def factory(spec: str) -> ResearchProvider:
         spec = spec.strip()
         if spec in ("", "offline"):
-            return OfflineProvider(entities)
+            return OfflineProvider(entities, graph)
         if spec == "openai":
             if openai is None:
                 raise InvalidRequest(
@@ -62,19 +66,19 @@ def make_provider_factory(
             if not CASSETTE_NAME_RE.fullmatch(name):
                 raise InvalidRequest(
                     "start.provider",
-                    f"cassette name {name!r} must match {CASSETTE_NAME_RE.pattern} (a file "
+                    f"cassette name {echo(name)} must match {CASSETTE_NAME_RE.pattern} (a file "
                     "name in the server's cassette directory, not a path)",
                 )
             path = cassette_dir / name
             if mode == "cassette":
                 return CassetteProvider(path, label=name)
             inner: ResearchProvider = (
-                OpenAIProvider(openai) if openai is not None else OfflineProvider(entities)
+                OpenAIProvider(openai) if openai is not None else OfflineProvider(entities, graph)
             )
             return CassetteProvider(path, inner=inner, label=name)
         raise InvalidRequest(
             "start.provider",
-            f"{spec!r}; expected '', 'offline', 'openai', 'cassette:NAME' or 'record:NAME'",
+            f"{echo(spec)}; expected '', 'offline', 'openai', 'cassette:NAME' or 'record:NAME'",
         )
 
     return factory

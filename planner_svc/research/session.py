@@ -11,11 +11,20 @@ update returned:
 
    a. depth cap reached: end with DEPTH_CAP once no lead is outstanding (until then, wait);
    b. budget reported exhausted: end with BUDGET;
-   c. otherwise replan (one model call), apply the ``answered`` IDs it returned, and end with
+   c. no progress: the last round admitted no new sub-question and no claim was reported since
+      its call. End with NO_PROGRESS once no lead is outstanding; until then wait (make no
+      call), since an outstanding lead may still report a claim;
+   d. otherwise replan (one model call), apply the ``answered`` IDs it returned, and end with
       DONE when the planner says so, every sub-question is answered, or nothing new was proposed
-      with no lead outstanding; else dispatch the new leads and stream the replan.
+      with no lead outstanding; with NO_PROGRESS when everything proposed repeated a
+      sub-question and no lead is outstanding; else dispatch the new leads and stream the
+      replan (which may add nothing: it still reports what was answered and refused).
+
+Every update reports what became of the planner call's proposals: admitted, refused as
+duplicates (:mod:`planner_svc.research.duplicates`) or cut by the round's cap.
 3. :meth:`ResearchSession.close_input` ends a session whose orchestrator stopped sending:
-   BUDGET if the last budget report was 0, else CANCELLED.
+   BUDGET if the last budget report was 0, else CANCELLED; :meth:`ResearchSession.interrupt`
+   ends it with CANCELLED for a reason of the caller's (the server is shutting down).
 
 Cancellation is a :class:`threading.Event`; it is checked before every model call and every
 evidence plan, and a set event raises :class:`~planner_svc.research.provider.Cancelled`.
@@ -29,14 +38,21 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from planner_svc.core.errors import InvalidRequest, PlannerError
+from planner_svc.core.errors import InvalidRequest, PlannerError, echo
 from planner_svc.core.limits import MAX_BUDGET_TOKENS
-from planner_svc.core.model import EvidencePlan
-from planner_svc.research.digest import DEFAULT_DIGEST_CHARS, Digest, SubQuestion
-from planner_svc.research.evidence import EvidenceSource
+from planner_svc.core.model import EvidencePlan, PlannedSpan
+from planner_svc.research.digest import (
+    DEFAULT_DIGEST_CHARS,
+    Admission,
+    Digest,
+    Duplicate,
+    SubQuestion,
+)
+from planner_svc.research.duplicates import DuplicatePolicy
+from planner_svc.research.evidence import EvidenceBudget, EvidenceSource
 from planner_svc.research.leads import Lead, leads_across
 from planner_svc.research.planner import ResearchCaps, ResearchPlanner
-from planner_svc.research.provider import Cancelled, ResearchProvider, Usage
+from planner_svc.research.provider import Cancelled, EvidenceContext, ResearchProvider, Usage
 
 MAX_QUESTION_CHARS = 1000
 MAX_ACTORS = 16
@@ -53,6 +69,7 @@ class StopReason(enum.IntEnum):
     DEPTH_CAP = 2
     BUDGET = 3
     CANCELLED = 4
+    NO_PROGRESS = 5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,10 +113,10 @@ class SessionStart:
         for i, actor in enumerate(self.actors):
             if not ACTOR_RE.fullmatch(actor):
                 raise InvalidRequest(
-                    f"start.actors[{i}]", f"{actor!r} does not match {ACTOR_RE.pattern}"
+                    f"start.actors[{i}]", f"{echo(actor)} does not match {ACTOR_RE.pattern}"
                 )
             if actor in self.actors[:i]:
-                raise InvalidRequest(f"start.actors[{i}]", f"{actor!r} is listed twice")
+                raise InvalidRequest(f"start.actors[{i}]", f"{echo(actor)} is listed twice")
         if self.budget_tokens is not None and self.budget_tokens > MAX_BUDGET_TOKENS:
             raise InvalidRequest(
                 "start.budget_tokens",
@@ -111,7 +128,8 @@ class SessionStart:
             )
         if not SESSION_ID_RE.fullmatch(self.session_id):
             raise InvalidRequest(
-                "start.session_id", f"{self.session_id!r} does not match {SESSION_ID_RE.pattern}"
+                "start.session_id",
+                f"{echo(self.session_id)} does not match {SESSION_ID_RE.pattern}",
             )
 
 
@@ -194,15 +212,28 @@ class PlannedQuestion:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InitialUpdate:
-    """The initial plan, with the session's effective settings."""
+    """The initial plan, with the session's effective settings.
+
+    Attributes:
+        start: the session's parameters (caps resolved, as-of times as given).
+        provider: the provider's resolved name.
+        digest_max_chars: the digest's bound, characters.
+        budget: the evidence budget every plan of the session packs to.
+        duplicates: how proposals are screened (threshold, embedder).
+        questions, leads, rationale, usage: the decomposition.
+        proposals: what became of the decomposition's proposals.
+    """
 
     start: SessionStart
     provider: str
     digest_max_chars: int
+    budget: EvidenceBudget
+    duplicates: DuplicatePolicy
     questions: tuple[PlannedQuestion, ...]
     leads: tuple[Lead, ...]
     rationale: str
     usage: Usage
+    proposals: Admission = field(default_factory=Admission)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,11 +247,16 @@ class ReplanUpdate:
     rationale: str
     usage: Usage
     open_ids: tuple[str, ...]
+    proposals: Admission = field(default_factory=Admission)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FinalUpdate:
-    """The last update of a session."""
+    """The last update of a session.
+
+    ``proposals`` is what became of the proposals of the planner call that ended the session
+    (None when no call ended it); ``duplicates`` every proposal the session refused.
+    """
 
     reason: StopReason
     detail: str
@@ -231,6 +267,8 @@ class FinalUpdate:
     dead_ends: int
     outstanding: tuple[str, ...]
     questions: tuple[SubQuestion, ...]
+    proposals: Admission | None = None
+    duplicates: tuple[Duplicate, ...] = ()
 
 
 Update = InitialUpdate | ReplanUpdate | FinalUpdate
@@ -244,6 +282,7 @@ class ResearchSession:
         start: the session's parameters.
         provider: answers planner calls.
         evidence: plans each sub-question's evidence.
+        duplicates: how proposals are screened; None = no embedder, default threshold.
         digest_max_chars: bound of the digest the planner reads (>= 1400, so that any accepted
             question fits).
         cancel: event that abandons the session when set; a new one when None.
@@ -260,19 +299,26 @@ class ResearchSession:
         evidence: EvidenceSource,
         digest_max_chars: int = DEFAULT_DIGEST_CHARS,
         cancel: threading.Event | None = None,
+        duplicates: DuplicatePolicy | None = None,
     ) -> None:
         self.start = start
-        self._digest = Digest(start.question.strip(), max_chars=digest_max_chars)
+        self._duplicates = duplicates or DuplicatePolicy()
+        self._digest = Digest(start.question.strip(), max_chars=digest_max_chars,
+                              screen=self._duplicates.screen())
         self._planner = ResearchPlanner(provider, start.caps)
         self._evidence = evidence
         self._cancel = cancel or threading.Event()
         self._outstanding: dict[str, Lead] = {}
+        self._spans: dict[str, tuple[PlannedSpan, ...]] = {}
         self._completed_since_replan = 0
         self._rounds = 0
         self._model_calls = 0
         self._next_ordinal = 1
         self._started = False
         self._stop_reason: StopReason | None = None
+        # progress of the last round: sub-questions it admitted, claims reported before its call
+        self._last_admitted = 0
+        self._claims_before_last_call = 0
 
     @property
     def digest(self) -> Digest:
@@ -310,9 +356,11 @@ class ResearchSession:
         if self._started:
             raise InvalidRequest("start", "the session has already started")
         self._started = True
+        budget = self._evidence.budget_for(self.start.budget_tokens)
         self._check_cancel()
         step = self._planner.initial(self._digest, cancel=self._cancel)
         self._model_calls += 1
+        self._last_admitted = len(step.questions)
         leads = self._dispatch(step.questions, depth=0)
         planned = self._with_evidence(step.questions)
         return [
@@ -320,10 +368,13 @@ class ResearchSession:
                 start=self.start,
                 provider=self._planner.provider.name,
                 digest_max_chars=self._digest.max_chars,
+                budget=budget,
+                duplicates=self._duplicates,
                 questions=planned,
                 leads=leads,
                 rationale=step.rationale,
                 usage=step.usage,
+                proposals=step.proposals,
             )
         ]
 
@@ -350,14 +401,15 @@ class ResearchSession:
         if lead is None:
             raise InvalidRequest(
                 "lead_result.lead_id",
-                f"{event.lead_id!r} is not an outstanding lead of this session "
+                f"{echo(event.lead_id)} is not an outstanding lead of this session "
                 "(unknown, or already reported)",
             )
         if event.dead_end_cause is None:
             self._digest.record_claims(lead.question_id, event.claims)
         else:
             self._digest.record_dead_end(
-                event.dead_end_cause.strip(), event.dead_end_query or lead.query
+                event.dead_end_cause.strip(), event.dead_end_query or lead.query,
+                question_id=lead.question_id,
             )
         self._completed_since_replan += 1
         if self._planner.should_replan(self._completed_since_replan, not self._outstanding):
@@ -379,6 +431,14 @@ class ResearchSession:
             )
         ]
 
+    def interrupt(self, detail: str) -> list[Update]:
+        """End the session now with CANCELLED, ``detail`` saying why (e.g. the server is shutting
+        down) and how many leads were left unreported. Returns [] when already finished."""
+        if self._stop_reason is not None:
+            return []
+        n = len(self._outstanding)
+        return [self._stop(StopReason.CANCELLED, f"{detail}; {n} lead(s) unreported")]
+
     # --- internals ---------------------------------------------------------------------------
 
     def _replan_point(self) -> list[Update]:
@@ -387,22 +447,45 @@ class ResearchSession:
             if self._outstanding:
                 return []  # no replan is possible; wait for the outstanding leads
             return [self._stop(StopReason.DEPTH_CAP, planner.depth_cap_reason())]
-        budget = self._digest.snapshot().budget_remaining
-        if budget is not None and budget <= 0:
+        snap = self._digest.snapshot()
+        if snap.budget_remaining is not None and snap.budget_remaining <= 0:
             return [self._stop(StopReason.BUDGET, "a replan was due with the budget exhausted")]
+        if self._last_admitted == 0 and snap.claims_found == self._claims_before_last_call:
+            if self._outstanding:
+                return []  # nothing new since the last call: no call until a claim comes
+            return [self._stop(
+                StopReason.NO_PROGRESS,
+                f"round {self._rounds} admitted no new sub-question and no claim was reported "
+                "after it",
+            )]
         self._check_cancel()
-        step = planner.replan(self._digest, depth=self._rounds, cancel=self._cancel)
+        step = planner.replan(self._digest, depth=self._rounds, cancel=self._cancel,
+                              evidence=self._evidence_context())
         self._model_calls += 1
         self._rounds += 1
         self._completed_since_replan = 0
+        self._last_admitted = len(step.questions)
+        self._claims_before_last_call = snap.claims_found
         for qid in step.answered:
             self._digest.mark_answered(qid)
+        ended = step.proposals
         if step.done:
-            return [self._stop(StopReason.DONE, f"planner judged it complete: {step.rationale}")]
+            return [self._stop(StopReason.DONE, f"planner judged it complete: {step.rationale}",
+                               proposals=ended)]
         if self._digest.complete():
-            return [self._stop(StopReason.DONE, "every sub-question is answered")]
+            return [self._stop(StopReason.DONE, "every sub-question is answered",
+                               proposals=ended)]
         if not step.questions and not self._outstanding:
-            return [self._stop(StopReason.DONE, "nothing new to research and no lead outstanding")]
+            if ended.duplicates:
+                n = len(ended.duplicates)
+                return [self._stop(
+                    StopReason.NO_PROGRESS,
+                    f"round {self._rounds} proposed only repeats ({n} refused as duplicates) "
+                    "and no lead is outstanding",
+                    proposals=ended,
+                )]
+            return [self._stop(StopReason.DONE, "nothing new to research and no lead outstanding",
+                               proposals=ended)]
         leads = self._dispatch(step.questions, depth=self._rounds)
         planned = self._with_evidence(step.questions)
         return [
@@ -414,8 +497,13 @@ class ResearchSession:
                 rationale=step.rationale,
                 usage=step.usage,
                 open_ids=tuple(q.id for q in self._digest.open()),
+                proposals=ended,
             )
         ]
+
+    def _evidence_context(self) -> EvidenceContext:
+        return EvidenceContext(spans=dict(self._spans), at_valid_us=self.start.at_valid_us,
+                               at_tx_us=self.start.at_tx_us)
 
     def _dispatch(self, questions: Sequence[SubQuestion], *, depth: int) -> tuple[Lead, ...]:
         leads = leads_across(
@@ -446,6 +534,8 @@ class ResearchSession:
                 )
             except PlannerError as exc:
                 error = f"{type(exc).__name__}: {exc}"
+            if evidence is not None:
+                self._spans[q.id] = evidence.spans
             out.append(
                 PlannedQuestion(
                     question=self._digest.get(q.id), evidence=evidence, evidence_error=error
@@ -460,7 +550,8 @@ class ResearchSession:
                 self._stop_reason = StopReason.CANCELLED
             raise Cancelled("the session was cancelled")
 
-    def _stop(self, reason: StopReason, detail: str) -> FinalUpdate:
+    def _stop(self, reason: StopReason, detail: str, *,
+              proposals: Admission | None = None) -> FinalUpdate:
         snap = self._digest.snapshot()
         self._stop_reason = reason
         return FinalUpdate(
@@ -473,4 +564,6 @@ class ResearchSession:
             dead_ends=snap.dead_end_total,
             outstanding=tuple(self._outstanding),
             questions=snap.questions,
+            proposals=proposals,
+            duplicates=snap.duplicates,
         )

@@ -18,6 +18,7 @@ from planner_svc.core.model import (
     SpanClass,
     SpanRef,
 )
+from planner_svc.research.evidence import EvidenceBudget
 from planner_svc.research.provider import ProviderAnswer, ProviderRequest
 
 
@@ -95,10 +96,12 @@ class FakeEvidence:
     question; records calls.
 
     ``gate``, when given, is waited on (up to ``gate_timeout_s``) at the start of every call
-    after ``entered`` is set, so a test can hold a call in flight.
+    after ``entered`` is set, so a test can hold a call in flight. A session without a budget
+    plans with ``default_budget`` tokens, which its plans also pack to (no estimate discount).
     """
 
     spans_for: Callable[[str], int] = lambda text: 2
+    default_budget: int = 100
     gate: threading.Event | None = None
     gate_timeout_s: float = 10.0
     entered: threading.Event = field(default_factory=threading.Event)
@@ -117,4 +120,11 @@ class FakeEvidence:
         self.entered.set()
         if self.gate is not None:
             self.gate.wait(self.gate_timeout_s)
-        return evidence_plan(question, self.spans_for(question), budget=budget_tokens or 100)
+        budget = self.budget_for(budget_tokens).effective_tokens
+        return evidence_plan(question, self.spans_for(question), budget=budget)
+
+    def budget_for(self, budget_tokens: int | None) -> EvidenceBudget:
+        """``budget_tokens`` or ``default_budget``, packed to as is."""
+        requested = self.default_budget if budget_tokens is None else budget_tokens
+        return EvidenceBudget(requested_tokens=requested, default_applied=budget_tokens is None,
+                              effective_tokens=requested)

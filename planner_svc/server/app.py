@@ -3,8 +3,13 @@
 ``create_server(settings, services) -> RunningServer`` (with its bound port) is separate from
 running it, so tests bind port 0 and talk to a real server. It registers the servicers of every
 RPC, standard health (``Check``, ``Watch`` and ``List``) and server reflection (v1 and v1alpha,
-method names included), the bearer-token interceptor when a token is set, and the message size
-limits. Shutdown order: health NOT_SERVING, ``stop(grace)``, then the services close.
+method names included), the bearer-token interceptor when a token is set, the decode guard
+(:mod:`planner_svc.server.wire`: a request that does not decode is INVALID_ARGUMENT, never
+INTERNAL), the message size limits, the keepalive policy (:func:`server_options`) and TLS,
+mutual when client certificate authorities are given. Shutdown order: health NOT_SERVING, the
+drain, ``stop(grace)`` with every research session ended by a final CANCELLED message, then the
+services close. :func:`serve` and :func:`serve_workers` claim the port first
+(:mod:`planner_svc.server.port`), so a second server on a served port refuses to start.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -34,17 +40,28 @@ from planner_svc.api.planner.v1 import (
     plan_pb2_grpc,
     research_pb2,
 )
+from planner_svc.core.errors import ConfigError
 from planner_svc.server.auth import BearerTokenInterceptor
 from planner_svc.server.health import HEALTH_SERVICE_NAME, HealthServicer
+from planner_svc.server.port import claim_port
 from planner_svc.server.reflection import add_reflection
-from planner_svc.server.research import add_research_servicer
+from planner_svc.server.research import ResearchPlannerServicer, add_research_servicer
 from planner_svc.server.servicers import EvidencePlannerServicer, MemoryServicer
 from planner_svc.server.services import Services
-from planner_svc.settings import ServerSettings
+from planner_svc.server.wire import DecodeGuard
+from planner_svc.settings import ServerSettings, TransportSettings
 
 log = structlog.get_logger("planner_svc.server")
 
-__all__ = ["SERVICE_NAMES", "RunningServer", "create_server", "serve", "serve_workers"]
+__all__ = [
+    "MAX_PING_STRIKES",
+    "SERVICE_NAMES",
+    "RunningServer",
+    "create_server",
+    "serve",
+    "serve_workers",
+    "server_options",
+]
 
 SERVICE_NAMES: tuple[str, ...] = (
     plan_pb2.DESCRIPTOR.services_by_name["EvidencePlannerService"].full_name,
@@ -52,6 +69,69 @@ SERVICE_NAMES: tuple[str, ...] = (
     research_pb2.DESCRIPTOR.services_by_name["ResearchPlannerService"].full_name,
 )
 """The planner's own services, registered for health and reflection."""
+
+MAX_PING_STRIKES = 2
+"""Client pings sooner than ``min_ping_interval_s`` the server tolerates before it sends
+``GOAWAY ENHANCE_YOUR_CALM`` (gRPC's default)."""
+
+_TOLERANT_METHODS = frozenset({
+    f"/{memory_pb2.DESCRIPTOR.services_by_name['MemoryService'].full_name}/IngestSources",
+})
+"""Methods whose request streams take an undecodable message as one failed item."""
+
+
+def server_options(transport: TransportSettings) -> list[tuple[str, int]]:
+    """The gRPC server's channel options: message size limits, port sharing, and the
+    keepalive policy.
+
+    Keepalive: the server pings a connection silent for ``keepalive_time_s`` and drops it when
+    no acknowledgement comes within ``keepalive_timeout_s`` (a client that vanished without
+    closing its streams frees its research session); it accepts client pings every
+    ``min_ping_interval_s`` or more, with or without a call open, and keeps pinging an idle
+    stream (no cap on pings without data). ``grpc.http2.min_ping_interval_without_data_ms`` is
+    the one that matters for long streams: gRPC's default (5 minutes) answers a client pinging
+    every 10 s while a research stream waits for its workers with ``GOAWAY too_many_pings``
+    after three pings.
+    """
+
+    def ms(seconds: float) -> int:
+        return round(seconds * 1000)
+
+    return [
+        ("grpc.max_receive_message_length", transport.max_message_bytes),
+        ("grpc.max_send_message_length", transport.max_message_bytes),
+        ("grpc.so_reuseport", 1 if transport.reuse_port else 0),
+        ("grpc.keepalive_time_ms", ms(transport.keepalive_time_s)),
+        ("grpc.keepalive_timeout_ms", ms(transport.keepalive_timeout_s)),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_ping_interval_without_data_ms", ms(transport.min_ping_interval_s)),
+        ("grpc.http2.max_ping_strikes", MAX_PING_STRIKES),
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
+
+
+def _read_pem(path: Path, field: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(field, f"cannot read {path}: {exc.strerror}") from None
+
+
+def _credentials(transport: TransportSettings) -> grpc.ServerCredentials | None:
+    """TLS credentials (mutual when ``tls_client_ca`` is set); None = plaintext.
+
+    Raises:
+        ConfigError: a PEM file cannot be read (named by its setting).
+    """
+    if transport.tls_cert is None or transport.tls_key is None:
+        return None
+    pair = [(_read_pem(transport.tls_key, "tls_key"), _read_pem(transport.tls_cert, "tls_cert"))]
+    if transport.tls_client_ca is None:
+        return grpc.ssl_server_credentials(pair)
+    return grpc.ssl_server_credentials(
+        pair, root_certificates=_read_pem(transport.tls_client_ca, "tls_client_ca"),
+        require_client_auth=True,
+    )
 
 
 @dataclass(slots=True)
@@ -62,15 +142,18 @@ class RunningServer:
     port: int
     health: HealthServicer
     services: Services
+    research: ResearchPlannerServicer
 
     def stop(self, grace_s: float, *, drain_s: float = 0.0) -> None:
         """Health NOT_SERVING; keep accepting calls for ``drain_s`` seconds while load
-        balancers notice; then refuse new calls, give in-flight ones ``grace_s`` seconds, and
-        close the services."""
+        balancers notice; then refuse new calls, end every research session with a final
+        CANCELLED message, give in-flight calls ``grace_s`` seconds, and close the services."""
         self.health.enter_graceful_shutdown()
         if drain_s > 0:
             time.sleep(drain_s)
-        self.server.stop(grace_s).wait()
+        stopped = self.server.stop(grace_s)
+        self.research.shutdown()
+        stopped.wait()
         self.services.close()
 
 
@@ -81,50 +164,56 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
     Raises:
         RuntimeError: the address could not be bound.
     """
+    transport = settings.transport
     interceptors: list[Any] = []
-    if settings.transport.auth_token:
-        interceptors.append(BearerTokenInterceptor(settings.transport.auth_token))
-    options = [
-        ("grpc.max_receive_message_length", settings.transport.max_message_bytes),
-        ("grpc.max_send_message_length", settings.transport.max_message_bytes),
-        ("grpc.so_reuseport", 1 if settings.transport.reuse_port else 0),
-    ]
+    if transport.auth_token:
+        interceptors.append(BearerTokenInterceptor(transport.auth_token))
+    interceptors.append(DecodeGuard(planner_services=SERVICE_NAMES, tolerant=_TOLERANT_METHODS))
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=settings.transport.max_workers,
+        futures.ThreadPoolExecutor(max_workers=transport.max_workers,
                                    thread_name_prefix="planner-rpc"),
         interceptors=interceptors,
-        options=options,
-        maximum_concurrent_rpcs=settings.transport.max_workers * 16,
+        options=server_options(transport),
+        maximum_concurrent_rpcs=transport.max_workers * 16,
     )
+    limit = transport.max_message_bytes
     plan_pb2_grpc.add_EvidencePlannerServiceServicer_to_server(
-        EvidencePlannerServicer(services.planner), server
+        EvidencePlannerServicer(services.planner, max_response_bytes=limit), server
     )
     memory_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(ingest=services.ingest, memory=services.memory), server
+        MemoryServicer(ingest=services.ingest, memory=services.memory, max_response_bytes=limit),
+        server,
     )
-    add_research_servicer(
+    research = add_research_servicer(
         server,
         evidence=services.evidence,
         provider_factory=services.providers,
         max_sessions=settings.research_sessions,
+        max_message_bytes=limit,
+        duplicates=services.duplicates,
     )
     names = list(SERVICE_NAMES)
     health_servicer = HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     add_reflection(server, [*names, HEALTH_SERVICE_NAME])
-    if settings.transport.tls_cert is not None and settings.transport.tls_key is not None:
-        creds = grpc.ssl_server_credentials(
-            [(settings.transport.tls_key.read_bytes(), settings.transport.tls_cert.read_bytes())]
-        )
-        port = server.add_secure_port(settings.transport.address, creds)
-    else:
-        port = server.add_insecure_port(settings.transport.address)
+    creds = _credentials(transport)
+    try:
+        if creds is not None:
+            port = server.add_secure_port(transport.address, creds)
+        else:
+            port = server.add_insecure_port(transport.address)
+    except RuntimeError:  # grpcio raises on some bind failures instead of returning 0
+        port = 0
     if port == 0:
-        raise RuntimeError(f"could not bind {settings.transport.address}")
+        raise RuntimeError(
+            f"could not bind {transport.address} (in use by another process, or not an address "
+            "of this machine)"
+        )
     server.start()
     for name in ("", *names):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server=server, port=port, health=health_servicer, services=services)
+    return RunningServer(server=server, port=port, health=health_servicer, services=services,
+                         research=research)
 
 
 def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> int:
@@ -135,8 +224,23 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
         RuntimeError: the address (or the metrics port) could not be bound.
     """
     transport = settings.transport
+    # A worker of a group shares the port its parent claimed; a single server claims it.
+    claim = None if transport.reuse_port else claim_port(transport.host, transport.port)
+    try:
+        return _serve(settings, ready)
+    finally:
+        if claim is not None:
+            claim.release()
+
+
+def _serve(settings: ServerSettings, ready: threading.Event | None) -> int:
+    transport = settings.transport
     services = Services.open(settings)
-    running = create_server(settings, services)
+    try:
+        running = create_server(settings, services)
+    except BaseException:
+        services.close()
+        raise
     if transport.metrics_port is not None:
         from prometheus_client import start_http_server
 
@@ -187,11 +291,22 @@ def serve_workers(
     The parent opens the services once first, so the vector index is built or caught up and
     persisted before any worker starts; workers then map the same index files. Workers are
     started with ``spawn`` (never ``fork`` once gRPC or FAISS exist, see docs/architecture.md).
-    """
-    import multiprocessing
 
+    Raises:
+        PortInUse: another server serves the port.
+    """
     if settings.workers == 1:
         return serve(settings)
+    claim = claim_port(settings.transport.host, settings.transport.port)
+    try:
+        return _serve_workers(settings, log_json, log_level)
+    finally:
+        claim.release()
+
+
+def _serve_workers(settings: ServerSettings, log_json: bool, log_level: str) -> int:
+    import multiprocessing
+
     Services.open(settings).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [

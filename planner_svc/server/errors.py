@@ -8,6 +8,9 @@ CassetteMiss           FAILED_PRECONDITION (the replayed cassette lacks a record
 ProviderError          UNAVAILABLE (the planning model's endpoint is down or answers garbage)
 Overloaded             RESOURCE_EXHAUSTED (retry later)
 StoreUnavailable       UNAVAILABLE (the shared store is unreachable; retry, on any replica)
+ResponseTooLarge       RESOURCE_EXHAUSTED (the answer exceeds the message limit; logged as an
+                       error, so operators see it)
+ShuttingDown           UNAVAILABLE (the server is stopping; retry on another)
 Cancelled              CANCELLED
 other PlannerError     FAILED_PRECONDITION
 anything else          INTERNAL with a generic message and an error id, logged with the
@@ -15,8 +18,14 @@ anything else          INTERNAL with a generic message and an error id, logged w
 =====================  ======================================================================
 
 (ConfigError is an InvalidRequest.) :func:`abort_with` applies the table: it logs a rejected
-request at info level (an internal error at error level, with its id) and aborts the RPC with
-the rich status in ``grpc-status-details-bin`` and the request id in the trailing metadata.
+request at info level (an internal error or a response too large at error level, with its id)
+and aborts the RPC with the rich status in ``grpc-status-details-bin`` and the request id in the
+trailing metadata.
+
+A status travels in trailing metadata (``grpc-message`` percent-encoded, and the rich status
+base64-encoded), which clients cap (gRPC's default: 8 KiB soft, 16 KiB hard). So every text of
+a status is bounded in UTF-8 bytes (:data:`MAX_MESSAGE_BYTES`, :data:`MAX_FIELD_BYTES`), cut on
+a character boundary: whatever a client sent, its status arrives whole.
 """
 
 from __future__ import annotations
@@ -39,13 +48,18 @@ from planner_svc.core.errors import (
     Overloaded,
     PlannerError,
     ProviderError,
+    ResponseTooLarge,
+    ShuttingDown,
     StoreUnavailable,
 )
 
 __all__ = [
     "ERROR_DOMAIN",
+    "MAX_FIELD_BYTES",
+    "MAX_MESSAGE_BYTES",
     "GrpcStatus",
     "abort_with",
+    "bounded",
     "code_name",
     "rich",
     "status_for",
@@ -57,12 +71,28 @@ ERROR_DOMAIN = "planner.plannersvc.dev"
 (the domain the contract's Java package ``dev.plannersvc.planner.v1`` reverses), the logical
 grouping its ``reason`` values are unique within (google.rpc.ErrorInfo; AIP-193)."""
 
+MAX_MESSAGE_BYTES = 512
+"""Longest status message, field violation description or error metadata value, in UTF-8
+bytes; a longer one is cut on a character boundary and ends in an ellipsis."""
+MAX_FIELD_BYTES = 160
+"""Longest field path of a field violation, in UTF-8 bytes."""
+
 log = structlog.get_logger("planner_svc.server")
 
 
+def bounded(text: str, max_bytes: int) -> str:
+    """``text`` when its UTF-8 form has at most ``max_bytes`` bytes, else its longest prefix
+    that fits with an ellipsis (3 bytes) after it."""
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text
+    return raw[: max(0, max_bytes - 3)].decode("utf-8", errors="ignore") + "…"
+
+
 def rich(code: int, message: str, *details: Any) -> status_pb2.Status:
-    """A google.rpc.Status with each detail packed."""
-    status = status_pb2.Status(code=code, message=message)
+    """A google.rpc.Status with each detail packed (the message bounded to
+    :data:`MAX_MESSAGE_BYTES`)."""
+    status = status_pb2.Status(code=code, message=bounded(message, MAX_MESSAGE_BYTES))
     for detail in details:
         packed = any_pb2.Any()
         packed.Pack(detail)
@@ -75,7 +105,8 @@ def status_for(exc: BaseException) -> tuple[status_pb2.Status, bool]:
     error."""
     if isinstance(exc, InvalidRequest):
         violation = error_details_pb2.BadRequest.FieldViolation(
-            field=exc.field, description=exc.reason
+            field=bounded(exc.field, MAX_FIELD_BYTES),
+            description=bounded(exc.reason, MAX_MESSAGE_BYTES),
         )
         return (
             rich(code_pb2.INVALID_ARGUMENT, f"invalid {exc.field}: {exc.reason}",
@@ -83,8 +114,10 @@ def status_for(exc: BaseException) -> tuple[status_pb2.Status, bool]:
             False,
         )
     if isinstance(exc, InsufficientEvidence):
+        metadata = {key: bounded(value, MAX_MESSAGE_BYTES // 4)
+                    for key, value in exc.metadata.items()}
         info = error_details_pb2.ErrorInfo(reason="INSUFFICIENT_EVIDENCE", domain=ERROR_DOMAIN,
-                                           metadata=exc.metadata)
+                                           metadata=metadata)
         message = f"insufficient evidence: {exc}; set allow_ungrounded for an empty plan"
         return rich(code_pb2.FAILED_PRECONDITION, message, info), False
     if isinstance(exc, BackendUnavailable):
@@ -94,10 +127,12 @@ def status_for(exc: BaseException) -> tuple[status_pb2.Status, bool]:
         return rich(code_pb2.FAILED_PRECONDITION, str(exc)), False
     if isinstance(exc, ProviderError):
         return rich(code_pb2.UNAVAILABLE, f"planner model: {exc}"), False
-    if isinstance(exc, Overloaded):
+    if isinstance(exc, Overloaded | ResponseTooLarge):
         return rich(code_pb2.RESOURCE_EXHAUSTED, str(exc)), False
     if isinstance(exc, StoreUnavailable):
         return rich(code_pb2.UNAVAILABLE, f"store: {exc}"), False
+    if isinstance(exc, ShuttingDown):
+        return rich(code_pb2.UNAVAILABLE, str(exc)), False
     if isinstance(exc, Cancelled):
         return rich(code_pb2.CANCELLED, "request cancelled"), False
     if isinstance(exc, PlannerError):
@@ -142,6 +177,9 @@ def abort_with(context: grpc.ServicerContext, exc: BaseException, **log_fields: 
         error_id = uuid.uuid4().hex[:12]
         status.message = f"internal error (id {error_id})"
         log.error("internal_error", error_id=error_id, exc_info=exc, **log_fields)
+    elif isinstance(exc, ResponseTooLarge):
+        log.error("response_too_large", code=code_pb2.Code.Name(status.code),
+                  message=status.message, **log_fields)
     else:
         log.info("request_rejected", code=code_pb2.Code.Name(status.code),
                  message=status.message, **log_fields)

@@ -14,11 +14,14 @@ import uuid
 
 import grpc
 import structlog
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
     "PLAN_SPANS",
     "PLAN_USED_TOKENS",
+    "RESEARCH_MODEL_CALLS",
+    "RESEARCH_SESSIONS_OPEN",
+    "RESEARCH_SESSION_SECONDS",
     "RPC_LATENCY",
     "RPC_TOTAL",
     "RpcTimer",
@@ -47,6 +50,21 @@ PLAN_SPANS = Histogram(
 PLAN_USED_TOKENS = Histogram(
     "planner_plan_used_tokens", "Tokens used per plan",
     buckets=(0, 100, 250, 500, 1000, 2000, 4000, 8000, 16000),
+)
+
+RESEARCH_SESSIONS_OPEN = Gauge(
+    "planner_research_sessions_open", "Research sessions open now (streams past admission)"
+)
+RESEARCH_MODEL_CALLS = Counter(
+    "planner_research_model_calls_total",
+    "Planning-provider calls made by research sessions, by provider kind "
+    "(offline, openai, cassette, record)",
+    ["provider"],
+)
+RESEARCH_SESSION_SECONDS = Histogram(
+    "planner_research_session_duration_seconds",
+    "Research session length in seconds (start event to the end of the stream)",
+    buckets=(0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0),
 )
 
 

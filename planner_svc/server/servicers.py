@@ -18,6 +18,7 @@ import structlog
 
 from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2, plan_pb2_grpc
 from planner_svc.clock import Clock, wall_clock_us
+from planner_svc.core.errors import ResponseTooLarge
 from planner_svc.ingest.service import IngestService
 from planner_svc.memory.service import MemoryService
 from planner_svc.recall.planner import EvidencePlanner
@@ -36,11 +37,21 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServiceServicer):
 
     Args:
         planner: plans the validated query.
+        max_response_bytes: the server's send limit, bytes: a larger response is refused
+            (ResponseTooLarge: RESOURCE_EXHAUSTED, naming what to lower) rather than failing in
+            the transport.
         clock: now, for absent as-of times.
     """
 
-    def __init__(self, planner: EvidencePlanner, *, clock: Clock = wall_clock_us) -> None:
+    def __init__(
+        self,
+        planner: EvidencePlanner,
+        *,
+        max_response_bytes: int = 16 * 1024 * 1024,
+        clock: Clock = wall_clock_us,
+    ) -> None:
         self._planner = planner
+        self._max_response_bytes = max_response_bytes
         self._clock = clock
 
     def Plan(
@@ -58,6 +69,16 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServiceServicer):
                 )
                 result = self._planner.plan(query, cancelled=lambda: not context.is_active())
                 response = convert.evidence_result_to_proto(result)
+                size = response.ByteSize()
+                if size > self._max_response_bytes:
+                    lower = "lower budget_tokens" + (
+                        ", or leave explain unset (it lists every candidate)"
+                        if request.explain else ""
+                    )
+                    raise ResponseTooLarge(
+                        f"the plan response is {size} bytes, over the server's "
+                        f"{self._max_response_bytes}-byte message limit; {lower}"
+                    )
             except Exception as exc:
                 timer.code = code_name(exc)
                 abort_with(context, exc, request_id=rid, method="Plan",
@@ -76,14 +97,22 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     Args:
         ingest: writes document streams.
         memory: writes single nodes and edges.
+        max_response_bytes: the server's send limit, bytes (an ingest summary lists every
+            document of its stream).
         clock: now, for a node's absent ``valid_from``.
     """
 
     def __init__(
-        self, *, ingest: IngestService, memory: MemoryService, clock: Clock = wall_clock_us
+        self,
+        *,
+        ingest: IngestService,
+        memory: MemoryService,
+        max_response_bytes: int = 16 * 1024 * 1024,
+        clock: Clock = wall_clock_us,
     ) -> None:
         self._ingest = ingest
         self._memory = memory
+        self._max_response_bytes = max_response_bytes
         self._clock = clock
 
     def IngestSources(
@@ -91,14 +120,23 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         request_iterator: Iterator[memory_pb2.IngestSourcesRequest],
         context: grpc.ServicerContext,
     ) -> memory_pb2.IngestSourcesResponse:
-        """Ingest every streamed document; bad documents are reported in the response."""
+        """Ingest every streamed document; bad documents, and messages that did not decode,
+        are reported in the response and skipped."""
 
         def ingest() -> memory_pb2.IngestSourcesResponse:
             report = self._ingest.ingest(
                 convert.documents_from_proto(request_iterator),
                 cancelled=lambda: not context.is_active(),
             )
-            return convert.summary_to_proto(report)
+            summary = convert.summary_to_proto(report)
+            size = summary.ByteSize()
+            if size > self._max_response_bytes:
+                raise ResponseTooLarge(
+                    f"the ingest summary of {report.received} documents is {size} bytes, over "
+                    f"the server's {self._max_response_bytes}-byte message limit (it lists each "
+                    "document); the documents are committed: send fewer per stream"
+                )
+            return summary
 
         return self._call("IngestSources", context, ingest)
 

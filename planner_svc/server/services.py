@@ -20,8 +20,10 @@ from planner_svc.index.fresh import FreshIndex
 from planner_svc.ingest.service import IngestService
 from planner_svc.memory.service import MemoryService
 from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.research.duplicates import DuplicatePolicy
 from planner_svc.research.entities import TitleEntityLookup
 from planner_svc.research.evidence import PlannerEvidence
+from planner_svc.research.graph import CatalogGraph
 from planner_svc.research.providers import ProviderFactory, make_provider_factory
 from planner_svc.settings import ServerSettings
 from planner_svc.store.open import AnyStore, open_store, shared_store_id
@@ -69,7 +71,10 @@ class Services:
         ingest: document streams (IngestSources).
         memory: single node and edge writes (PutNode, PutEdge).
         evidence: research sub-question evidence, through the same planner.
-        providers: each research session's planning provider, by name.
+        providers: each research session's planning provider, by name (the offline provider
+            explores the planner's catalog).
+        duplicates: how research sessions screen proposals (the settings' threshold, the
+            embedder).
     """
 
     settings: ServerSettings
@@ -81,6 +86,7 @@ class Services:
     memory: MemoryService
     evidence: PlannerEvidence
     providers: ProviderFactory
+    duplicates: DuplicatePolicy
 
     @classmethod
     def open(cls, settings: ServerSettings, *, clock: Clock = wall_clock_us) -> Services:
@@ -166,7 +172,10 @@ class Services:
                 entities=TitleEntityLookup(store),
                 openai=settings.research.openai,
                 cassette_dir=settings.research.cassette_dir,
+                graph=CatalogGraph(planner.catalog, store, clock=clock),
             ),
+            duplicates=DuplicatePolicy(threshold=settings.research.duplicate_similarity,
+                                       embedder=embedder),
         )
 
     def describe(self) -> dict[str, object]:

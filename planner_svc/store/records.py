@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import ECHO_CHARS, InvalidRequest, clip, echo
 from planner_svc.core.model import SPAN_KINDS, SpanRef
 from planner_svc.store.text import check_id, check_time, check_unit_weight
 
@@ -32,7 +32,7 @@ def _check_labels(labels: Sequence[str]) -> tuple[str, ...]:
     out: set[str] = set()
     for i, label in enumerate(labels):
         if not isinstance(label, str) or not label or label != label.strip():
-            raise InvalidRequest(f"labels[{i}]", f"{label!r} is not a non-empty trimmed string")
+            raise InvalidRequest(f"labels[{i}]", f"{echo(label)} is not a non-empty trimmed string")
         out.add(label)
     return tuple(sorted(out))
 
@@ -52,9 +52,10 @@ def check_properties(properties: object) -> dict[str, str]:
     for key in sorted(properties):
         value = properties[key]
         if not isinstance(key, str) or not key:
-            raise InvalidRequest("properties", f"key {key!r} is not a non-empty string")
+            raise InvalidRequest("properties", f"key {echo(key)} is not a non-empty string")
         if not isinstance(value, str):
-            raise InvalidRequest(f"properties.{key}", f"expected a string, got {value!r}")
+            raise InvalidRequest(f"properties.{clip(key, ECHO_CHARS)}",
+                                 f"expected a string, got {echo(value)}")
         out[key] = value
     return out
 
@@ -66,9 +67,9 @@ def _check_span(i: int, span: SpanRef) -> None:
     check_id(span.source_id, field=f"{name}.source_id")
     check_time(span.source_version_tx, field=f"{name}.source_version_tx")
     if not isinstance(span.start, int) or not isinstance(span.end, int) or span.start < 0:
-        raise InvalidRequest(f"{name}.start", f"{span.start!r} is not a byte offset >= 0")
+        raise InvalidRequest(f"{name}.start", f"{echo(span.start)} is not a byte offset >= 0")
     if span.end <= span.start:
-        raise InvalidRequest(f"{name}.end", f"{span.end!r} must be greater than start")
+        raise InvalidRequest(f"{name}.end", f"{echo(span.end)} must be greater than start")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,7 +113,7 @@ class NodeWrite:
             or not math.isfinite(conf)
             or not 0.0 < conf <= 1.0
         ):
-            raise InvalidRequest("confidence", f"{conf!r} is outside the allowed range (0, 1]")
+            raise InvalidRequest("confidence", f"{echo(conf)} is outside the allowed range (0, 1]")
         object.__setattr__(self, "confidence", float(conf))
         spans = tuple(self.provenance)
         for i, span in enumerate(spans):
@@ -191,7 +192,7 @@ class EdgeWrite:
         check_id(self.src, field="src_node_id")
         check_id(self.dst, field="dst_node_id")
         if not isinstance(self.relation, str) or not self.relation.strip():
-            raise InvalidRequest("relation", f"{self.relation!r} is not a non-empty string")
+            raise InvalidRequest("relation", f"{echo(self.relation)} is not a non-empty string")
         object.__setattr__(self, "weight", check_unit_weight(self.weight, field="weight"))
         _check_interval(
             self.valid_from_us, self.valid_to_us, field_from="valid_from", field_to="valid_to"

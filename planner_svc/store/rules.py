@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.core.model import SPAN_KINDS, CoordKey, SpanRef
 from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite
 from planner_svc.store.text import (
@@ -127,7 +127,8 @@ def check_later_version(source_id: str, tx_us: int, latest_tx: int) -> None:
     if tx_us <= latest_tx:
         raise InvalidRequest(
             "version_tx",
-            f"{tx_us} is not later than the latest version {latest_tx} of source {source_id!r}",
+            f"{tx_us} is not later than the latest version {latest_tx} "
+            f"of source {echo(source_id)}",
         )
 
 
@@ -145,12 +146,14 @@ def ledger_rows(
             kind; (``spans[i]``) outside ``[0, len)``, empty, or off a code point boundary.
     """
     if data is None:
-        raise InvalidRequest("source_version_tx", f"source {source_id!r} has no version {tx_us}")
+        raise InvalidRequest(
+            "source_version_tx", f"source {echo(source_id)} has no version {tx_us}"
+        )
     rows: list[tuple[str, int, int, int, str]] = []
     for i, (start, end, kind) in enumerate(spans):
         if kind not in SPAN_KINDS:
             raise InvalidRequest(
-                f"spans[{i}].kind", f"{kind!r} is not one of {', '.join(SPAN_KINDS)}"
+                f"spans[{i}].kind", f"{echo(kind)} is not one of {', '.join(SPAN_KINDS)}"
             )
         if not (0 <= start < end <= len(data)):
             raise InvalidRequest(
@@ -270,7 +273,7 @@ def check_cited(
         if data is None:
             raise InvalidRequest(
                 f"{where}.source_version_tx",
-                f"source {span.source_id!r} has no version {span.source_version_tx}",
+                f"source {echo(span.source_id)} has no version {span.source_version_tx}",
             )
         if span.end > len(data):
             raise InvalidRequest(

@@ -17,7 +17,7 @@ import math
 import re
 import unicodedata
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.core.limits import INT64
 
 MAX_ID_CHARS = 1024
@@ -80,10 +80,12 @@ def check_id(value: object, *, field: str) -> str:
             field, f"{len(value)} characters is longer than the maximum {MAX_ID_CHARS}"
         )
     if value != value.strip():
-        raise InvalidRequest(field, f"{value!r} has leading or trailing whitespace")
+        raise InvalidRequest(field, f"{echo(value)} has leading or trailing whitespace")
     bad = _BAD_ID_CHAR.search(value)
     if bad is not None:
-        raise InvalidRequest(field, f"{value!r} contains control character {ord(bad.group()):#x}")
+        raise InvalidRequest(
+            field, f"{echo(value)} contains control character {ord(bad.group()):#x}"
+        )
     return value
 
 
@@ -94,7 +96,7 @@ def check_time(value: object, *, field: str) -> int:
         InvalidRequest: (``field``) not an int (bools are refused) or outside int64.
     """
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidRequest(field, f"expected integer microseconds, got {value!r}")
+        raise InvalidRequest(field, f"expected integer microseconds, got {echo(value)}")
     if value not in INT64:
         raise InvalidRequest(field, f"{value} is outside the signed 64-bit range")
     return value
@@ -107,10 +109,10 @@ def check_unit_weight(value: object, *, field: str) -> float:
         InvalidRequest: (``field``) not a number, not finite, or outside [0, 1].
     """
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise InvalidRequest(field, f"expected a number, got {value!r}")
+        raise InvalidRequest(field, f"expected a number, got {echo(value)}")
     number = float(value)
     if not math.isfinite(number) or not 0.0 <= number <= 1.0:
-        raise InvalidRequest(field, f"{value!r} is outside the allowed range [0, 1]")
+        raise InvalidRequest(field, f"{echo(value)} is outside the allowed range [0, 1]")
     return number
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 import structlog
 
 from planner_svc.tokens.backends import TextCounter, TokenizerUnavailable, load_backend
-from planner_svc.tokens.registry import ModelRegistry, TokenizerSpec
+from planner_svc.tokens.registry import ModelRegistry, TiktokenTokenizer, TokenizerSpec
 
 __all__ = ["Loader", "RegistryCounter"]
 
@@ -73,6 +73,18 @@ class RegistryCounter:
         """The model's context window in tokens; None when the model is not registered."""
         spec = self.registry.get(model)
         return None if spec is None else spec.context_window
+
+    def tokenizer_of(self, model: str) -> str | None:
+        """A stable name of ``model``'s tokenizer (``tiktoken:o200k_base``,
+        ``huggingface:/abs/path/tokenizer.json``), equal for models that share one; None when
+        the model is unknown or registered without a tokenizer."""
+        spec = self.registry.get(model)
+        if spec is None or spec.tokenizer is None:
+            return None
+        tokenizer = spec.tokenizer
+        if isinstance(tokenizer, TiktokenTokenizer):
+            return f"tiktoken:{tokenizer.encoding}"
+        return f"huggingface:{tokenizer.path}"
 
     def is_exact(self, model: str) -> bool:
         """Whether ``model`` is counted exactly (loads its tokenizer if not loaded yet)."""

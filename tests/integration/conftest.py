@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,13 @@ from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings, TransportSettings
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "wiki_fixture.jsonl"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def plain_log(text: str) -> str:
+    """Captured console log lines without their colours (tests log through the console
+    renderer)."""
+    return _ANSI.sub("", text)
 
 
 def fixture_documents() -> list[dict[str, object]]:

@@ -1,4 +1,6 @@
-"""`planner-svc serve` as a real process: worker processes, graceful SIGTERM, loud port clash."""
+"""`planner-svc serve` as a real process: worker processes, graceful SIGTERM, and a second
+server on a served port refused in every mode (single process or a ``--workers`` group, against
+either)."""
 
 from __future__ import annotations
 
@@ -54,10 +56,56 @@ def test_two_workers_share_a_port_and_stop_on_sigterm(
                 ).plan
                 hashes.add(plan.plan_hash)
         assert len(hashes) == 1  # every worker plans identically
-        # a second server on the same port is refused while the workers hold it
-        clash = _serve(data, port)
-        assert clash.wait(timeout=60) != 0
+        # A second server on the same port is refused while the workers hold it, single or a
+        # group of its own (SO_REUSEPORT would let that one join and split the traffic).
+        other = tmp_path / "other"
+        _assert_refused(_serve(data, port), _served_message(port))
+        _assert_refused(_serve(other, port, "--workers", "2"), _served_message(port))
+        assert not other.exists()  # refused before touching its data directory
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
     assert code == 0
+
+
+def _served_message(port: int) -> str:
+    return (
+        f"planner-svc serve: port {port} is already served by another planner-svc server on "
+        "this machine (any mode, e.g. another --workers group over another data directory); "
+        "stop it or pick another --port"
+    )
+
+
+def _assert_refused(proc: subprocess.Popen[str], message: str) -> None:
+    code = proc.wait(timeout=60)
+    _, stderr = proc.communicate()
+    assert (code, stderr.splitlines()[-1:]) == (1, [message])
+
+
+def test_a_served_port_refuses_a_second_server_of_either_mode(
+    fixture_data_dir: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    port = _free_port()
+    proc = _serve(data, port)
+    try:
+        wait_serving(f"127.0.0.1:{port}", proc, timeout_s=60)
+        _assert_refused(_serve(tmp_path / "b", port), _served_message(port))
+        _assert_refused(_serve(tmp_path / "c", port, "--workers", "2"), _served_message(port))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+
+def test_a_port_another_program_listens_on_is_refused(tmp_path: Path) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        for mode in ((), ("--workers", "2")):
+            _assert_refused(
+                _serve(tmp_path / "data", port, *mode),
+                f"planner-svc serve: 127.0.0.1:{port} is already in use by another process; "
+                "stop it or pick another --port",
+            )

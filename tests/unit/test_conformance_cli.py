@@ -296,6 +296,25 @@ def test_invalid_line_after_valid_ones_names_its_line() -> None:
     assert "Traceback" not in garbled.stderr
 
 
+@pytest.mark.parametrize(
+    ("request_text", "line"),
+    [
+        ("[" * 1000, 1),  # unterminated, as a fuzzer sends it
+        ("[" * 1000 + "]" * 1000, 1),
+        ('{"budget": 10, "pool": ' + "[" * 990 + "]" * 990 + "}", 1),
+        (good_line() + "\n" + "[" * 5000, 2),
+    ],
+)
+def test_deeply_nested_json_one_line_exit_2(request_text: str, line: int) -> None:
+    proc = run_select(request_text + "\n")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"planner-svc select: invalid request: line {line}: nests arrays or objects too "
+        "deeply to be a request\n"
+    )
+    assert len(proc.stdout.splitlines()) == line - 1
+
+
 def test_console_script_is_installed() -> None:
     script = Path(sys.executable).parent / "planner-svc"
     assert script.exists(), "reinstall the package: pip install -e '.[dev]'"

@@ -15,9 +15,18 @@ from planner_svc.core.errors import (
     Overloaded,
     PlannerError,
     ProviderError,
+    ResponseTooLarge,
+    ShuttingDown,
     StoreUnavailable,
+    echo,
 )
-from planner_svc.server.errors import code_name, status_for
+from planner_svc.server.errors import (
+    MAX_FIELD_BYTES,
+    MAX_MESSAGE_BYTES,
+    bounded,
+    code_name,
+    status_for,
+)
 
 
 @pytest.mark.parametrize(
@@ -32,6 +41,8 @@ from planner_svc.server.errors import code_name, status_for
         (ProviderError("HTTP 503"), code_pb2.UNAVAILABLE, False),
         (Overloaded("2 sessions are open"), code_pb2.RESOURCE_EXHAUSTED, False),
         (StoreUnavailable("connection refused"), code_pb2.UNAVAILABLE, False),
+        (ResponseTooLarge("the plan response is 2 bytes"), code_pb2.RESOURCE_EXHAUSTED, False),
+        (ShuttingDown("the server is shutting down"), code_pb2.UNAVAILABLE, False),
         (Cancelled("gone"), code_pb2.CANCELLED, False),
         (PlannerError("other"), code_pb2.FAILED_PRECONDITION, False),
         (KeyError("bug"), code_pb2.INTERNAL, True),
@@ -77,3 +88,40 @@ def test_messages_say_what_failed() -> None:
         "cassette c has no recording"
     )
     assert status_for(KeyError("secret"))[0].message == "internal error"
+
+
+def test_echo_quotes_a_short_prefix_and_the_length() -> None:
+    assert echo("gpt-4o") == "'gpt-4o'"
+    assert echo("x" * 40) == "'" + "x" * 40 + "'"
+    assert echo("x" * 20_000) == "'" + "x" * 40 + "'… (20000 characters)"
+    assert echo("é" * 41) == "'" + "é" * 40 + "'… (41 characters)"
+    assert echo(1.5) == "1.5"
+    assert echo(list(range(100))) == "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1… (390 characters)"
+
+
+def test_bounded_cuts_on_a_character_boundary() -> None:
+    assert bounded("abc", 3) == "abc"
+    assert bounded("abcdef", 5) == "ab…"
+    # 4-byte characters: 9 bytes leave room for one character and the ellipsis (3 bytes).
+    assert bounded("😀😀😀", 9) == "😀…"
+    assert bounded("é" * 10, 8) == "éé…"
+
+
+def test_every_status_text_is_bounded_whatever_the_client_sent() -> None:
+    """A status travels in trailing metadata, which clients cap at 8 KiB (soft) / 16 KiB (hard):
+    however long the field path and reason, the texts stay within their byte bounds."""
+    status, _ = status_for(InvalidRequest("properties." + "k" * 20_000, "一" * 20_000))
+    [bad] = _details(InvalidRequest("properties." + "k" * 20_000, "一" * 20_000))
+    assert len(status.message.encode()) <= MAX_MESSAGE_BYTES
+    assert status.message.startswith("invalid properties.kkkk")
+    assert status.message.endswith("…")
+    assert isinstance(bad, error_details_pb2.BadRequest)
+    [violation] = bad.field_violations
+    assert len(violation.field.encode()) <= MAX_FIELD_BYTES
+    assert len(violation.description.encode()) <= MAX_MESSAGE_BYTES
+    assert violation.description == "一" * 169 + "…"
+    assert len(status.SerializeToString()) < 1400
+    evidence, _ = status_for(InsufficientEvidence("no", metadata={"best_source": "s" * 5000}))
+    info = error_details_pb2.ErrorInfo()
+    evidence.details[0].Unpack(info)
+    assert len(info.metadata["best_source"]) == MAX_MESSAGE_BYTES // 4 - 2

@@ -12,6 +12,7 @@ from planner_svc.core.model import SpanRef
 from planner_svc.embed import HashingEmbedder
 from planner_svc.index.catalog import Catalog, CatalogBatch
 from planner_svc.recall.engine import EngineQuery, Recalled, measure_evidence, recall_documents
+from planner_svc.recall.semantic import exact_similarities
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.store import Edge, NodeVersion, SourceVersionRow
 
@@ -39,13 +40,14 @@ class Semantic:
         self.embedder = HashingEmbedder(64)
         self.stored = {vid: self.embedder.embed([text])[0] for vid, text in texts.items()}
 
-    def embed(self, text: str) -> npt.NDArray[np.float32]:
-        return self.embedder.embed([text])[0]
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self.embedder.embed(texts)
 
-    def search(self, vector: npt.NDArray[np.float32], k: int
-               ) -> list[tuple[int, npt.NDArray[np.float32]]]:
-        order = sorted(self.stored, key=lambda v: (-float(self.stored[v] @ vector), v))[:k]
-        return [(v, self.stored[v]) for v in order]
+    def search(self, vector: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        ids = sorted(self.stored)
+        sims = exact_similarities(vector, np.stack([self.stored[v] for v in ids])).tolist()
+        order = sorted(range(len(ids)), key=lambda i: (-sims[i], ids[i]))[:k]
+        return [(ids[i], sims[i]) for i in order]
 
     def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         return {v: self.stored[v] for v in version_ids if v in self.stored}
@@ -117,7 +119,7 @@ def test_a_document_one_leg_missed_gets_that_legs_score() -> None:
     catalog, semantic, _ids = _world()
     # BM25 keeps Moldova, the caller's vector keeps Romania: one document per leg
     question = "Which landlocked country in Eastern Europe has Chisinau as its capital?"
-    vector = semantic.embed("Romania. A country in Southeast Europe on the Black Sea.")
+    vector = semantic.embed(["Romania. A country in Southeast Europe on the Black Sea."])[0]
     narrow = EngineQuery(text=question, structured=True, semantic=True, vector=vector,
                          document_k=1, semantic_k=1, expand_depth=0, valid_us=T, tx_us=T)
     got = recall_documents(catalog, narrow, settings=RecallSettings(), semantic=semantic)

@@ -159,7 +159,7 @@ def test_replan_request_carries_only_the_question_and_the_digest() -> None:
     p.replan(d, depth=0)
     decompose, replan = provider.requests
     assert decompose.key_fields() == {
-        "format": "research-plan/v1",
+        "format": "research-plan/v2",
         "kind": "decompose",
         "question": QUESTION,
         "digest": "",

@@ -71,6 +71,9 @@ class CharsOver4:
     def context_window(self, model: str) -> int | None:
         return 512
 
+    def tokenizer_of(self, model: str) -> str | None:
+        return "chars-over-4"
+
 
 def _cjk_spans(n: int, length: int) -> list[str]:
     return [
@@ -134,6 +137,9 @@ class _Partial:
 
     def context_window(self, model: str) -> int | None:
         return None
+
+    def tokenizer_of(self, model: str) -> str | None:
+        return "ideographs"
 
 
 def test_one_estimated_span_puts_the_whole_plan_in_estimate_mode(tmp_path: Path) -> None:

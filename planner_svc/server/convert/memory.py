@@ -13,7 +13,8 @@ import grpc
 from planner_svc.api.planner.v1 import memory_pb2
 from planner_svc.core.errors import Cancelled, InvalidRequest
 from planner_svc.core.model import SpanRef
-from planner_svc.ingest.pipeline import DocumentIn, IngestReport
+from planner_svc.ingest.pipeline import DocumentIn, IngestReport, RejectedDocument
+from planner_svc.server.wire import Undecodable
 from planner_svc.store.records import NodeWrite
 
 __all__ = [
@@ -32,22 +33,30 @@ _OUTCOMES = {
 
 
 def documents_from_proto(
-    stream: Iterator[memory_pb2.IngestSourcesRequest],
-) -> Iterator[DocumentIn]:
+    stream: Iterator[memory_pb2.IngestSourcesRequest | Undecodable],
+) -> Iterator[DocumentIn | RejectedDocument]:
     """The documents of an ``IngestSources`` request stream, converted as they are read (a
     message without a document is an empty document, refused by ingestion like any other bad
-    one).
+    one). A message that did not decode becomes a :class:`RejectedDocument` naming the field
+    (``text``, relative to the document) and its place in the stream, with the source id when
+    it could be read, so ingestion reports it and goes on.
 
     Raises:
         Cancelled: the request stream broke because the caller cancelled.
     """
+    position = 0
     while True:
         try:
-            doc = next(stream).document
+            message = next(stream)
         except StopIteration:
             return
         except grpc.RpcError:  # the request stream breaks when the caller cancels
             raise Cancelled("the client cancelled the ingest stream") from None
+        position += 1
+        if isinstance(message, Undecodable):
+            yield _rejected(message, position)
+            continue
+        doc = message.document
         yield DocumentIn(
             source_id=doc.source_id,
             title=doc.title,
@@ -57,6 +66,16 @@ def documents_from_proto(
             version_tx_us=doc.version_tx if doc.HasField("version_tx") else None,
             properties=dict(doc.properties),
         )
+
+
+def _rejected(message: Undecodable, position: int) -> RejectedDocument:
+    where = f"message {position} of the stream"
+    field = message.field.removeprefix("document.")
+    if not message.field:
+        return RejectedDocument(source_id="", field="document",
+                                reason=f"{message.reason} ({where})")
+    return RejectedDocument(source_id=message.text("document.source_id"), field=field,
+                            reason=f"{message.reason} ({where})")
 
 
 def summary_to_proto(report: IngestReport) -> memory_pb2.IngestSourcesResponse:

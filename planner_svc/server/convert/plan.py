@@ -12,7 +12,7 @@ from dataclasses import fields
 
 from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.core.config import SelectionSettings
-from planner_svc.core.errors import ConfigError, InvalidRequest
+from planner_svc.core.errors import ConfigError, InvalidRequest, echo
 from planner_svc.core.limits import (
     BUDGET_TOKENS,
     EXPAND_DEPTH,
@@ -175,7 +175,7 @@ def _check_filters(labels: Sequence[str], properties: Mapping[str, str]) -> None
         if len(value) not in FILTER_CHARS:
             raise InvalidRequest(
                 "structured.properties",
-                f"the value of {key!r} must be 1..{MAX_FILTER_CHARS} characters, "
+                f"the value of {echo(key)} must be 1..{MAX_FILTER_CHARS} characters, "
                 f"got {len(value)}",
             )
 

@@ -11,7 +11,7 @@ import hashlib
 
 from planner_svc.api.planner.v1 import research_pb2
 from planner_svc.core.errors import ConfigError, InvalidRequest
-from planner_svc.research.digest import SubQuestion
+from planner_svc.research.digest import Admission, Duplicate, SubQuestion
 from planner_svc.research.leads import Lead
 from planner_svc.research.planner import ResearchCaps
 from planner_svc.research.provider import Usage
@@ -111,6 +111,24 @@ def _question(q: SubQuestion, out: research_pb2.SubQuestion) -> None:
     out.leads = q.leads
     out.claims = q.claims
     out.answered = q.answered
+    out.dead_ends = q.dead_ends
+
+
+def _duplicate(d: Duplicate, out: research_pb2.DuplicateProposal) -> None:
+    out.text = d.text
+    out.duplicate_of = d.of
+    out.rule = research_pb2.DuplicateRule.ValueType(int(d.rule))
+    out.similarity = d.similarity
+    out.round = d.round
+
+
+def _proposals(a: Admission, out: research_pb2.ProposalOutcomes) -> None:
+    out.SetInParent()
+    out.admitted.extend(q.id for q in a.admitted)
+    for d in a.duplicates:
+        _duplicate(d, out.duplicates.add())
+    out.cut.extend(a.cut)
+    out.cap = a.cap
 
 
 def _planned(p: PlannedQuestion, out: research_pb2.SubQuestion) -> None:
@@ -150,8 +168,11 @@ def update_to_proto(update: Update) -> research_pb2.ResearchResponse:
             cfg.at_valid = st.at_valid_us
         if st.at_tx_us is not None:
             cfg.at_tx = st.at_tx_us
-        if st.budget_tokens is not None:
-            cfg.budget_tokens = st.budget_tokens
+        cfg.budget_tokens = update.budget.requested_tokens
+        cfg.budget_default = update.budget.default_applied
+        cfg.effective_budget_tokens = update.budget.effective_tokens
+        cfg.duplicate_similarity = update.duplicates.threshold
+        cfg.duplicate_embedder = update.duplicates.embedder_name
         cfg.provider = update.provider
         cfg.digest_max_chars = update.digest_max_chars
         cfg.session_id = st.session_id
@@ -161,6 +182,7 @@ def update_to_proto(update: Update) -> research_pb2.ResearchResponse:
             _lead(lead, init.leads.add())
         init.rationale = update.rationale
         _usage(update.usage, init.usage)
+        _proposals(update.proposals, init.proposals)
     elif isinstance(update, ReplanUpdate):
         rp = msg.replan
         rp.round = update.round
@@ -172,6 +194,7 @@ def update_to_proto(update: Update) -> research_pb2.ResearchResponse:
         rp.rationale = update.rationale
         _usage(update.usage, rp.usage)
         rp.open.extend(update.open_ids)
+        _proposals(update.proposals, rp.proposals)
     elif isinstance(update, FinalUpdate):
         fin = msg.final
         fin.reason = research_pb2.StopReason.ValueType(int(update.reason))
@@ -184,4 +207,8 @@ def update_to_proto(update: Update) -> research_pb2.ResearchResponse:
         fin.outstanding_leads.extend(update.outstanding)
         for q in update.questions:
             _question(q, fin.sub_questions.add())
+        if update.proposals is not None:
+            _proposals(update.proposals, fin.proposals)
+        for d in update.duplicates:
+            _duplicate(d, fin.duplicates.add())
     return msg

@@ -2,7 +2,8 @@
 //
 // Usage:
 //
-//	planner-plan [-addr 127.0.0.1:50151] [-budget N] [-depth 1] [-model M] [-timeout 30s] "question"
+//	planner-plan [-addr 127.0.0.1:50151] [-budget N] [-depth 1] [-model M] [-timeout 30s]
+//	             [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] "question"
 //
 // The request is the one the Python client sends for a question: the question once (both recall
 // legs search with it), hop expansion depth 1, server defaults for k and limit. The plan hash is
@@ -10,15 +11,22 @@
 // span (source, kind, tokens, weight), the totals, then "hash verified: b3:...". It exits 1 on
 // an RPC error (printing the gRPC code, message and any field violation or error reason), on a
 // plan whose hash does not verify, and 2 on bad usage. PLANNER_SVC_AUTH_TOKEN, when set, is sent
-// as a bearer token. The connection is plaintext (loopback or a trusted network).
+// as a bearer token. The connection is plaintext (loopback or a trusted network) unless a TLS
+// flag is given: -tls-ca verifies the server with those PEM authorities (default: the system's
+// roots), -tls-cert/-tls-key present a client certificate to a server that requires one
+// (serve --tls-client-ca). Responses of any size are accepted (grpc-go's default refuses more
+// than 4 MiB; a server may send up to its own limit, 16 MiB by default).
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -27,6 +35,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -47,6 +56,9 @@ type options struct {
 	expandDepth  uint
 	model        string
 	timeout      time.Duration
+	tlsCA        string // PEM authorities for the server's certificate
+	tlsCert      string // PEM client certificate chain
+	tlsKey       string // PEM client private key
 	question     string
 }
 
@@ -59,6 +71,9 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.UintVar(&o.expandDepth, "depth", 1, "hop expansion depth, 0..2")
 	fs.StringVar(&o.model, "model", "", "model for exact token accounting (empty: server default)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of the Plan call")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM authorities to verify the server with (enables TLS)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM client certificate chain (with -tls-key; enables TLS)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM client private key")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: planner-plan [flags] "question"`)
 		fs.PrintDefaults()
@@ -70,8 +85,38 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		fs.Usage()
 		return o, errors.New("expected exactly one non-empty question argument")
 	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return o, errors.New("-tls-cert and -tls-key must be given together")
+	}
 	o.question = fs.Arg(0)
 	return o, nil
+}
+
+// transportCredentials are plaintext without TLS flags, else TLS with the given authorities
+// and client certificate.
+func transportCredentials(o options) (credentials.TransportCredentials, error) {
+	if o.tlsCA == "" && o.tlsCert == "" {
+		return insecure.NewCredentials(), nil
+	}
+	config := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.tlsCA != "" {
+		pem, err := os.ReadFile(o.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read -tls-ca: %w", err)
+		}
+		config.RootCAs = x509.NewCertPool()
+		if !config.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("-tls-ca %s holds no PEM certificate", o.tlsCA)
+		}
+	}
+	if o.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("cannot load -tls-cert/-tls-key: %w", err)
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	return credentials.NewTLS(config), nil
 }
 
 // questionRequest builds the default request for a natural-language question: the question
@@ -97,7 +142,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "planner-plan:", err)
 		return 2
 	}
-	conn, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := transportCredentials(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "planner-plan:", err)
+		return 2
+	}
+	conn, err := grpc.NewClient(o.addr,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {
 		fmt.Fprintln(stderr, "planner-plan:", err)
 		return 2

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"strings"
@@ -95,6 +96,37 @@ func TestPlanIsRequestedPrintedAndVerified(t *testing.T) {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("output lacks %q:\n%s", line, out)
 		}
+	}
+}
+
+func TestPlanLargerThanGrpcDefaultIsReceived(t *testing.T) {
+	plan := samplePlan()
+	text := strings.Repeat("x", 65536)
+	// 100 spans of 64 KiB (6.5 MB, over grpc-go's 4 MiB default receive limit), sorted before
+	// the sample's wiki/ span.
+	var big []*plannerv1.PlannedSpan
+	for i := 0; i < 100; i++ {
+		big = append(big, &plannerv1.PlannedSpan{
+			Span:   &plannerv1.SpanRef{SourceId: fmt.Sprintf("big/%03d", i), SourceVersionTx: 1, End: 65536},
+			Kind:   "paragraph",
+			Class:  plannerv1.SpanClass_SPAN_CLASS_TRUTH,
+			Weight: 0.5,
+			Tokens: 1,
+			Text:   text,
+		})
+	}
+	plan.Spans = append(big, plan.Spans...)
+	plan.Used += 100
+	plan.PlanHash = planhash.Hash(plan)
+	if size := proto.Size(plan); size <= 4<<20 {
+		t.Fatalf("plan is only %d bytes", size)
+	}
+	code, out, errOut := runCLI("-addr", serve(t, &fakePlanner{plan: plan}), "q")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, "101 spans, used 157/450 tokens\n") {
+		t.Fatalf("output lacks the totals:\n%s", out[len(out)-300:])
 	}
 }
 

@@ -12,6 +12,9 @@ Protocol (one bidirectional stream per session):
      service reaches a replan point and either streams a `replan` or ends the session.
   4. The last response is always `final`, carrying the stop reason; the service then closes
      its side. Requests sent after it are ignored.
+Every response reports what became of the planner's proposals (`ProposalOutcomes`): admitted
+as new sub-questions, refused as duplicates of a sub-question of the session, or cut by the
+round's cap. Nothing a planner proposes disappears unreported.
 A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
 naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 the same cassette) produce an identical stream.
@@ -36,6 +39,44 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _DuplicateRule:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DuplicateRuleEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DuplicateRule.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DUPLICATE_RULE_UNSPECIFIED: _DuplicateRule.ValueType  # 0
+    """Not a rule; never sent."""
+    DUPLICATE_RULE_SAME_WORDS: _DuplicateRule.ValueType  # 1
+    """The same set of words after Unicode NFKC normalisation and case folding, ignoring
+    punctuation, symbols and word order.
+    """
+    DUPLICATE_RULE_SIMILAR_MEANING: _DuplicateRule.ValueType  # 2
+    """Every content word (not a function word, interrogative or request word such as "define"
+    or "sources") of each has a counterpart in the other, the same stem or an embedding cosine
+    of at least EffectiveSettings.duplicate_similarity; numbers equal; the same interrogatives
+    when both ask with one.
+    """
+
+class DuplicateRule(_DuplicateRule, metaclass=_DuplicateRuleEnumTypeWrapper):
+    """How a refused proposal repeats a sub-question of the session. Both rules compare it with
+    every sub-question of the session, of every round.
+    """
+
+DUPLICATE_RULE_UNSPECIFIED: DuplicateRule.ValueType  # 0
+"""Not a rule; never sent."""
+DUPLICATE_RULE_SAME_WORDS: DuplicateRule.ValueType  # 1
+"""The same set of words after Unicode NFKC normalisation and case folding, ignoring
+punctuation, symbols and word order.
+"""
+DUPLICATE_RULE_SIMILAR_MEANING: DuplicateRule.ValueType  # 2
+"""Every content word (not a function word, interrogative or request word such as "define"
+or "sources") of each has a counterpart in the other, the same stem or an embedding cosine
+of at least EffectiveSettings.duplicate_similarity; numbers equal; the same interrogatives
+when both ask with one.
+"""
+Global___DuplicateRule: _TypeAlias = DuplicateRule  # noqa: Y015
+
 class _StopReason:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -54,6 +95,11 @@ class _StopReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StopReason
     """A replan was due with the reported budget exhausted."""
     STOP_REASON_CANCELLED: _StopReason.ValueType  # 4
     """The orchestrator closed its side with leads outstanding (or cancelled the call)."""
+    STOP_REASON_NO_PROGRESS: _StopReason.ValueType  # 5
+    """The session stopped going forward: a replan round admitted no new sub-question (its
+    proposals, if any, repeated sub-questions) and no claim was reported after it, with no
+    lead outstanding that could still report one. Decided before another model call.
+    """
 
 class StopReason(_StopReason, metaclass=_StopReasonEnumTypeWrapper):
     """Why a session ended."""
@@ -70,6 +116,11 @@ STOP_REASON_BUDGET: StopReason.ValueType  # 3
 """A replan was due with the reported budget exhausted."""
 STOP_REASON_CANCELLED: StopReason.ValueType  # 4
 """The orchestrator closed its side with leads outstanding (or cancelled the call)."""
+STOP_REASON_NO_PROGRESS: StopReason.ValueType  # 5
+"""The session stopped going forward: a replan round admitted no new sub-question (its
+proposals, if any, repeated sub-questions) and no claim was reported after it, with no
+lead outstanding that could still report one. Decided before another model call.
+"""
 Global___StopReason: _TypeAlias = StopReason  # noqa: Y015
 
 @_typing.final
@@ -368,6 +419,7 @@ class SubQuestion(_message.Message):
     ANSWERED_FIELD_NUMBER: _builtins.int
     EVIDENCE_FIELD_NUMBER: _builtins.int
     EVIDENCE_ERROR_FIELD_NUMBER: _builtins.int
+    DEAD_ENDS_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Assigned by the service ("q1", "q2", ...), stable for the session."""
     text: _builtins.str
@@ -380,6 +432,10 @@ class SubQuestion(_message.Message):
     """Whether the planner judged it answered."""
     evidence_error: _builtins.str
     """Set instead of `evidence` when planning evidence failed (e.g. "InsufficientEvidence: ...")."""
+    dead_ends: _builtins.int
+    """Leads against it reported as dead ends so far (leads - dead_ends either found claims or
+    are still outstanding).
+    """
     @_builtins.property
     def evidence(self) -> _plan_pb2.EvidencePlan:
         """The sub-question's evidence plan (the plan Plan returns for its text as a question), as of
@@ -396,10 +452,11 @@ class SubQuestion(_message.Message):
         answered: _builtins.bool = ...,
         evidence: _plan_pb2.EvidencePlan | None = ...,
         evidence_error: _builtins.str = ...,
+        dead_ends: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["evidence", b"evidence"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered", b"answered", "claims", b"claims", "evidence", b"evidence", "evidence_error", b"evidence_error", "id", b"id", "leads", b"leads", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered", b"answered", "claims", b"claims", "dead_ends", b"dead_ends", "evidence", b"evidence", "evidence_error", b"evidence_error", "id", b"id", "leads", b"leads", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -457,18 +514,36 @@ class EffectiveSettings(_message.Message):
     PROVIDER_FIELD_NUMBER: _builtins.int
     DIGEST_MAX_CHARS_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
+    BUDGET_DEFAULT_FIELD_NUMBER: _builtins.int
+    EFFECTIVE_BUDGET_TOKENS_FIELD_NUMBER: _builtins.int
+    DUPLICATE_SIMILARITY_FIELD_NUMBER: _builtins.int
+    DUPLICATE_EMBEDDER_FIELD_NUMBER: _builtins.int
     at_valid: _builtins.int
     """As-of valid time of every evidence plan, microseconds since the Unix epoch."""
     at_tx: _builtins.int
     """As-of transaction time of every evidence plan, microseconds since the Unix epoch."""
     budget_tokens: _builtins.int
-    """Evidence budget of each plan in tokens; absent = the server default."""
+    """Evidence budget of each plan in tokens: the start's budget_tokens, or the server default
+    when it named none (then budget_default is set).
+    """
     provider: _builtins.str
     """Provider name as the service resolved it ("offline", "openai", "cassette:NAME", ...)."""
     digest_max_chars: _builtins.int
     """Bound of the digest the planner reads, in characters."""
     session_id: _builtins.str
     """The session id (sent or derived)."""
+    budget_default: _builtins.bool
+    """True when budget_tokens is the server default (the start named none)."""
+    effective_budget_tokens: _builtins.int
+    """The budget each evidence plan packs to, tokens: budget_tokens through the budget rule
+    (x0.9, floored, since sub-question plans count span tokens with the estimator).
+    """
+    duplicate_similarity: _builtins.float
+    """Threshold of the similar-meaning duplicate rule, dimensionless in (0, 1] (see
+    DuplicateRule).
+    """
+    duplicate_embedder: _builtins.str
+    """Embedder of the similar-meaning rule ("" = none: content words must then be equal)."""
     @_builtins.property
     def caps(self) -> Global___ResearchCaps:
         """The caps; max_depth keeps its encoding: -1 = no follow-up rounds, otherwise the round
@@ -490,10 +565,14 @@ class EffectiveSettings(_message.Message):
         provider: _builtins.str = ...,
         digest_max_chars: _builtins.int = ...,
         session_id: _builtins.str = ...,
+        budget_default: _builtins.bool = ...,
+        effective_budget_tokens: _builtins.int = ...,
+        duplicate_similarity: _builtins.float = ...,
+        duplicate_embedder: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx", "_at_valid", b"_at_valid", "_budget_tokens", b"_budget_tokens", "at_tx", b"at_tx", "at_valid", b"at_valid", "budget_tokens", b"budget_tokens", "caps", b"caps"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx", "_at_valid", b"_at_valid", "_budget_tokens", b"_budget_tokens", "actors", b"actors", "at_tx", b"at_tx", "at_valid", b"at_valid", "budget_tokens", b"budget_tokens", "caps", b"caps", "digest_max_chars", b"digest_max_chars", "provider", b"provider", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx", "_at_valid", b"_at_valid", "_budget_tokens", b"_budget_tokens", "actors", b"actors", "at_tx", b"at_tx", "at_valid", b"at_valid", "budget_default", b"budget_default", "budget_tokens", b"budget_tokens", "caps", b"caps", "digest_max_chars", b"digest_max_chars", "duplicate_embedder", b"duplicate_embedder", "duplicate_similarity", b"duplicate_similarity", "effective_budget_tokens", b"effective_budget_tokens", "provider", b"provider", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__at_tx: _TypeAlias = _typing.Literal["at_tx"]  # noqa: Y015
     _WhichOneofArgType__at_tx: _TypeAlias = _typing.Literal["_at_tx", b"_at_tx"]  # noqa: Y015
@@ -509,6 +588,86 @@ class EffectiveSettings(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__budget_tokens) -> _WhichOneofReturnType__budget_tokens | None: ...
 
 Global___EffectiveSettings: _TypeAlias = EffectiveSettings  # noqa: Y015
+
+@_typing.final
+class DuplicateProposal(_message.Message):
+    """A proposal refused because it repeats a sub-question of the session."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    DUPLICATE_OF_FIELD_NUMBER: _builtins.int
+    RULE_FIELD_NUMBER: _builtins.int
+    SIMILARITY_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The proposal as the planner worded it."""
+    duplicate_of: _builtins.str
+    """The SubQuestion.id it repeats."""
+    rule: Global___DuplicateRule.ValueType
+    """The rule that matched."""
+    similarity: _builtins.float
+    """Similarity of the pair, dimensionless in [0, 1]; 1 for DUPLICATE_RULE_SAME_WORDS."""
+    round: _builtins.int
+    """Round that refused it: 0 for the initial decomposition, r for replan round r."""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        duplicate_of: _builtins.str = ...,
+        rule: Global___DuplicateRule.ValueType = ...,
+        similarity: _builtins.float = ...,
+        round: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate_of", b"duplicate_of", "round", b"round", "rule", b"rule", "similarity", b"similarity", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DuplicateProposal: _TypeAlias = DuplicateProposal  # noqa: Y015
+
+@_typing.final
+class ProposalOutcomes(_message.Message):
+    """What became of the proposals of one planner call, each list in proposal order."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ADMITTED_FIELD_NUMBER: _builtins.int
+    DUPLICATES_FIELD_NUMBER: _builtins.int
+    CUT_FIELD_NUMBER: _builtins.int
+    CAP_FIELD_NUMBER: _builtins.int
+    cap: _builtins.int
+    """The cap that applied: max_initial_leads for the initial decomposition, max_new_leads for
+    a replan.
+    """
+    @_builtins.property
+    def admitted(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Ids of the sub-questions admitted (one lead each)."""
+
+    @_builtins.property
+    def duplicates(self) -> _containers.RepeatedCompositeFieldContainer[Global___DuplicateProposal]:
+        """Proposals refused because they repeat a sub-question."""
+
+    @_builtins.property
+    def cut(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Proposals that were new but came after the cap was reached (their text)."""
+
+    def __init__(
+        self,
+        *,
+        admitted: _abc.Iterable[_builtins.str] | None = ...,
+        duplicates: _abc.Iterable[Global___DuplicateProposal] | None = ...,
+        cut: _abc.Iterable[_builtins.str] | None = ...,
+        cap: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admitted", b"admitted", "cap", b"cap", "cut", b"cut", "duplicates", b"duplicates"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ProposalOutcomes: _TypeAlias = ProposalOutcomes  # noqa: Y015
 
 @_typing.final
 class PlannerUsage(_message.Message):
@@ -551,6 +710,7 @@ class InitialPlan(_message.Message):
     LEADS_FIELD_NUMBER: _builtins.int
     RATIONALE_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
+    PROPOSALS_FIELD_NUMBER: _builtins.int
     rationale: _builtins.str
     """The planner's one-line reason for this decomposition."""
     @_builtins.property
@@ -569,6 +729,10 @@ class InitialPlan(_message.Message):
     def usage(self) -> Global___PlannerUsage:
         """Model usage of the decomposition."""
 
+    @_builtins.property
+    def proposals(self) -> Global___ProposalOutcomes:
+        """What became of the decomposition's proposals."""
+
     def __init__(
         self,
         *,
@@ -577,10 +741,11 @@ class InitialPlan(_message.Message):
         leads: _abc.Iterable[Global___Lead] | None = ...,
         rationale: _builtins.str = ...,
         usage: Global___PlannerUsage | None = ...,
+        proposals: Global___ProposalOutcomes | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["settings", b"settings", "usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["proposals", b"proposals", "settings", b"settings", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["leads", b"leads", "rationale", b"rationale", "settings", b"settings", "sub_questions", b"sub_questions", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["leads", b"leads", "proposals", b"proposals", "rationale", b"rationale", "settings", b"settings", "sub_questions", b"sub_questions", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -599,6 +764,7 @@ class Replan(_message.Message):
     RATIONALE_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
     OPEN_FIELD_NUMBER: _builtins.int
+    PROPOSALS_FIELD_NUMBER: _builtins.int
     round: _builtins.int
     """Replan round, from 1."""
     rationale: _builtins.str
@@ -623,6 +789,12 @@ class Replan(_message.Message):
     def open(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Ids of sub-questions still open after this round."""
 
+    @_builtins.property
+    def proposals(self) -> Global___ProposalOutcomes:
+        """What became of this round's proposals (a round may admit none and still report what it
+        answered and refused).
+        """
+
     def __init__(
         self,
         *,
@@ -633,10 +805,11 @@ class Replan(_message.Message):
         rationale: _builtins.str = ...,
         usage: Global___PlannerUsage | None = ...,
         open: _abc.Iterable[_builtins.str] | None = ...,
+        proposals: Global___ProposalOutcomes | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["proposals", b"proposals", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered", b"answered", "leads", b"leads", "open", b"open", "rationale", b"rationale", "round", b"round", "sub_questions", b"sub_questions", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered", b"answered", "leads", b"leads", "open", b"open", "proposals", b"proposals", "rationale", b"rationale", "round", b"round", "sub_questions", b"sub_questions", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -657,6 +830,8 @@ class Final(_message.Message):
     DEAD_ENDS_FIELD_NUMBER: _builtins.int
     OUTSTANDING_LEADS_FIELD_NUMBER: _builtins.int
     SUB_QUESTIONS_FIELD_NUMBER: _builtins.int
+    PROPOSALS_FIELD_NUMBER: _builtins.int
+    DUPLICATES_FIELD_NUMBER: _builtins.int
     reason: Global___StopReason.ValueType
     """Why the session ended."""
     detail: _builtins.str
@@ -679,6 +854,16 @@ class Final(_message.Message):
     def sub_questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubQuestion]:
         """Every sub-question, with its final counts (no evidence plans)."""
 
+    @_builtins.property
+    def proposals(self) -> Global___ProposalOutcomes:
+        """What became of the proposals of the planner call that ended the session; absent when no
+        call ended it (depth cap, budget, cancelled, or no progress decided before a call).
+        """
+
+    @_builtins.property
+    def duplicates(self) -> _containers.RepeatedCompositeFieldContainer[Global___DuplicateProposal]:
+        """Every proposal the session refused as a duplicate, in the order refused."""
+
     def __init__(
         self,
         *,
@@ -691,10 +876,12 @@ class Final(_message.Message):
         dead_ends: _builtins.int = ...,
         outstanding_leads: _abc.Iterable[_builtins.str] | None = ...,
         sub_questions: _abc.Iterable[Global___SubQuestion] | None = ...,
+        proposals: Global___ProposalOutcomes | None = ...,
+        duplicates: _abc.Iterable[Global___DuplicateProposal] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["proposals", b"proposals"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims_found", b"claims_found", "dead_ends", b"dead_ends", "detail", b"detail", "leads_run", b"leads_run", "model_calls", b"model_calls", "outstanding_leads", b"outstanding_leads", "reason", b"reason", "rounds", b"rounds", "sub_questions", b"sub_questions"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims_found", b"claims_found", "dead_ends", b"dead_ends", "detail", b"detail", "duplicates", b"duplicates", "leads_run", b"leads_run", "model_calls", b"model_calls", "outstanding_leads", b"outstanding_leads", "proposals", b"proposals", "reason", b"reason", "rounds", b"rounds", "sub_questions", b"sub_questions"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

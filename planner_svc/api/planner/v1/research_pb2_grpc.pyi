@@ -12,6 +12,9 @@ Protocol (one bidirectional stream per session):
      service reaches a replan point and either streams a `replan` or ends the session.
   4. The last response is always `final`, carrying the stop reason; the service then closes
      its side. Requests sent after it are ignored.
+Every response reports what became of the planner's proposals (`ProposalOutcomes`): admitted
+as new sub-questions, refused as duplicates of a sub-question of the session, or cut by the
+round's cap. Nothing a planner proposes disappears unreported.
 A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
 naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 the same cassette) produce an identical stream.

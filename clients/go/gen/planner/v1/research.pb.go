@@ -9,6 +9,9 @@
 //      service reaches a replan point and either streams a `replan` or ends the session.
 //   4. The last response is always `final`, carrying the stop reason; the service then closes
 //      its side. Requests sent after it are ignored.
+// Every response reports what became of the planner's proposals (`ProposalOutcomes`): admitted
+// as new sub-questions, refused as duplicates of a sub-question of the session, or cut by the
+// round's cap. Nothing a planner proposes disappears unreported.
 // A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
 // naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 // the same cassette) produce an identical stream.
@@ -38,6 +41,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// How a refused proposal repeats a sub-question of the session. Both rules compare it with
+// every sub-question of the session, of every round.
+type DuplicateRule int32
+
+const (
+	// Not a rule; never sent.
+	DuplicateRule_DUPLICATE_RULE_UNSPECIFIED DuplicateRule = 0
+	// The same set of words after Unicode NFKC normalisation and case folding, ignoring
+	// punctuation, symbols and word order.
+	DuplicateRule_DUPLICATE_RULE_SAME_WORDS DuplicateRule = 1
+	// Every content word (not a function word, interrogative or request word such as "define"
+	// or "sources") of each has a counterpart in the other, the same stem or an embedding cosine
+	// of at least EffectiveSettings.duplicate_similarity; numbers equal; the same interrogatives
+	// when both ask with one.
+	DuplicateRule_DUPLICATE_RULE_SIMILAR_MEANING DuplicateRule = 2
+)
+
+// Enum value maps for DuplicateRule.
+var (
+	DuplicateRule_name = map[int32]string{
+		0: "DUPLICATE_RULE_UNSPECIFIED",
+		1: "DUPLICATE_RULE_SAME_WORDS",
+		2: "DUPLICATE_RULE_SIMILAR_MEANING",
+	}
+	DuplicateRule_value = map[string]int32{
+		"DUPLICATE_RULE_UNSPECIFIED":     0,
+		"DUPLICATE_RULE_SAME_WORDS":      1,
+		"DUPLICATE_RULE_SIMILAR_MEANING": 2,
+	}
+)
+
+func (x DuplicateRule) Enum() *DuplicateRule {
+	p := new(DuplicateRule)
+	*p = x
+	return p
+}
+
+func (x DuplicateRule) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DuplicateRule) Descriptor() protoreflect.EnumDescriptor {
+	return file_planner_v1_research_proto_enumTypes[0].Descriptor()
+}
+
+func (DuplicateRule) Type() protoreflect.EnumType {
+	return &file_planner_v1_research_proto_enumTypes[0]
+}
+
+func (x DuplicateRule) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DuplicateRule.Descriptor instead.
+func (DuplicateRule) EnumDescriptor() ([]byte, []int) {
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{0}
+}
+
 // Why a session ended.
 type StopReason int32
 
@@ -53,6 +114,10 @@ const (
 	StopReason_STOP_REASON_BUDGET StopReason = 3
 	// The orchestrator closed its side with leads outstanding (or cancelled the call).
 	StopReason_STOP_REASON_CANCELLED StopReason = 4
+	// The session stopped going forward: a replan round admitted no new sub-question (its
+	// proposals, if any, repeated sub-questions) and no claim was reported after it, with no
+	// lead outstanding that could still report one. Decided before another model call.
+	StopReason_STOP_REASON_NO_PROGRESS StopReason = 5
 )
 
 // Enum value maps for StopReason.
@@ -63,6 +128,7 @@ var (
 		2: "STOP_REASON_DEPTH_CAP",
 		3: "STOP_REASON_BUDGET",
 		4: "STOP_REASON_CANCELLED",
+		5: "STOP_REASON_NO_PROGRESS",
 	}
 	StopReason_value = map[string]int32{
 		"STOP_REASON_UNSPECIFIED": 0,
@@ -70,6 +136,7 @@ var (
 		"STOP_REASON_DEPTH_CAP":   2,
 		"STOP_REASON_BUDGET":      3,
 		"STOP_REASON_CANCELLED":   4,
+		"STOP_REASON_NO_PROGRESS": 5,
 	}
 )
 
@@ -84,11 +151,11 @@ func (x StopReason) String() string {
 }
 
 func (StopReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_planner_v1_research_proto_enumTypes[0].Descriptor()
+	return file_planner_v1_research_proto_enumTypes[1].Descriptor()
 }
 
 func (StopReason) Type() protoreflect.EnumType {
-	return &file_planner_v1_research_proto_enumTypes[0]
+	return &file_planner_v1_research_proto_enumTypes[1]
 }
 
 func (x StopReason) Number() protoreflect.EnumNumber {
@@ -97,7 +164,7 @@ func (x StopReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StopReason.Descriptor instead.
 func (StopReason) EnumDescriptor() ([]byte, []int) {
-	return file_planner_v1_research_proto_rawDescGZIP(), []int{0}
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{1}
 }
 
 // Bounds of a session. Every field: absent or 0 = the server default, shown after it.
@@ -675,6 +742,9 @@ type SubQuestion struct {
 	Evidence *EvidencePlan `protobuf:"bytes,6,opt,name=evidence,proto3" json:"evidence,omitempty"`
 	// Set instead of `evidence` when planning evidence failed (e.g. "InsufficientEvidence: ...").
 	EvidenceError string `protobuf:"bytes,7,opt,name=evidence_error,json=evidenceError,proto3" json:"evidence_error,omitempty"`
+	// Leads against it reported as dead ends so far (leads - dead_ends either found claims or
+	// are still outstanding).
+	DeadEnds      uint32 `protobuf:"varint,8,opt,name=dead_ends,json=deadEnds,proto3" json:"dead_ends,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -756,6 +826,13 @@ func (x *SubQuestion) GetEvidenceError() string {
 		return x.EvidenceError
 	}
 	return ""
+}
+
+func (x *SubQuestion) GetDeadEnds() uint32 {
+	if x != nil {
+		return x.DeadEnds
+	}
+	return 0
 }
 
 // One unit of work for one actor.
@@ -852,16 +929,27 @@ type EffectiveSettings struct {
 	AtValid *int64 `protobuf:"varint,3,opt,name=at_valid,json=atValid,proto3,oneof" json:"at_valid,omitempty"`
 	// As-of transaction time of every evidence plan, microseconds since the Unix epoch.
 	AtTx *int64 `protobuf:"varint,4,opt,name=at_tx,json=atTx,proto3,oneof" json:"at_tx,omitempty"`
-	// Evidence budget of each plan in tokens; absent = the server default.
+	// Evidence budget of each plan in tokens: the start's budget_tokens, or the server default
+	// when it named none (then budget_default is set).
 	BudgetTokens *uint64 `protobuf:"varint,5,opt,name=budget_tokens,json=budgetTokens,proto3,oneof" json:"budget_tokens,omitempty"`
 	// Provider name as the service resolved it ("offline", "openai", "cassette:NAME", ...).
 	Provider string `protobuf:"bytes,6,opt,name=provider,proto3" json:"provider,omitempty"`
 	// Bound of the digest the planner reads, in characters.
 	DigestMaxChars uint32 `protobuf:"varint,7,opt,name=digest_max_chars,json=digestMaxChars,proto3" json:"digest_max_chars,omitempty"`
 	// The session id (sent or derived).
-	SessionId     string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SessionId string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// True when budget_tokens is the server default (the start named none).
+	BudgetDefault bool `protobuf:"varint,9,opt,name=budget_default,json=budgetDefault,proto3" json:"budget_default,omitempty"`
+	// The budget each evidence plan packs to, tokens: budget_tokens through the budget rule
+	// (x0.9, floored, since sub-question plans count span tokens with the estimator).
+	EffectiveBudgetTokens uint64 `protobuf:"varint,10,opt,name=effective_budget_tokens,json=effectiveBudgetTokens,proto3" json:"effective_budget_tokens,omitempty"`
+	// Threshold of the similar-meaning duplicate rule, dimensionless in (0, 1] (see
+	// DuplicateRule).
+	DuplicateSimilarity float64 `protobuf:"fixed64,11,opt,name=duplicate_similarity,json=duplicateSimilarity,proto3" json:"duplicate_similarity,omitempty"`
+	// Embedder of the similar-meaning rule ("" = none: content words must then be equal).
+	DuplicateEmbedder string `protobuf:"bytes,12,opt,name=duplicate_embedder,json=duplicateEmbedder,proto3" json:"duplicate_embedder,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *EffectiveSettings) Reset() {
@@ -950,6 +1038,190 @@ func (x *EffectiveSettings) GetSessionId() string {
 	return ""
 }
 
+func (x *EffectiveSettings) GetBudgetDefault() bool {
+	if x != nil {
+		return x.BudgetDefault
+	}
+	return false
+}
+
+func (x *EffectiveSettings) GetEffectiveBudgetTokens() uint64 {
+	if x != nil {
+		return x.EffectiveBudgetTokens
+	}
+	return 0
+}
+
+func (x *EffectiveSettings) GetDuplicateSimilarity() float64 {
+	if x != nil {
+		return x.DuplicateSimilarity
+	}
+	return 0
+}
+
+func (x *EffectiveSettings) GetDuplicateEmbedder() string {
+	if x != nil {
+		return x.DuplicateEmbedder
+	}
+	return ""
+}
+
+// A proposal refused because it repeats a sub-question of the session.
+type DuplicateProposal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The proposal as the planner worded it.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// The SubQuestion.id it repeats.
+	DuplicateOf string `protobuf:"bytes,2,opt,name=duplicate_of,json=duplicateOf,proto3" json:"duplicate_of,omitempty"`
+	// The rule that matched.
+	Rule DuplicateRule `protobuf:"varint,3,opt,name=rule,proto3,enum=planner.v1.DuplicateRule" json:"rule,omitempty"`
+	// Similarity of the pair, dimensionless in [0, 1]; 1 for DUPLICATE_RULE_SAME_WORDS.
+	Similarity float64 `protobuf:"fixed64,4,opt,name=similarity,proto3" json:"similarity,omitempty"`
+	// Round that refused it: 0 for the initial decomposition, r for replan round r.
+	Round         uint32 `protobuf:"varint,5,opt,name=round,proto3" json:"round,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DuplicateProposal) Reset() {
+	*x = DuplicateProposal{}
+	mi := &file_planner_v1_research_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DuplicateProposal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DuplicateProposal) ProtoMessage() {}
+
+func (x *DuplicateProposal) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_research_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DuplicateProposal.ProtoReflect.Descriptor instead.
+func (*DuplicateProposal) Descriptor() ([]byte, []int) {
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DuplicateProposal) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *DuplicateProposal) GetDuplicateOf() string {
+	if x != nil {
+		return x.DuplicateOf
+	}
+	return ""
+}
+
+func (x *DuplicateProposal) GetRule() DuplicateRule {
+	if x != nil {
+		return x.Rule
+	}
+	return DuplicateRule_DUPLICATE_RULE_UNSPECIFIED
+}
+
+func (x *DuplicateProposal) GetSimilarity() float64 {
+	if x != nil {
+		return x.Similarity
+	}
+	return 0
+}
+
+func (x *DuplicateProposal) GetRound() uint32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+// What became of the proposals of one planner call, each list in proposal order.
+type ProposalOutcomes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ids of the sub-questions admitted (one lead each).
+	Admitted []string `protobuf:"bytes,1,rep,name=admitted,proto3" json:"admitted,omitempty"`
+	// Proposals refused because they repeat a sub-question.
+	Duplicates []*DuplicateProposal `protobuf:"bytes,2,rep,name=duplicates,proto3" json:"duplicates,omitempty"`
+	// Proposals that were new but came after the cap was reached (their text).
+	Cut []string `protobuf:"bytes,3,rep,name=cut,proto3" json:"cut,omitempty"`
+	// The cap that applied: max_initial_leads for the initial decomposition, max_new_leads for
+	// a replan.
+	Cap           uint32 `protobuf:"varint,4,opt,name=cap,proto3" json:"cap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposalOutcomes) Reset() {
+	*x = ProposalOutcomes{}
+	mi := &file_planner_v1_research_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposalOutcomes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposalOutcomes) ProtoMessage() {}
+
+func (x *ProposalOutcomes) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_research_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposalOutcomes.ProtoReflect.Descriptor instead.
+func (*ProposalOutcomes) Descriptor() ([]byte, []int) {
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ProposalOutcomes) GetAdmitted() []string {
+	if x != nil {
+		return x.Admitted
+	}
+	return nil
+}
+
+func (x *ProposalOutcomes) GetDuplicates() []*DuplicateProposal {
+	if x != nil {
+		return x.Duplicates
+	}
+	return nil
+}
+
+func (x *ProposalOutcomes) GetCut() []string {
+	if x != nil {
+		return x.Cut
+	}
+	return nil
+}
+
+func (x *ProposalOutcomes) GetCap() uint32 {
+	if x != nil {
+		return x.Cap
+	}
+	return 0
+}
+
 // Token usage of planner model calls (zero for the offline provider).
 type PlannerUsage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -965,7 +1237,7 @@ type PlannerUsage struct {
 
 func (x *PlannerUsage) Reset() {
 	*x = PlannerUsage{}
-	mi := &file_planner_v1_research_proto_msgTypes[10]
+	mi := &file_planner_v1_research_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1249,7 @@ func (x *PlannerUsage) String() string {
 func (*PlannerUsage) ProtoMessage() {}
 
 func (x *PlannerUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_research_proto_msgTypes[10]
+	mi := &file_planner_v1_research_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1262,7 @@ func (x *PlannerUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannerUsage.ProtoReflect.Descriptor instead.
 func (*PlannerUsage) Descriptor() ([]byte, []int) {
-	return file_planner_v1_research_proto_rawDescGZIP(), []int{10}
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PlannerUsage) GetPromptTokens() uint64 {
@@ -1026,14 +1298,16 @@ type InitialPlan struct {
 	// The planner's one-line reason for this decomposition.
 	Rationale string `protobuf:"bytes,4,opt,name=rationale,proto3" json:"rationale,omitempty"`
 	// Model usage of the decomposition.
-	Usage         *PlannerUsage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage *PlannerUsage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
+	// What became of the decomposition's proposals.
+	Proposals     *ProposalOutcomes `protobuf:"bytes,6,opt,name=proposals,proto3" json:"proposals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InitialPlan) Reset() {
 	*x = InitialPlan{}
-	mi := &file_planner_v1_research_proto_msgTypes[11]
+	mi := &file_planner_v1_research_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1319,7 @@ func (x *InitialPlan) String() string {
 func (*InitialPlan) ProtoMessage() {}
 
 func (x *InitialPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_research_proto_msgTypes[11]
+	mi := &file_planner_v1_research_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1332,7 @@ func (x *InitialPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitialPlan.ProtoReflect.Descriptor instead.
 func (*InitialPlan) Descriptor() ([]byte, []int) {
-	return file_planner_v1_research_proto_rawDescGZIP(), []int{11}
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InitialPlan) GetSettings() *EffectiveSettings {
@@ -1096,6 +1370,13 @@ func (x *InitialPlan) GetUsage() *PlannerUsage {
 	return nil
 }
 
+func (x *InitialPlan) GetProposals() *ProposalOutcomes {
+	if x != nil {
+		return x.Proposals
+	}
+	return nil
+}
+
 // A replan round.
 type Replan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1112,14 +1393,17 @@ type Replan struct {
 	// Model usage of this round.
 	Usage *PlannerUsage `protobuf:"bytes,6,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Ids of sub-questions still open after this round.
-	Open          []string `protobuf:"bytes,7,rep,name=open,proto3" json:"open,omitempty"`
+	Open []string `protobuf:"bytes,7,rep,name=open,proto3" json:"open,omitempty"`
+	// What became of this round's proposals (a round may admit none and still report what it
+	// answered and refused).
+	Proposals     *ProposalOutcomes `protobuf:"bytes,8,opt,name=proposals,proto3" json:"proposals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Replan) Reset() {
 	*x = Replan{}
-	mi := &file_planner_v1_research_proto_msgTypes[12]
+	mi := &file_planner_v1_research_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1415,7 @@ func (x *Replan) String() string {
 func (*Replan) ProtoMessage() {}
 
 func (x *Replan) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_research_proto_msgTypes[12]
+	mi := &file_planner_v1_research_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1428,7 @@ func (x *Replan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replan.ProtoReflect.Descriptor instead.
 func (*Replan) Descriptor() ([]byte, []int) {
-	return file_planner_v1_research_proto_rawDescGZIP(), []int{12}
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Replan) GetRound() uint32 {
@@ -1196,6 +1480,13 @@ func (x *Replan) GetOpen() []string {
 	return nil
 }
 
+func (x *Replan) GetProposals() *ProposalOutcomes {
+	if x != nil {
+		return x.Proposals
+	}
+	return nil
+}
+
 // The last response of a session.
 type Final struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1216,14 +1507,19 @@ type Final struct {
 	// Leads dispatched but never reported.
 	OutstandingLeads []string `protobuf:"bytes,8,rep,name=outstanding_leads,json=outstandingLeads,proto3" json:"outstanding_leads,omitempty"`
 	// Every sub-question, with its final counts (no evidence plans).
-	SubQuestions  []*SubQuestion `protobuf:"bytes,9,rep,name=sub_questions,json=subQuestions,proto3" json:"sub_questions,omitempty"`
+	SubQuestions []*SubQuestion `protobuf:"bytes,9,rep,name=sub_questions,json=subQuestions,proto3" json:"sub_questions,omitempty"`
+	// What became of the proposals of the planner call that ended the session; absent when no
+	// call ended it (depth cap, budget, cancelled, or no progress decided before a call).
+	Proposals *ProposalOutcomes `protobuf:"bytes,10,opt,name=proposals,proto3" json:"proposals,omitempty"`
+	// Every proposal the session refused as a duplicate, in the order refused.
+	Duplicates    []*DuplicateProposal `protobuf:"bytes,11,rep,name=duplicates,proto3" json:"duplicates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_planner_v1_research_proto_msgTypes[13]
+	mi := &file_planner_v1_research_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1531,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_research_proto_msgTypes[13]
+	mi := &file_planner_v1_research_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1544,7 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_planner_v1_research_proto_rawDescGZIP(), []int{13}
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Final) GetReason() StopReason {
@@ -1314,6 +1610,20 @@ func (x *Final) GetSubQuestions() []*SubQuestion {
 	return nil
 }
 
+func (x *Final) GetProposals() *ProposalOutcomes {
+	if x != nil {
+		return x.Proposals
+	}
+	return nil
+}
+
+func (x *Final) GetDuplicates() []*DuplicateProposal {
+	if x != nil {
+		return x.Duplicates
+	}
+	return nil
+}
+
 // One message from the service.
 type ResearchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1331,7 +1641,7 @@ type ResearchResponse struct {
 
 func (x *ResearchResponse) Reset() {
 	*x = ResearchResponse{}
-	mi := &file_planner_v1_research_proto_msgTypes[14]
+	mi := &file_planner_v1_research_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1653,7 @@ func (x *ResearchResponse) String() string {
 func (*ResearchResponse) ProtoMessage() {}
 
 func (x *ResearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_research_proto_msgTypes[14]
+	mi := &file_planner_v1_research_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1666,7 @@ func (x *ResearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResearchResponse.ProtoReflect.Descriptor instead.
 func (*ResearchResponse) Descriptor() ([]byte, []int) {
-	return file_planner_v1_research_proto_rawDescGZIP(), []int{14}
+	return file_planner_v1_research_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResearchResponse) GetUpdate() isResearchResponse_Update {
@@ -1466,7 +1776,7 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"leadResult\x12I\n" +
 	"\x0econtradictions\x18\x03 \x01(\v2\x1f.planner.v1.ContradictionReportH\x00R\x0econtradictions\x122\n" +
 	"\x06budget\x18\x04 \x01(\v2\x18.planner.v1.BudgetReportH\x00R\x06budgetB\a\n" +
-	"\x05event\"\xd8\x01\n" +
+	"\x05event\"\xf5\x01\n" +
 	"\vSubQuestion\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
@@ -1474,14 +1784,15 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\x06claims\x18\x04 \x01(\rR\x06claims\x12\x1a\n" +
 	"\banswered\x18\x05 \x01(\bR\banswered\x124\n" +
 	"\bevidence\x18\x06 \x01(\v2\x18.planner.v1.EvidencePlanR\bevidence\x12%\n" +
-	"\x0eevidence_error\x18\a \x01(\tR\revidenceError\"y\n" +
+	"\x0eevidence_error\x18\a \x01(\tR\revidenceError\x12\x1b\n" +
+	"\tdead_ends\x18\b \x01(\rR\bdeadEnds\"y\n" +
 	"\x04Lead\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vquestion_id\x18\x02 \x01(\tR\n" +
 	"questionId\x12\x14\n" +
 	"\x05query\x18\x03 \x01(\tR\x05query\x12\x14\n" +
 	"\x05actor\x18\x04 \x01(\tR\x05actor\x12\x14\n" +
-	"\x05depth\x18\x05 \x01(\rR\x05depth\"\xcb\x02\n" +
+	"\x05depth\x18\x05 \x01(\rR\x05depth\"\x8c\x04\n" +
 	"\x11EffectiveSettings\x12,\n" +
 	"\x04caps\x18\x01 \x01(\v2\x18.planner.v1.ResearchCapsR\x04caps\x12\x16\n" +
 	"\x06actors\x18\x02 \x03(\tR\x06actors\x12\x1e\n" +
@@ -1491,20 +1802,41 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\bprovider\x18\x06 \x01(\tR\bprovider\x12(\n" +
 	"\x10digest_max_chars\x18\a \x01(\rR\x0edigestMaxChars\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\b \x01(\tR\tsessionIdB\v\n" +
+	"session_id\x18\b \x01(\tR\tsessionId\x12%\n" +
+	"\x0ebudget_default\x18\t \x01(\bR\rbudgetDefault\x126\n" +
+	"\x17effective_budget_tokens\x18\n" +
+	" \x01(\x04R\x15effectiveBudgetTokens\x121\n" +
+	"\x14duplicate_similarity\x18\v \x01(\x01R\x13duplicateSimilarity\x12-\n" +
+	"\x12duplicate_embedder\x18\f \x01(\tR\x11duplicateEmbedderB\v\n" +
 	"\t_at_validB\b\n" +
 	"\x06_at_txB\x10\n" +
-	"\x0e_budget_tokens\"v\n" +
+	"\x0e_budget_tokens\"\xaf\x01\n" +
+	"\x11DuplicateProposal\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12!\n" +
+	"\fduplicate_of\x18\x02 \x01(\tR\vduplicateOf\x12-\n" +
+	"\x04rule\x18\x03 \x01(\x0e2\x19.planner.v1.DuplicateRuleR\x04rule\x12\x1e\n" +
+	"\n" +
+	"similarity\x18\x04 \x01(\x01R\n" +
+	"similarity\x12\x14\n" +
+	"\x05round\x18\x05 \x01(\rR\x05round\"\x91\x01\n" +
+	"\x10ProposalOutcomes\x12\x1a\n" +
+	"\badmitted\x18\x01 \x03(\tR\badmitted\x12=\n" +
+	"\n" +
+	"duplicates\x18\x02 \x03(\v2\x1d.planner.v1.DuplicateProposalR\n" +
+	"duplicates\x12\x10\n" +
+	"\x03cut\x18\x03 \x03(\tR\x03cut\x12\x10\n" +
+	"\x03cap\x18\x04 \x01(\rR\x03cap\"v\n" +
 	"\fPlannerUsage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x04R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x04R\x10completionTokens\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05model\"\xfc\x01\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\"\xb8\x02\n" +
 	"\vInitialPlan\x129\n" +
 	"\bsettings\x18\x01 \x01(\v2\x1d.planner.v1.EffectiveSettingsR\bsettings\x12<\n" +
 	"\rsub_questions\x18\x02 \x03(\v2\x17.planner.v1.SubQuestionR\fsubQuestions\x12&\n" +
 	"\x05leads\x18\x03 \x03(\v2\x10.planner.v1.LeadR\x05leads\x12\x1c\n" +
 	"\trationale\x18\x04 \x01(\tR\trationale\x12.\n" +
-	"\x05usage\x18\x05 \x01(\v2\x18.planner.v1.PlannerUsageR\x05usage\"\x82\x02\n" +
+	"\x05usage\x18\x05 \x01(\v2\x18.planner.v1.PlannerUsageR\x05usage\x12:\n" +
+	"\tproposals\x18\x06 \x01(\v2\x1c.planner.v1.ProposalOutcomesR\tproposals\"\xbe\x02\n" +
 	"\x06Replan\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12<\n" +
 	"\rsub_questions\x18\x02 \x03(\v2\x17.planner.v1.SubQuestionR\fsubQuestions\x12&\n" +
@@ -1512,7 +1844,8 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\banswered\x18\x04 \x03(\tR\banswered\x12\x1c\n" +
 	"\trationale\x18\x05 \x01(\tR\trationale\x12.\n" +
 	"\x05usage\x18\x06 \x01(\v2\x18.planner.v1.PlannerUsageR\x05usage\x12\x12\n" +
-	"\x04open\x18\a \x03(\tR\x04open\"\xd0\x02\n" +
+	"\x04open\x18\a \x03(\tR\x04open\x12:\n" +
+	"\tproposals\x18\b \x01(\v2\x1c.planner.v1.ProposalOutcomesR\tproposals\"\xcb\x03\n" +
 	"\x05Final\x12.\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x16.planner.v1.StopReasonR\x06reason\x12\x16\n" +
 	"\x06detail\x18\x02 \x01(\tR\x06detail\x12\x1f\n" +
@@ -1523,19 +1856,29 @@ const file_planner_v1_research_proto_rawDesc = "" +
 	"\fclaims_found\x18\x06 \x01(\rR\vclaimsFound\x12\x1b\n" +
 	"\tdead_ends\x18\a \x01(\rR\bdeadEnds\x12+\n" +
 	"\x11outstanding_leads\x18\b \x03(\tR\x10outstandingLeads\x12<\n" +
-	"\rsub_questions\x18\t \x03(\v2\x17.planner.v1.SubQuestionR\fsubQuestions\"\xaa\x01\n" +
+	"\rsub_questions\x18\t \x03(\v2\x17.planner.v1.SubQuestionR\fsubQuestions\x12:\n" +
+	"\tproposals\x18\n" +
+	" \x01(\v2\x1c.planner.v1.ProposalOutcomesR\tproposals\x12=\n" +
+	"\n" +
+	"duplicates\x18\v \x03(\v2\x1d.planner.v1.DuplicateProposalR\n" +
+	"duplicates\"\xaa\x01\n" +
 	"\x10ResearchResponse\x123\n" +
 	"\ainitial\x18\x01 \x01(\v2\x17.planner.v1.InitialPlanH\x00R\ainitial\x12,\n" +
 	"\x06replan\x18\x02 \x01(\v2\x12.planner.v1.ReplanH\x00R\x06replan\x12)\n" +
 	"\x05final\x18\x03 \x01(\v2\x11.planner.v1.FinalH\x00R\x05finalB\b\n" +
-	"\x06update*\x8d\x01\n" +
+	"\x06update*r\n" +
+	"\rDuplicateRule\x12\x1e\n" +
+	"\x1aDUPLICATE_RULE_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19DUPLICATE_RULE_SAME_WORDS\x10\x01\x12\"\n" +
+	"\x1eDUPLICATE_RULE_SIMILAR_MEANING\x10\x02*\xaa\x01\n" +
 	"\n" +
 	"StopReason\x12\x1b\n" +
 	"\x17STOP_REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STOP_REASON_DONE\x10\x01\x12\x19\n" +
 	"\x15STOP_REASON_DEPTH_CAP\x10\x02\x12\x16\n" +
 	"\x12STOP_REASON_BUDGET\x10\x03\x12\x19\n" +
-	"\x15STOP_REASON_CANCELLED\x10\x042c\n" +
+	"\x15STOP_REASON_CANCELLED\x10\x04\x12\x1b\n" +
+	"\x17STOP_REASON_NO_PROGRESS\x10\x052c\n" +
 	"\x16ResearchPlannerService\x12I\n" +
 	"\bResearch\x12\x1b.planner.v1.ResearchRequest\x1a\x1c.planner.v1.ResearchResponse(\x010\x01Bt\n" +
 	"\x19dev.plannersvc.planner.v1B\rResearchProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3"
@@ -1552,55 +1895,64 @@ func file_planner_v1_research_proto_rawDescGZIP() []byte {
 	return file_planner_v1_research_proto_rawDescData
 }
 
-var file_planner_v1_research_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_planner_v1_research_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_planner_v1_research_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_planner_v1_research_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_planner_v1_research_proto_goTypes = []any{
-	(StopReason)(0),             // 0: planner.v1.StopReason
-	(*ResearchCaps)(nil),        // 1: planner.v1.ResearchCaps
-	(*StartSession)(nil),        // 2: planner.v1.StartSession
-	(*DeadEnd)(nil),             // 3: planner.v1.DeadEnd
-	(*LeadResult)(nil),          // 4: planner.v1.LeadResult
-	(*ContradictionReport)(nil), // 5: planner.v1.ContradictionReport
-	(*BudgetReport)(nil),        // 6: planner.v1.BudgetReport
-	(*ResearchRequest)(nil),     // 7: planner.v1.ResearchRequest
-	(*SubQuestion)(nil),         // 8: planner.v1.SubQuestion
-	(*Lead)(nil),                // 9: planner.v1.Lead
-	(*EffectiveSettings)(nil),   // 10: planner.v1.EffectiveSettings
-	(*PlannerUsage)(nil),        // 11: planner.v1.PlannerUsage
-	(*InitialPlan)(nil),         // 12: planner.v1.InitialPlan
-	(*Replan)(nil),              // 13: planner.v1.Replan
-	(*Final)(nil),               // 14: planner.v1.Final
-	(*ResearchResponse)(nil),    // 15: planner.v1.ResearchResponse
-	(*EvidencePlan)(nil),        // 16: planner.v1.EvidencePlan
+	(DuplicateRule)(0),          // 0: planner.v1.DuplicateRule
+	(StopReason)(0),             // 1: planner.v1.StopReason
+	(*ResearchCaps)(nil),        // 2: planner.v1.ResearchCaps
+	(*StartSession)(nil),        // 3: planner.v1.StartSession
+	(*DeadEnd)(nil),             // 4: planner.v1.DeadEnd
+	(*LeadResult)(nil),          // 5: planner.v1.LeadResult
+	(*ContradictionReport)(nil), // 6: planner.v1.ContradictionReport
+	(*BudgetReport)(nil),        // 7: planner.v1.BudgetReport
+	(*ResearchRequest)(nil),     // 8: planner.v1.ResearchRequest
+	(*SubQuestion)(nil),         // 9: planner.v1.SubQuestion
+	(*Lead)(nil),                // 10: planner.v1.Lead
+	(*EffectiveSettings)(nil),   // 11: planner.v1.EffectiveSettings
+	(*DuplicateProposal)(nil),   // 12: planner.v1.DuplicateProposal
+	(*ProposalOutcomes)(nil),    // 13: planner.v1.ProposalOutcomes
+	(*PlannerUsage)(nil),        // 14: planner.v1.PlannerUsage
+	(*InitialPlan)(nil),         // 15: planner.v1.InitialPlan
+	(*Replan)(nil),              // 16: planner.v1.Replan
+	(*Final)(nil),               // 17: planner.v1.Final
+	(*ResearchResponse)(nil),    // 18: planner.v1.ResearchResponse
+	(*EvidencePlan)(nil),        // 19: planner.v1.EvidencePlan
 }
 var file_planner_v1_research_proto_depIdxs = []int32{
-	1,  // 0: planner.v1.StartSession.caps:type_name -> planner.v1.ResearchCaps
-	3,  // 1: planner.v1.LeadResult.dead_end:type_name -> planner.v1.DeadEnd
-	2,  // 2: planner.v1.ResearchRequest.start:type_name -> planner.v1.StartSession
-	4,  // 3: planner.v1.ResearchRequest.lead_result:type_name -> planner.v1.LeadResult
-	5,  // 4: planner.v1.ResearchRequest.contradictions:type_name -> planner.v1.ContradictionReport
-	6,  // 5: planner.v1.ResearchRequest.budget:type_name -> planner.v1.BudgetReport
-	16, // 6: planner.v1.SubQuestion.evidence:type_name -> planner.v1.EvidencePlan
-	1,  // 7: planner.v1.EffectiveSettings.caps:type_name -> planner.v1.ResearchCaps
-	10, // 8: planner.v1.InitialPlan.settings:type_name -> planner.v1.EffectiveSettings
-	8,  // 9: planner.v1.InitialPlan.sub_questions:type_name -> planner.v1.SubQuestion
-	9,  // 10: planner.v1.InitialPlan.leads:type_name -> planner.v1.Lead
-	11, // 11: planner.v1.InitialPlan.usage:type_name -> planner.v1.PlannerUsage
-	8,  // 12: planner.v1.Replan.sub_questions:type_name -> planner.v1.SubQuestion
-	9,  // 13: planner.v1.Replan.leads:type_name -> planner.v1.Lead
-	11, // 14: planner.v1.Replan.usage:type_name -> planner.v1.PlannerUsage
-	0,  // 15: planner.v1.Final.reason:type_name -> planner.v1.StopReason
-	8,  // 16: planner.v1.Final.sub_questions:type_name -> planner.v1.SubQuestion
-	12, // 17: planner.v1.ResearchResponse.initial:type_name -> planner.v1.InitialPlan
-	13, // 18: planner.v1.ResearchResponse.replan:type_name -> planner.v1.Replan
-	14, // 19: planner.v1.ResearchResponse.final:type_name -> planner.v1.Final
-	7,  // 20: planner.v1.ResearchPlannerService.Research:input_type -> planner.v1.ResearchRequest
-	15, // 21: planner.v1.ResearchPlannerService.Research:output_type -> planner.v1.ResearchResponse
-	21, // [21:22] is the sub-list for method output_type
-	20, // [20:21] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	2,  // 0: planner.v1.StartSession.caps:type_name -> planner.v1.ResearchCaps
+	4,  // 1: planner.v1.LeadResult.dead_end:type_name -> planner.v1.DeadEnd
+	3,  // 2: planner.v1.ResearchRequest.start:type_name -> planner.v1.StartSession
+	5,  // 3: planner.v1.ResearchRequest.lead_result:type_name -> planner.v1.LeadResult
+	6,  // 4: planner.v1.ResearchRequest.contradictions:type_name -> planner.v1.ContradictionReport
+	7,  // 5: planner.v1.ResearchRequest.budget:type_name -> planner.v1.BudgetReport
+	19, // 6: planner.v1.SubQuestion.evidence:type_name -> planner.v1.EvidencePlan
+	2,  // 7: planner.v1.EffectiveSettings.caps:type_name -> planner.v1.ResearchCaps
+	0,  // 8: planner.v1.DuplicateProposal.rule:type_name -> planner.v1.DuplicateRule
+	12, // 9: planner.v1.ProposalOutcomes.duplicates:type_name -> planner.v1.DuplicateProposal
+	11, // 10: planner.v1.InitialPlan.settings:type_name -> planner.v1.EffectiveSettings
+	9,  // 11: planner.v1.InitialPlan.sub_questions:type_name -> planner.v1.SubQuestion
+	10, // 12: planner.v1.InitialPlan.leads:type_name -> planner.v1.Lead
+	14, // 13: planner.v1.InitialPlan.usage:type_name -> planner.v1.PlannerUsage
+	13, // 14: planner.v1.InitialPlan.proposals:type_name -> planner.v1.ProposalOutcomes
+	9,  // 15: planner.v1.Replan.sub_questions:type_name -> planner.v1.SubQuestion
+	10, // 16: planner.v1.Replan.leads:type_name -> planner.v1.Lead
+	14, // 17: planner.v1.Replan.usage:type_name -> planner.v1.PlannerUsage
+	13, // 18: planner.v1.Replan.proposals:type_name -> planner.v1.ProposalOutcomes
+	1,  // 19: planner.v1.Final.reason:type_name -> planner.v1.StopReason
+	9,  // 20: planner.v1.Final.sub_questions:type_name -> planner.v1.SubQuestion
+	13, // 21: planner.v1.Final.proposals:type_name -> planner.v1.ProposalOutcomes
+	12, // 22: planner.v1.Final.duplicates:type_name -> planner.v1.DuplicateProposal
+	15, // 23: planner.v1.ResearchResponse.initial:type_name -> planner.v1.InitialPlan
+	16, // 24: planner.v1.ResearchResponse.replan:type_name -> planner.v1.Replan
+	17, // 25: planner.v1.ResearchResponse.final:type_name -> planner.v1.Final
+	8,  // 26: planner.v1.ResearchPlannerService.Research:input_type -> planner.v1.ResearchRequest
+	18, // 27: planner.v1.ResearchPlannerService.Research:output_type -> planner.v1.ResearchResponse
+	27, // [27:28] is the sub-list for method output_type
+	26, // [26:27] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_planner_v1_research_proto_init() }
@@ -1622,7 +1974,7 @@ func file_planner_v1_research_proto_init() {
 		(*ResearchRequest_Budget)(nil),
 	}
 	file_planner_v1_research_proto_msgTypes[9].OneofWrappers = []any{}
-	file_planner_v1_research_proto_msgTypes[14].OneofWrappers = []any{
+	file_planner_v1_research_proto_msgTypes[16].OneofWrappers = []any{
 		(*ResearchResponse_Initial)(nil),
 		(*ResearchResponse_Replan)(nil),
 		(*ResearchResponse_Final)(nil),
@@ -1632,8 +1984,8 @@ func file_planner_v1_research_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_planner_v1_research_proto_rawDesc), len(file_planner_v1_research_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   15,
+			NumEnums:      2,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -9,6 +9,9 @@
 //      service reaches a replan point and either streams a `replan` or ends the session.
 //   4. The last response is always `final`, carrying the stop reason; the service then closes
 //      its side. Requests sent after it are ignored.
+// Every response reports what became of the planner's proposals (`ProposalOutcomes`): admitted
+// as new sub-questions, refused as duplicates of a sub-question of the session, or cut by the
+// round's cap. Nothing a planner proposes disappears unreported.
 // A malformed request ends the stream with INVALID_ARGUMENT and a google.rpc.BadRequest detail
 // naming the field (e.g. `lead_result.lead_id`). Identical requests (and, for a model provider,
 // the same cassette) produce an identical stream.
@@ -29,7 +32,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file planner/v1/research.proto.
  */
 export const file_planner_v1_research: GenFile = /*@__PURE__*/
-  fileDesc("ChlwbGFubmVyL3YxL3Jlc2VhcmNoLnByb3RvEgpwbGFubmVyLnYxIsQBCgxSZXNlYXJjaENhcHMSHgoRbWF4X2luaXRpYWxfbGVhZHMYASABKA1IAIgBARIaCg1tYXhfbmV3X2xlYWRzGAIgASgNSAGIAQESGQoMcmVwbGFuX2V2ZXJ5GAMgASgNSAKIAQESFgoJbWF4X2RlcHRoGAQgASgFSAOIAQFCFAoSX21heF9pbml0aWFsX2xlYWRzQhAKDl9tYXhfbmV3X2xlYWRzQg8KDV9yZXBsYW5fZXZlcnlCDAoKX21heF9kZXB0aCLuAQoMU3RhcnRTZXNzaW9uEhAKCHF1ZXN0aW9uGAEgASgJEg4KBmFjdG9ycxgCIAMoCRImCgRjYXBzGAMgASgLMhgucGxhbm5lci52MS5SZXNlYXJjaENhcHMSFQoIYXRfdmFsaWQYBCABKANIAIgBARISCgVhdF90eBgFIAEoA0gBiAEBEhoKDWJ1ZGdldF90b2tlbnMYBiABKARIAogBARIQCghwcm92aWRlchgHIAEoCRISCgpzZXNzaW9uX2lkGAggASgJQgsKCV9hdF92YWxpZEIICgZfYXRfdHhCEAoOX2J1ZGdldF90b2tlbnMiJwoHRGVhZEVuZBINCgVjYXVzZRgBIAEoCRINCgVxdWVyeRgCIAEoCSJjCgpMZWFkUmVzdWx0Eg8KB2xlYWRfaWQYASABKAkSEAoGY2xhaW1zGAIgASgNSAASJwoIZGVhZF9lbmQYAyABKAsyEy5wbGFubmVyLnYxLkRlYWRFbmRIAEIJCgdvdXRjb21lIiMKE0NvbnRyYWRpY3Rpb25SZXBvcnQSDAoEbGl2ZRgBIAEoDSIqCgxCdWRnZXRSZXBvcnQSGgoScmVtYWluaW5nX2ZyYWN0aW9uGAEgASgBItsBCg9SZXNlYXJjaFJlcXVlc3QSKQoFc3RhcnQYASABKAsyGC5wbGFubmVyLnYxLlN0YXJ0U2Vzc2lvbkgAEi0KC2xlYWRfcmVzdWx0GAIgASgLMhYucGxhbm5lci52MS5MZWFkUmVzdWx0SAASOQoOY29udHJhZGljdGlvbnMYAyABKAsyHy5wbGFubmVyLnYxLkNvbnRyYWRpY3Rpb25SZXBvcnRIABIqCgZidWRnZXQYBCABKAsyGC5wbGFubmVyLnYxLkJ1ZGdldFJlcG9ydEgAQgcKBWV2ZW50IpwBCgtTdWJRdWVzdGlvbhIKCgJpZBgBIAEoCRIMCgR0ZXh0GAIgASgJEg0KBWxlYWRzGAMgASgNEg4KBmNsYWltcxgEIAEoDRIQCghhbnN3ZXJlZBgFIAEoCBIqCghldmlkZW5jZRgGIAEoCzIYLnBsYW5uZXIudjEuRXZpZGVuY2VQbGFuEhYKDmV2aWRlbmNlX2Vycm9yGAcgASgJIlQKBExlYWQSCgoCaWQYASABKAkSEwoLcXVlc3Rpb25faWQYAiABKAkSDQoFcXVlcnkYAyABKAkSDQoFYWN0b3IYBCABKAkSDQoFZGVwdGgYBSABKA0i+wEKEUVmZmVjdGl2ZVNldHRpbmdzEiYKBGNhcHMYASABKAsyGC5wbGFubmVyLnYxLlJlc2VhcmNoQ2FwcxIOCgZhY3RvcnMYAiADKAkSFQoIYXRfdmFsaWQYAyABKANIAIgBARISCgVhdF90eBgEIAEoA0gBiAEBEhoKDWJ1ZGdldF90b2tlbnMYBSABKARIAogBARIQCghwcm92aWRlchgGIAEoCRIYChBkaWdlc3RfbWF4X2NoYXJzGAcgASgNEhIKCnNlc3Npb25faWQYCCABKAlCCwoJX2F0X3ZhbGlkQggKBl9hdF90eEIQCg5fYnVkZ2V0X3Rva2VucyJPCgxQbGFubmVyVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoBBIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoBBINCgVtb2RlbBgDIAEoCSLLAQoLSW5pdGlhbFBsYW4SLwoIc2V0dGluZ3MYASABKAsyHS5wbGFubmVyLnYxLkVmZmVjdGl2ZVNldHRpbmdzEi4KDXN1Yl9xdWVzdGlvbnMYAiADKAsyFy5wbGFubmVyLnYxLlN1YlF1ZXN0aW9uEh8KBWxlYWRzGAMgAygLMhAucGxhbm5lci52MS5MZWFkEhEKCXJhdGlvbmFsZRgEIAEoCRInCgV1c2FnZRgFIAEoCzIYLnBsYW5uZXIudjEuUGxhbm5lclVzYWdlIsQBCgZSZXBsYW4SDQoFcm91bmQYASABKA0SLgoNc3ViX3F1ZXN0aW9ucxgCIAMoCzIXLnBsYW5uZXIudjEuU3ViUXVlc3Rpb24SHwoFbGVhZHMYAyADKAsyEC5wbGFubmVyLnYxLkxlYWQSEAoIYW5zd2VyZWQYBCADKAkSEQoJcmF0aW9uYWxlGAUgASgJEicKBXVzYWdlGAYgASgLMhgucGxhbm5lci52MS5QbGFubmVyVXNhZ2USDAoEb3BlbhgHIAMoCSLrAQoFRmluYWwSJgoGcmVhc29uGAEgASgOMhYucGxhbm5lci52MS5TdG9wUmVhc29uEg4KBmRldGFpbBgCIAEoCRITCgttb2RlbF9jYWxscxgDIAEoDRIOCgZyb3VuZHMYBCABKA0SEQoJbGVhZHNfcnVuGAUgASgNEhQKDGNsYWltc19mb3VuZBgGIAEoDRIRCglkZWFkX2VuZHMYByABKA0SGQoRb3V0c3RhbmRpbmdfbGVhZHMYCCADKAkSLgoNc3ViX3F1ZXN0aW9ucxgJIAMoCzIXLnBsYW5uZXIudjEuU3ViUXVlc3Rpb24ikgEKEFJlc2VhcmNoUmVzcG9uc2USKgoHaW5pdGlhbBgBIAEoCzIXLnBsYW5uZXIudjEuSW5pdGlhbFBsYW5IABIkCgZyZXBsYW4YAiABKAsyEi5wbGFubmVyLnYxLlJlcGxhbkgAEiIKBWZpbmFsGAMgASgLMhEucGxhbm5lci52MS5GaW5hbEgAQggKBnVwZGF0ZSqNAQoKU3RvcFJlYXNvbhIbChdTVE9QX1JFQVNPTl9VTlNQRUNJRklFRBAAEhQKEFNUT1BfUkVBU09OX0RPTkUQARIZChVTVE9QX1JFQVNPTl9ERVBUSF9DQVAQAhIWChJTVE9QX1JFQVNPTl9CVURHRVQQAxIZChVTVE9QX1JFQVNPTl9DQU5DRUxMRUQQBDJjChZSZXNlYXJjaFBsYW5uZXJTZXJ2aWNlEkkKCFJlc2VhcmNoEhsucGxhbm5lci52MS5SZXNlYXJjaFJlcXVlc3QaHC5wbGFubmVyLnYxLlJlc2VhcmNoUmVzcG9uc2UoATABQnQKGWRldi5wbGFubmVyc3ZjLnBsYW5uZXIudjFCDVJlc2VhcmNoUHJvdG9QAVpGZ2l0aHViLmNvbS9wbGFubmVyLXN2Yy9wbGFubmVyLXN2Yy9jbGllbnRzL2dvL2dlbi9wbGFubmVyL3YxO3BsYW5uZXJ2MWIGcHJvdG8z", [file_planner_v1_plan]);
+  fileDesc("ChlwbGFubmVyL3YxL3Jlc2VhcmNoLnByb3RvEgpwbGFubmVyLnYxIsQBCgxSZXNlYXJjaENhcHMSHgoRbWF4X2luaXRpYWxfbGVhZHMYASABKA1IAIgBARIaCg1tYXhfbmV3X2xlYWRzGAIgASgNSAGIAQESGQoMcmVwbGFuX2V2ZXJ5GAMgASgNSAKIAQESFgoJbWF4X2RlcHRoGAQgASgFSAOIAQFCFAoSX21heF9pbml0aWFsX2xlYWRzQhAKDl9tYXhfbmV3X2xlYWRzQg8KDV9yZXBsYW5fZXZlcnlCDAoKX21heF9kZXB0aCLuAQoMU3RhcnRTZXNzaW9uEhAKCHF1ZXN0aW9uGAEgASgJEg4KBmFjdG9ycxgCIAMoCRImCgRjYXBzGAMgASgLMhgucGxhbm5lci52MS5SZXNlYXJjaENhcHMSFQoIYXRfdmFsaWQYBCABKANIAIgBARISCgVhdF90eBgFIAEoA0gBiAEBEhoKDWJ1ZGdldF90b2tlbnMYBiABKARIAogBARIQCghwcm92aWRlchgHIAEoCRISCgpzZXNzaW9uX2lkGAggASgJQgsKCV9hdF92YWxpZEIICgZfYXRfdHhCEAoOX2J1ZGdldF90b2tlbnMiJwoHRGVhZEVuZBINCgVjYXVzZRgBIAEoCRINCgVxdWVyeRgCIAEoCSJjCgpMZWFkUmVzdWx0Eg8KB2xlYWRfaWQYASABKAkSEAoGY2xhaW1zGAIgASgNSAASJwoIZGVhZF9lbmQYAyABKAsyEy5wbGFubmVyLnYxLkRlYWRFbmRIAEIJCgdvdXRjb21lIiMKE0NvbnRyYWRpY3Rpb25SZXBvcnQSDAoEbGl2ZRgBIAEoDSIqCgxCdWRnZXRSZXBvcnQSGgoScmVtYWluaW5nX2ZyYWN0aW9uGAEgASgBItsBCg9SZXNlYXJjaFJlcXVlc3QSKQoFc3RhcnQYASABKAsyGC5wbGFubmVyLnYxLlN0YXJ0U2Vzc2lvbkgAEi0KC2xlYWRfcmVzdWx0GAIgASgLMhYucGxhbm5lci52MS5MZWFkUmVzdWx0SAASOQoOY29udHJhZGljdGlvbnMYAyABKAsyHy5wbGFubmVyLnYxLkNvbnRyYWRpY3Rpb25SZXBvcnRIABIqCgZidWRnZXQYBCABKAsyGC5wbGFubmVyLnYxLkJ1ZGdldFJlcG9ydEgAQgcKBWV2ZW50Iq8BCgtTdWJRdWVzdGlvbhIKCgJpZBgBIAEoCRIMCgR0ZXh0GAIgASgJEg0KBWxlYWRzGAMgASgNEg4KBmNsYWltcxgEIAEoDRIQCghhbnN3ZXJlZBgFIAEoCBIqCghldmlkZW5jZRgGIAEoCzIYLnBsYW5uZXIudjEuRXZpZGVuY2VQbGFuEhYKDmV2aWRlbmNlX2Vycm9yGAcgASgJEhEKCWRlYWRfZW5kcxgIIAEoDSJUCgRMZWFkEgoKAmlkGAEgASgJEhMKC3F1ZXN0aW9uX2lkGAIgASgJEg0KBXF1ZXJ5GAMgASgJEg0KBWFjdG9yGAQgASgJEg0KBWRlcHRoGAUgASgNIu4CChFFZmZlY3RpdmVTZXR0aW5ncxImCgRjYXBzGAEgASgLMhgucGxhbm5lci52MS5SZXNlYXJjaENhcHMSDgoGYWN0b3JzGAIgAygJEhUKCGF0X3ZhbGlkGAMgASgDSACIAQESEgoFYXRfdHgYBCABKANIAYgBARIaCg1idWRnZXRfdG9rZW5zGAUgASgESAKIAQESEAoIcHJvdmlkZXIYBiABKAkSGAoQZGlnZXN0X21heF9jaGFycxgHIAEoDRISCgpzZXNzaW9uX2lkGAggASgJEhYKDmJ1ZGdldF9kZWZhdWx0GAkgASgIEh8KF2VmZmVjdGl2ZV9idWRnZXRfdG9rZW5zGAogASgEEhwKFGR1cGxpY2F0ZV9zaW1pbGFyaXR5GAsgASgBEhoKEmR1cGxpY2F0ZV9lbWJlZGRlchgMIAEoCUILCglfYXRfdmFsaWRCCAoGX2F0X3R4QhAKDl9idWRnZXRfdG9rZW5zIoMBChFEdXBsaWNhdGVQcm9wb3NhbBIMCgR0ZXh0GAEgASgJEhQKDGR1cGxpY2F0ZV9vZhgCIAEoCRInCgRydWxlGAMgASgOMhkucGxhbm5lci52MS5EdXBsaWNhdGVSdWxlEhIKCnNpbWlsYXJpdHkYBCABKAESDQoFcm91bmQYBSABKA0icQoQUHJvcG9zYWxPdXRjb21lcxIQCghhZG1pdHRlZBgBIAMoCRIxCgpkdXBsaWNhdGVzGAIgAygLMh0ucGxhbm5lci52MS5EdXBsaWNhdGVQcm9wb3NhbBILCgNjdXQYAyADKAkSCwoDY2FwGAQgASgNIk8KDFBsYW5uZXJVc2FnZRIVCg1wcm9tcHRfdG9rZW5zGAEgASgEEhkKEWNvbXBsZXRpb25fdG9rZW5zGAIgASgEEg0KBW1vZGVsGAMgASgJIvwBCgtJbml0aWFsUGxhbhIvCghzZXR0aW5ncxgBIAEoCzIdLnBsYW5uZXIudjEuRWZmZWN0aXZlU2V0dGluZ3MSLgoNc3ViX3F1ZXN0aW9ucxgCIAMoCzIXLnBsYW5uZXIudjEuU3ViUXVlc3Rpb24SHwoFbGVhZHMYAyADKAsyEC5wbGFubmVyLnYxLkxlYWQSEQoJcmF0aW9uYWxlGAQgASgJEicKBXVzYWdlGAUgASgLMhgucGxhbm5lci52MS5QbGFubmVyVXNhZ2USLwoJcHJvcG9zYWxzGAYgASgLMhwucGxhbm5lci52MS5Qcm9wb3NhbE91dGNvbWVzIvUBCgZSZXBsYW4SDQoFcm91bmQYASABKA0SLgoNc3ViX3F1ZXN0aW9ucxgCIAMoCzIXLnBsYW5uZXIudjEuU3ViUXVlc3Rpb24SHwoFbGVhZHMYAyADKAsyEC5wbGFubmVyLnYxLkxlYWQSEAoIYW5zd2VyZWQYBCADKAkSEQoJcmF0aW9uYWxlGAUgASgJEicKBXVzYWdlGAYgASgLMhgucGxhbm5lci52MS5QbGFubmVyVXNhZ2USDAoEb3BlbhgHIAMoCRIvCglwcm9wb3NhbHMYCCABKAsyHC5wbGFubmVyLnYxLlByb3Bvc2FsT3V0Y29tZXMizwIKBUZpbmFsEiYKBnJlYXNvbhgBIAEoDjIWLnBsYW5uZXIudjEuU3RvcFJlYXNvbhIOCgZkZXRhaWwYAiABKAkSEwoLbW9kZWxfY2FsbHMYAyABKA0SDgoGcm91bmRzGAQgASgNEhEKCWxlYWRzX3J1bhgFIAEoDRIUCgxjbGFpbXNfZm91bmQYBiABKA0SEQoJZGVhZF9lbmRzGAcgASgNEhkKEW91dHN0YW5kaW5nX2xlYWRzGAggAygJEi4KDXN1Yl9xdWVzdGlvbnMYCSADKAsyFy5wbGFubmVyLnYxLlN1YlF1ZXN0aW9uEi8KCXByb3Bvc2FscxgKIAEoCzIcLnBsYW5uZXIudjEuUHJvcG9zYWxPdXRjb21lcxIxCgpkdXBsaWNhdGVzGAsgAygLMh0ucGxhbm5lci52MS5EdXBsaWNhdGVQcm9wb3NhbCKSAQoQUmVzZWFyY2hSZXNwb25zZRIqCgdpbml0aWFsGAEgASgLMhcucGxhbm5lci52MS5Jbml0aWFsUGxhbkgAEiQKBnJlcGxhbhgCIAEoCzISLnBsYW5uZXIudjEuUmVwbGFuSAASIgoFZmluYWwYAyABKAsyES5wbGFubmVyLnYxLkZpbmFsSABCCAoGdXBkYXRlKnIKDUR1cGxpY2F0ZVJ1bGUSHgoaRFVQTElDQVRFX1JVTEVfVU5TUEVDSUZJRUQQABIdChlEVVBMSUNBVEVfUlVMRV9TQU1FX1dPUkRTEAESIgoeRFVQTElDQVRFX1JVTEVfU0lNSUxBUl9NRUFOSU5HEAIqqgEKClN0b3BSZWFzb24SGwoXU1RPUF9SRUFTT05fVU5TUEVDSUZJRUQQABIUChBTVE9QX1JFQVNPTl9ET05FEAESGQoVU1RPUF9SRUFTT05fREVQVEhfQ0FQEAISFgoSU1RPUF9SRUFTT05fQlVER0VUEAMSGQoVU1RPUF9SRUFTT05fQ0FOQ0VMTEVEEAQSGwoXU1RPUF9SRUFTT05fTk9fUFJPR1JFU1MQBTJjChZSZXNlYXJjaFBsYW5uZXJTZXJ2aWNlEkkKCFJlc2VhcmNoEhsucGxhbm5lci52MS5SZXNlYXJjaFJlcXVlc3QaHC5wbGFubmVyLnYxLlJlc2VhcmNoUmVzcG9uc2UoATABQnQKGWRldi5wbGFubmVyc3ZjLnBsYW5uZXIudjFCDVJlc2VhcmNoUHJvdG9QAVpGZ2l0aHViLmNvbS9wbGFubmVyLXN2Yy9wbGFubmVyLXN2Yy9jbGllbnRzL2dvL2dlbi9wbGFubmVyL3YxO3BsYW5uZXJ2MWIGcHJvdG8z", [file_planner_v1_plan]);
 
 /**
  * Bounds of a session. Every field: absent or 0 = the server default, shown after it.
@@ -376,6 +379,14 @@ export type SubQuestion = Message<"planner.v1.SubQuestion"> & {
    * @generated from field: string evidence_error = 7;
    */
   evidenceError: string;
+
+  /**
+   * Leads against it reported as dead ends so far (leads - dead_ends either found claims or
+   * are still outstanding).
+   *
+   * @generated from field: uint32 dead_ends = 8;
+   */
+  deadEnds: number;
 };
 
 /**
@@ -470,7 +481,8 @@ export type EffectiveSettings = Message<"planner.v1.EffectiveSettings"> & {
   atTx?: bigint | undefined;
 
   /**
-   * Evidence budget of each plan in tokens; absent = the server default.
+   * Evidence budget of each plan in tokens: the start's budget_tokens, or the server default
+   * when it named none (then budget_default is set).
    *
    * @generated from field: optional uint64 budget_tokens = 5;
    */
@@ -496,6 +508,36 @@ export type EffectiveSettings = Message<"planner.v1.EffectiveSettings"> & {
    * @generated from field: string session_id = 8;
    */
   sessionId: string;
+
+  /**
+   * True when budget_tokens is the server default (the start named none).
+   *
+   * @generated from field: bool budget_default = 9;
+   */
+  budgetDefault: boolean;
+
+  /**
+   * The budget each evidence plan packs to, tokens: budget_tokens through the budget rule
+   * (x0.9, floored, since sub-question plans count span tokens with the estimator).
+   *
+   * @generated from field: uint64 effective_budget_tokens = 10;
+   */
+  effectiveBudgetTokens: bigint;
+
+  /**
+   * Threshold of the similar-meaning duplicate rule, dimensionless in (0, 1] (see
+   * DuplicateRule).
+   *
+   * @generated from field: double duplicate_similarity = 11;
+   */
+  duplicateSimilarity: number;
+
+  /**
+   * Embedder of the similar-meaning rule ("" = none: content words must then be equal).
+   *
+   * @generated from field: string duplicate_embedder = 12;
+   */
+  duplicateEmbedder: string;
 };
 
 /**
@@ -504,6 +546,98 @@ export type EffectiveSettings = Message<"planner.v1.EffectiveSettings"> & {
  */
 export const EffectiveSettingsSchema: GenMessage<EffectiveSettings> = /*@__PURE__*/
   messageDesc(file_planner_v1_research, 9);
+
+/**
+ * A proposal refused because it repeats a sub-question of the session.
+ *
+ * @generated from message planner.v1.DuplicateProposal
+ */
+export type DuplicateProposal = Message<"planner.v1.DuplicateProposal"> & {
+  /**
+   * The proposal as the planner worded it.
+   *
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * The SubQuestion.id it repeats.
+   *
+   * @generated from field: string duplicate_of = 2;
+   */
+  duplicateOf: string;
+
+  /**
+   * The rule that matched.
+   *
+   * @generated from field: planner.v1.DuplicateRule rule = 3;
+   */
+  rule: DuplicateRule;
+
+  /**
+   * Similarity of the pair, dimensionless in [0, 1]; 1 for DUPLICATE_RULE_SAME_WORDS.
+   *
+   * @generated from field: double similarity = 4;
+   */
+  similarity: number;
+
+  /**
+   * Round that refused it: 0 for the initial decomposition, r for replan round r.
+   *
+   * @generated from field: uint32 round = 5;
+   */
+  round: number;
+};
+
+/**
+ * Describes the message planner.v1.DuplicateProposal.
+ * Use `create(DuplicateProposalSchema)` to create a new message.
+ */
+export const DuplicateProposalSchema: GenMessage<DuplicateProposal> = /*@__PURE__*/
+  messageDesc(file_planner_v1_research, 10);
+
+/**
+ * What became of the proposals of one planner call, each list in proposal order.
+ *
+ * @generated from message planner.v1.ProposalOutcomes
+ */
+export type ProposalOutcomes = Message<"planner.v1.ProposalOutcomes"> & {
+  /**
+   * Ids of the sub-questions admitted (one lead each).
+   *
+   * @generated from field: repeated string admitted = 1;
+   */
+  admitted: string[];
+
+  /**
+   * Proposals refused because they repeat a sub-question.
+   *
+   * @generated from field: repeated planner.v1.DuplicateProposal duplicates = 2;
+   */
+  duplicates: DuplicateProposal[];
+
+  /**
+   * Proposals that were new but came after the cap was reached (their text).
+   *
+   * @generated from field: repeated string cut = 3;
+   */
+  cut: string[];
+
+  /**
+   * The cap that applied: max_initial_leads for the initial decomposition, max_new_leads for
+   * a replan.
+   *
+   * @generated from field: uint32 cap = 4;
+   */
+  cap: number;
+};
+
+/**
+ * Describes the message planner.v1.ProposalOutcomes.
+ * Use `create(ProposalOutcomesSchema)` to create a new message.
+ */
+export const ProposalOutcomesSchema: GenMessage<ProposalOutcomes> = /*@__PURE__*/
+  messageDesc(file_planner_v1_research, 11);
 
 /**
  * Token usage of planner model calls (zero for the offline provider).
@@ -538,7 +672,7 @@ export type PlannerUsage = Message<"planner.v1.PlannerUsage"> & {
  * Use `create(PlannerUsageSchema)` to create a new message.
  */
 export const PlannerUsageSchema: GenMessage<PlannerUsage> = /*@__PURE__*/
-  messageDesc(file_planner_v1_research, 10);
+  messageDesc(file_planner_v1_research, 12);
 
 /**
  * The first response: the initial decomposition.
@@ -580,6 +714,13 @@ export type InitialPlan = Message<"planner.v1.InitialPlan"> & {
    * @generated from field: planner.v1.PlannerUsage usage = 5;
    */
   usage?: PlannerUsage | undefined;
+
+  /**
+   * What became of the decomposition's proposals.
+   *
+   * @generated from field: planner.v1.ProposalOutcomes proposals = 6;
+   */
+  proposals?: ProposalOutcomes | undefined;
 };
 
 /**
@@ -587,7 +728,7 @@ export type InitialPlan = Message<"planner.v1.InitialPlan"> & {
  * Use `create(InitialPlanSchema)` to create a new message.
  */
 export const InitialPlanSchema: GenMessage<InitialPlan> = /*@__PURE__*/
-  messageDesc(file_planner_v1_research, 11);
+  messageDesc(file_planner_v1_research, 13);
 
 /**
  * A replan round.
@@ -643,6 +784,14 @@ export type Replan = Message<"planner.v1.Replan"> & {
    * @generated from field: repeated string open = 7;
    */
   open: string[];
+
+  /**
+   * What became of this round's proposals (a round may admit none and still report what it
+   * answered and refused).
+   *
+   * @generated from field: planner.v1.ProposalOutcomes proposals = 8;
+   */
+  proposals?: ProposalOutcomes | undefined;
 };
 
 /**
@@ -650,7 +799,7 @@ export type Replan = Message<"planner.v1.Replan"> & {
  * Use `create(ReplanSchema)` to create a new message.
  */
 export const ReplanSchema: GenMessage<Replan> = /*@__PURE__*/
-  messageDesc(file_planner_v1_research, 12);
+  messageDesc(file_planner_v1_research, 14);
 
 /**
  * The last response of a session.
@@ -720,6 +869,21 @@ export type Final = Message<"planner.v1.Final"> & {
    * @generated from field: repeated planner.v1.SubQuestion sub_questions = 9;
    */
   subQuestions: SubQuestion[];
+
+  /**
+   * What became of the proposals of the planner call that ended the session; absent when no
+   * call ended it (depth cap, budget, cancelled, or no progress decided before a call).
+   *
+   * @generated from field: planner.v1.ProposalOutcomes proposals = 10;
+   */
+  proposals?: ProposalOutcomes | undefined;
+
+  /**
+   * Every proposal the session refused as a duplicate, in the order refused.
+   *
+   * @generated from field: repeated planner.v1.DuplicateProposal duplicates = 11;
+   */
+  duplicates: DuplicateProposal[];
 };
 
 /**
@@ -727,7 +891,7 @@ export type Final = Message<"planner.v1.Final"> & {
  * Use `create(FinalSchema)` to create a new message.
  */
 export const FinalSchema: GenMessage<Final> = /*@__PURE__*/
-  messageDesc(file_planner_v1_research, 13);
+  messageDesc(file_planner_v1_research, 15);
 
 /**
  * One message from the service.
@@ -772,7 +936,46 @@ export type ResearchResponse = Message<"planner.v1.ResearchResponse"> & {
  * Use `create(ResearchResponseSchema)` to create a new message.
  */
 export const ResearchResponseSchema: GenMessage<ResearchResponse> = /*@__PURE__*/
-  messageDesc(file_planner_v1_research, 14);
+  messageDesc(file_planner_v1_research, 16);
+
+/**
+ * How a refused proposal repeats a sub-question of the session. Both rules compare it with
+ * every sub-question of the session, of every round.
+ *
+ * @generated from enum planner.v1.DuplicateRule
+ */
+export enum DuplicateRule {
+  /**
+   * Not a rule; never sent.
+   *
+   * @generated from enum value: DUPLICATE_RULE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The same set of words after Unicode NFKC normalisation and case folding, ignoring
+   * punctuation, symbols and word order.
+   *
+   * @generated from enum value: DUPLICATE_RULE_SAME_WORDS = 1;
+   */
+  SAME_WORDS = 1,
+
+  /**
+   * Every content word (not a function word, interrogative or request word such as "define"
+   * or "sources") of each has a counterpart in the other, the same stem or an embedding cosine
+   * of at least EffectiveSettings.duplicate_similarity; numbers equal; the same interrogatives
+   * when both ask with one.
+   *
+   * @generated from enum value: DUPLICATE_RULE_SIMILAR_MEANING = 2;
+   */
+  SIMILAR_MEANING = 2,
+}
+
+/**
+ * Describes the enum planner.v1.DuplicateRule.
+ */
+export const DuplicateRuleSchema: GenEnum<DuplicateRule> = /*@__PURE__*/
+  enumDesc(file_planner_v1_research, 0);
 
 /**
  * Why a session ended.
@@ -815,13 +1018,22 @@ export enum StopReason {
    * @generated from enum value: STOP_REASON_CANCELLED = 4;
    */
   CANCELLED = 4,
+
+  /**
+   * The session stopped going forward: a replan round admitted no new sub-question (its
+   * proposals, if any, repeated sub-questions) and no claim was reported after it, with no
+   * lead outstanding that could still report one. Decided before another model call.
+   *
+   * @generated from enum value: STOP_REASON_NO_PROGRESS = 5;
+   */
+  NO_PROGRESS = 5,
 }
 
 /**
  * Describes the enum planner.v1.StopReason.
  */
 export const StopReasonSchema: GenEnum<StopReason> = /*@__PURE__*/
-  enumDesc(file_planner_v1_research, 0);
+  enumDesc(file_planner_v1_research, 1);
 
 /**
  * Decomposes a question into leads and replans as evidence arrives.
