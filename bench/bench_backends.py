@@ -28,7 +28,7 @@ from bench._server import ROOT, git_revision, running_server
 from bench.bench_plan_grpc import DEFAULT_QUESTIONS, percentile
 from planner_svc.api.planner.v1 import plan_pb2_grpc
 from planner_svc.client.common import question_request
-from tests.pgserver import PostgresServer
+from tests.pgserver import PostgresServer, free_port
 
 
 def _ingest(corpus: Path, where: list[str]) -> float:
@@ -66,8 +66,8 @@ def main() -> int:
         latency: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
         hashes: dict[str, list[str]] = {"sqlite": [], "postgresql": []}
         with (
-            running_server(f"{tmp}/sqlite0", 50163) as lite,
-            running_server(f"{tmp}/replica", 50164, store=pg.url("run0")) as shared,
+            running_server(f"{tmp}/sqlite0", free_port()) as lite,
+            running_server(f"{tmp}/replica", free_port(), store=pg.url("run0")) as shared,
             grpc.insecure_channel(lite) as lite_channel,
             grpc.insecure_channel(shared) as shared_channel,
         ):

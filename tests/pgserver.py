@@ -47,7 +47,8 @@ def server_bin_dir() -> Path:
                        "(`make setup` does)")
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now (the OS picks it)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -85,7 +86,7 @@ class PostgresServer:
             self._as = ["runuser", "-u", "postgres", "--"]
         self._run(str(bindir / "initdb"), "-D", str(data), "-U", self.user, "--auth=trust",
                   "-E", "UTF8", "--locale=C", "--no-sync")
-        self.port = _free_port()
+        self.port = free_port()
         options = (f"-p {self.port} -k {sockets} -c listen_addresses=127.0.0.1 "
                    f"-c fsync={'on' if self._fsync else 'off'} -c max_connections=200")
         self._run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l",
