@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._server import ROOT, git_revision, running_server
-from tests.pgserver import PostgresServer
+from tests.pgserver import PostgresServer, free_port
 
 
 class _TimedTransactions:
@@ -144,7 +144,8 @@ def _serving_pid(port: int) -> int:
 def _memory(pg: PostgresServer, tmp: Path) -> dict[str, object]:
     empty_url = pg.create_database("empty")
     measured: dict[str, object] = {}
-    for name, url, port in (("empty", empty_url, 50181), ("corpus", pg.url("one"), 50182)):
+    for name, url in (("empty", empty_url), ("corpus", pg.url("one"))):
+        port = free_port()
         with running_server(str(tmp / f"replica-{name}"), port, store=url):
             measured[name] = _rss(_serving_pid(port))
     return measured
