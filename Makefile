@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DATA ?= data/demo
+MIXED_DATA ?= data/demo-mixed
 PORT ?= 50151
 
 # Fonts the PDF tests write with (Debian packages; installed only when a file is missing).
@@ -117,7 +118,7 @@ fetch-corpus: setup
 	$(BIN)/planner-svc fetch-corpus
 
 demo: setup
-	$(BIN)/python scripts/demo.py --data $(DATA) --port $(PORT)
+	$(BIN)/python scripts/demo.py --data $(DATA) --mixed-data $(MIXED_DATA) --port $(PORT)
 
 bench: setup
 	$(BIN)/python -m bench.run_all

@@ -21,6 +21,7 @@ def main() -> int:
         "bench.bench_index",
         "bench.bench_ingest",
         "bench.bench_readers",
+        "bench.bench_ingest_formats",
         "bench.bench_duplicates",
         "bench.bench_keepalive",
     ]

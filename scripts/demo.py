@@ -1,10 +1,17 @@
-"""The demo: fetch and ingest the Wikipedia vital-article summaries, serve them over gRPC on a
-loopback port, print a few evidence plans (one multi-hop), stop the server.
+"""The demo, in two acts.
 
-Usage: python scripts/demo.py [--data DIR] [--port PORT] [--budget N]
+1. Fetch and ingest the Wikipedia vital-article summaries, serve them over gRPC on a loopback
+   port, print a few evidence plans (one multi-hop), stop the server.
+2. Write a small mixed corpus (a PDF handbook, a web page, a Word file, a notebook, Markdown,
+   text, and three files no reader can read: ``tests/mixed_corpus.py``), ingest it into a
+   second data directory (the ingest report counts each format's documents read, skipped and
+   failed), serve it, and print a plan whose spans cite a PDF page and an HTML section.
+
+Usage: python scripts/demo.py [--data DIR] [--mixed-data DIR] [--port PORT] [--budget N]
 
 Every step is idempotent: the corpus download is cached, and re-ingesting unchanged documents
-writes no new versions, so a second run prints the same plans and the same plan hashes.
+writes no new versions, so a second run prints the same plans and the same plan hashes for the
+first act (the second act's plans cite versions stamped at its first ingest).
 """
 
 from __future__ import annotations
@@ -30,6 +37,13 @@ QUESTIONS = (
     ("single-hop", "What is the chemical formula of water?"),
     ("multi-hop", "In what years did the artist who painted the Mona Lisa live?"),
 )
+MIXED_QUESTIONS = (
+    ("PDF page and HTML section",
+     "How do I stop a colony from swarming, and when should varroa be treated with oxalic "
+     "acid?"),
+)
+MIXED_BUDGET = 200
+"""Budget of the second act's plans, tokens (the mixed corpus is small)."""
 
 
 def _port_free(port: int) -> bool:
@@ -60,35 +74,13 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "planner_svc.cli", *args]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="data/demo", help="data directory")
-    parser.add_argument("--port", type=int, default=50151, help="loopback port")
-    parser.add_argument("--budget", type=int, default=400, help="budget per plan, tokens")
-    args = parser.parse_args()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if not _port_free(args.port):
-        raise SystemExit(
-            f"port {args.port} is already in use on 127.0.0.1: stop what listens there or "
-            f"pick another port (make demo PORT=NNNNN)"
-        )
-
-    print("== fetching the corpus (cached after the first run)", flush=True)
-    subprocess.run(_cli("fetch-corpus"), check=True, cwd=ROOT, env=env)
-    data = Path(args.data) if Path(args.data).is_absolute() else ROOT / args.data
-    stale = _stale_store(data)
-    if stale is not None:
-        print(f"== {args.data} holds vectors of {stale}: rebuilding it", flush=True)
-        shutil.rmtree(data)
-    print("== ingesting", flush=True)
-    corpus = ROOT / ".cache" / "corpus" / "wiki_en.jsonl"
-    subprocess.run(_cli("ingest", str(corpus), "--data", args.data), check=True, cwd=ROOT,
-                   env=env)
-
-    address = f"127.0.0.1:{args.port}"
+def _serve_and_plan(data: str, port: int, questions: tuple[tuple[str, str], ...],
+                    budget: int, env: dict[str, str]) -> None:
+    """Serve ``data`` on 127.0.0.1:``port``, print the plan of each question, stop."""
+    address = f"127.0.0.1:{port}"
     print(f"== starting the server on {address}", flush=True)
     server = subprocess.Popen(
-        _cli("serve", "--data", args.data, "--port", str(args.port), "--log-level", "warning"),
+        _cli("serve", "--data", data, "--port", str(port), "--log-level", "warning"),
         cwd=ROOT, env=env,
     )
     try:
@@ -100,9 +92,9 @@ def main() -> int:
             raise SystemExit(f"the demo server exited with code {server.returncode}")
         with grpc.insecure_channel(address) as channel:
             stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
-            for label, question in QUESTIONS:
+            for label, question in questions:
                 print(f"\n== {label}: {question}\n", flush=True)
-                request = question_request(question, budget_tokens=args.budget, expand_depth=1)
+                request = question_request(question, budget_tokens=budget, expand_depth=1)
                 started = time.perf_counter()
                 plan = stub.Plan(request, timeout=30).plan
                 elapsed_ms = (time.perf_counter() - started) * 1000
@@ -115,6 +107,53 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             server.kill()
     print("\n== server stopped")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="data/demo", help="data directory")
+    parser.add_argument("--mixed-data", default="data/demo-mixed",
+                        help="data directory of the second act (the mixed corpus)")
+    parser.add_argument("--port", type=int, default=50151, help="loopback port")
+    parser.add_argument("--budget", type=int, default=400, help="budget per plan, tokens")
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if not _port_free(args.port):
+        raise SystemExit(
+            f"port {args.port} is already in use on 127.0.0.1: stop what listens there or "
+            f"pick another port (make demo PORT=NNNNN)"
+        )
+
+    print("== act 1: Wikipedia summaries", flush=True)
+    print("== fetching the corpus (cached after the first run)", flush=True)
+    subprocess.run(_cli("fetch-corpus"), check=True, cwd=ROOT, env=env)
+    data = Path(args.data) if Path(args.data).is_absolute() else ROOT / args.data
+    stale = _stale_store(data)
+    if stale is not None:
+        print(f"== {args.data} holds vectors of {stale}: rebuilding it", flush=True)
+        shutil.rmtree(data)
+    print("== ingesting", flush=True)
+    corpus = ROOT / ".cache" / "corpus" / "wiki_en.jsonl"
+    subprocess.run(_cli("ingest", str(corpus), "--data", args.data), check=True, cwd=ROOT,
+                   env=env)
+    _serve_and_plan(args.data, args.port, QUESTIONS, args.budget, env)
+
+    print("\n== act 2: a mixed corpus (PDF, HTML, DOCX, notebook, Markdown, text)", flush=True)
+    mixed = ROOT / ".cache" / "mixed-corpus"
+    subprocess.run([sys.executable, "-m", "tests.mixed_corpus", str(mixed)], check=True,
+                   cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    mixed_data = Path(args.mixed_data)
+    if _stale_store(mixed_data if mixed_data.is_absolute() else ROOT / mixed_data) is not None:
+        shutil.rmtree(mixed_data if mixed_data.is_absolute() else ROOT / mixed_data)
+    print(f"== ingesting {mixed.relative_to(ROOT)}/ (three files are meant to be refused)",
+          flush=True)
+    ingest = subprocess.run(
+        _cli("ingest", str(mixed.relative_to(ROOT)), "--data", args.mixed_data, "--quiet"),
+        cwd=ROOT, env=env,
+    )
+    if ingest.returncode != 0:
+        raise SystemExit(f"ingesting the mixed corpus failed (exit {ingest.returncode})")
+    _serve_and_plan(args.mixed_data, args.port, MIXED_QUESTIONS, MIXED_BUDGET, env)
     return 0
 
 

@@ -16,11 +16,13 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.api.planner.v1 import plan_pb2
+from planner_svc.core.model import Location
 from planner_svc.recall.request import QUESTION_EXPAND_DEPTH
 
 __all__ = [
     "FATE_NAMES",
     "NotServing",
+    "location_text",
     "question_request",
     "render_explanations",
     "render_plan",
@@ -81,21 +83,37 @@ def _clip(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
 
 
+def location_text(span: plan_pb2.PlannedSpan) -> str:
+    """The span's location on one line (``p. 2 · Swarm control``, ``Varroa › Monitoring``,
+    ``cell 3``); empty when the plan carries none."""
+    if not span.HasField("location"):
+        return ""
+    where = span.location
+    return Location(
+        page=where.page if where.HasField("page") and where.page > 0 else None,
+        heading_path=tuple(where.heading_path),
+        cell_index=where.cell_index if where.HasField("cell_index") else None,
+    ).render()
+
+
 def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str:
-    """A readable table: source, kind, tokens, weight, text (one line per span), then totals."""
+    """A readable table: source, kind, location (page, heading path, notebook cell), tokens,
+    weight, text (one line per span), then totals."""
     width = width or shutil.get_terminal_size((120, 24)).columns
-    rows = [("source", "kind", "tokens", "weight", "text")]
+    rows = [("source", "kind", "location", "tokens", "weight", "text")]
     for s in plan.spans:
-        rows.append((s.span.source_id, s.kind, str(s.tokens), f"{s.weight:.4f}", s.text))
+        rows.append((s.span.source_id, s.kind, location_text(s), str(s.tokens),
+                     f"{s.weight:.4f}", s.text))
     src_w = min(40, max(len(r[0]) for r in rows))
     kind_w = max(len(r[1]) for r in rows)
-    fixed = src_w + kind_w + 6 + 8 + 8
+    where_w = min(40, max(len(r[2]) for r in rows))
+    fixed = src_w + kind_w + where_w + 6 + 8 + 10
     text_w = max(20, width - fixed)
     lines = []
-    for src, kind, tokens, weight, text in rows:
+    for src, kind, where, tokens, weight, text in rows:
         lines.append(
-            f"{_clip(src, src_w):<{src_w}}  {kind:<{kind_w}}  {tokens:>6}  {weight:>6}  "
-            f"{_clip(text, text_w)}"
+            f"{_clip(src, src_w):<{src_w}}  {kind:<{kind_w}}  {_clip(where, where_w):<{where_w}}"
+            f"  {tokens:>6}  {weight:>6}  {_clip(text, text_w)}"
         )
     st = plan.stats
     lines.append("")

@@ -13,9 +13,11 @@ from planner_svc.core.errors import (
     PlannerError,
 )
 from planner_svc.core.model import (
+    NOWHERE,
     PLAN_MODEL,
     CandidateFate,
     EvidencePlan,
+    Location,
     PlannedSpan,
     PlanStats,
     SpanClass,
@@ -23,12 +25,14 @@ from planner_svc.core.model import (
 )
 
 __all__ = [
+    "NOWHERE",
     "PLAN_MODEL",
     "CandidateFate",
     "ConfigError",
     "EvidencePlan",
     "InsufficientEvidence",
     "InvalidRequest",
+    "Location",
     "PlanStats",
     "PlannedSpan",
     "PlannerError",

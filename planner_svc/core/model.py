@@ -73,6 +73,67 @@ class SpanRef:
         return self.end - self.start
 
 
+_PATH_SEPARATOR = " \u203a "
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Location:
+    """Where a span sits in the original document: what a citation sends a person to.
+
+    Recorded by ingestion with each span (the span ledger row), carried by every planned span.
+    Never part of the plan hash: two plans with the same spans are the same plan wherever
+    their spans were found.
+
+    Attributes:
+        page: 1-based page number (PDF), else None.
+        heading_path: texts of the enclosing headings, outermost first (whitespace collapsed);
+            a heading's own path ends with itself; empty when no heading encloses the span
+            (plain text, or text before the first heading).
+        cell_index: 0-based notebook cell, else None.
+
+    Raises:
+        ValueError: ``page`` below 1, ``cell_index`` below 0, or a heading that is not a
+            string.
+    """
+
+    page: int | None = None
+    heading_path: tuple[str, ...] = ()
+    cell_index: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.page is not None and self.page < 1:
+            raise ValueError(f"page {self.page} is below 1 (pages are numbered from 1)")
+        if self.cell_index is not None and self.cell_index < 0:
+            raise ValueError(f"cell_index {self.cell_index} is below 0")
+        if not all(isinstance(h, str) for h in self.heading_path):
+            raise ValueError(f"heading_path {self.heading_path!r} holds a non-string")
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing is known: no page, no heading, no cell."""
+        return self.page is None and not self.heading_path and self.cell_index is None
+
+    def render(self) -> str:
+        """One line for a citation: ``p. 3``, ``cell 4``, ``Intro › Setup``, joined by `` · ``
+        in that order when several are set (``p. 3 · Results``); empty when nothing is."""
+        parts: list[str] = []
+        if self.page is not None:
+            parts.append(f"p. {self.page}")
+        if self.cell_index is not None:
+            parts.append(f"cell {self.cell_index}")
+        if self.heading_path:
+            parts.append(_PATH_SEPARATOR.join(self.heading_path))
+        return " \u00b7 ".join(parts)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+NOWHERE = Location()
+"""The location of a span without pages, cells or headings (and of a span whose ledger row
+records none)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlannedSpan:
     """A candidate or selected span.
@@ -84,6 +145,8 @@ class PlannedSpan:
         weight: ``weigh(S(node), kind, class)``; finite, >= 0.
         tokens: token count of ``text`` under the plan's accounting.
         text: canonical text slice (not hashed).
+        location: where the span sits in its original document (page, heading path, notebook
+            cell) as its ledger row records it; :data:`NOWHERE` when unknown. Not hashed.
     """
 
     span: SpanRef
@@ -92,6 +155,7 @@ class PlannedSpan:
     weight: float
     tokens: int
     text: str = ""
+    location: Location = NOWHERE
 
 
 @dataclass(slots=True)

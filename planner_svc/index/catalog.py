@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planner_svc.core.model import CoordKey
+from planner_svc.core.model import NOWHERE, CoordKey, Location
 from planner_svc.index.analysis import analyze
 from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
 from planner_svc.store.feed import SourceVersionRow
@@ -43,11 +43,14 @@ class SpanInfo:
         estimated_tokens: :func:`planner_svc.core.tokens.estimate_tokens` of its text; None
             when its text cannot be sliced (no such version, a range outside the text or inside
             a character).
+        location: where it sits in its original document, from the span ledger (NOWHERE when
+            the ledger has no row or records none); every planned span carries it.
     """
 
     kind: str
     kind_known: bool
     estimated_tokens: int | None
+    location: Location = NOWHERE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,7 +64,7 @@ class CatalogBatch:
         closed_edges: ``(edge_id, tx_to_us)`` of edge versions closed since.
         sources: source versions, in row id order; a version closes the previous version of
             its source at its own transaction time.
-        spans: kind and estimate of every span the new nodes cite.
+        spans: kind, estimate and location of every span the new nodes cite.
     """
 
     nodes: Sequence[NodeVersion] = ()
@@ -348,8 +351,13 @@ class Catalog:
                 and v.live(valid_us, tx_us)]
 
     def span(self, key: CoordKey) -> SpanInfo | None:
-        """Kind and estimate of a span, or None when it was never seen."""
+        """Kind, estimate and location of a span, or None when it was never seen."""
         return self._spans.get(key)
+
+    def location(self, key: CoordKey) -> Location:
+        """Where a span sits in its original document; NOWHERE when unknown."""
+        info = self._spans.get(key)
+        return NOWHERE if info is None else info.location
 
     def neighbours(
         self, nodes: Iterable[CatalogVersion], valid_us: int, tx_us: int

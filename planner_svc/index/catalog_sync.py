@@ -17,11 +17,11 @@ from typing import Protocol
 
 import structlog
 
-from planner_svc.core.model import CoordKey
+from planner_svc.core.model import NOWHERE, CoordKey
 from planner_svc.core.tokens import estimate_tokens
 from planner_svc.index.catalog import Catalog, CatalogBatch, SpanInfo
 from planner_svc.store.feed import FeedPosition, SourceVersionRow
-from planner_svc.store.records import Edge, NodeVersion
+from planner_svc.store.records import Edge, LedgerRow, NodeVersion
 
 __all__ = ["CatalogFeed", "FreshCatalog"]
 
@@ -66,8 +66,9 @@ class CatalogFeed(Protocol):
         """Source versions past a row id, in row id order."""
         ...
 
-    def span_kinds(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
-        """Ledger kinds of exact spans; spans without a row are absent."""
+    def ledger_rows(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, LedgerRow]:
+        """Span-ledger rows (kind and location) of exact spans, read together; spans without
+        a row are absent (the catalog then uses ``body`` and no location)."""
         ...
 
     def canonical_slices(self, keys: Iterable[CoordKey]) -> Mapping[CoordKey, str]:
@@ -146,13 +147,16 @@ class FreshCatalog:
             closed_nodes = [] if since is None else self._feed.node_versions_closed_since(since)
             closed_edges = [] if since is None else self._feed.edge_versions_closed_since(since)
             keys = sorted({span.key for n in nodes for span in n.provenance})
-            kinds = self._feed.span_kinds(keys) if keys else {}
+            ledger = self._feed.ledger_rows(keys) if keys else {}
             texts = self._feed.canonical_slices(keys) if keys else {}
             spans = {
-                key: SpanInfo(kind=kinds.get(key, "body"), kind_known=key in kinds,
+                key: SpanInfo(kind=row.kind if row is not None else "body",
+                              kind_known=row is not None,
                               estimated_tokens=estimate_tokens(texts[key])
-                              if key in texts else None)
+                              if key in texts else None,
+                              location=row.location if row is not None else NOWHERE)
                 for key in keys
+                for row in (ledger.get(key),)
             }
             self._catalog.apply(CatalogBatch(
                 nodes=nodes, closed_nodes=closed_nodes, edges=edges, closed_edges=closed_edges,

@@ -5,8 +5,10 @@
 - :func:`planner_svc.ingest.readers.read_document` reads any supported format (Markdown, text,
   HTML, PDF, DOCX, notebooks) from bytes into the same result.
 - :func:`ingest_documents` writes documents into a store (the write ports are
-  :mod:`planner_svc.ingest.ports`); :class:`planner_svc.ingest.service.IngestService` ingests
-  document streams in committed, indexed batches.
+  :mod:`planner_svc.ingest.ports`): text, or the bytes of a file in any supported format
+  (:mod:`planner_svc.ingest.reading` picks the reader), each span's location kept in the span
+  ledger; :class:`planner_svc.ingest.service.IngestService` ingests document streams in
+  committed, indexed batches, parsing each batch before it takes the write lock.
 - ``planner_svc.ingest.cli`` adds the ``ingest`` subcommand (``fetch-corpus`` is
   :mod:`planner_svc.demo`).
 """

@@ -1,11 +1,20 @@
 """``planner-svc ingest``: write documents into a data directory's store.
 
-``ingest PATH|-``: PATH is a Markdown or text file (one document; source id = its path relative
-to the working directory, title = its first heading, else the file name), a directory (every
-``.md``, ``.markdown`` and ``.txt`` file below it, source ids relative to it), or a ``.jsonl``
-file of documents (format in :mod:`planner_svc.ingest.jsonl`); ``-`` reads JSON Lines from
-stdin. Prints one summary line; exit status 0 unless every document failed (1), 2 on a usage or
-configuration error.
+``ingest PATH|-``: PATH is a file (one document; source id = its path relative to the working
+directory), a directory (every file below it, hidden files and folders left out; source ids
+relative to it), or a ``.jsonl`` file of documents (format in :mod:`planner_svc.ingest.jsonl`);
+``-`` reads JSON Lines from stdin.
+
+A file's format comes from its content, and its extension where the content cannot tell
+(:func:`planner_svc.ingest.readers.sniff_media_type`): Markdown, plain text, HTML, PDF, DOCX and
+Jupyter notebooks are read; a file of another type, or one that is encrypted or damaged, is
+reported and skipped, and the run goes on. Markdown and text files are read as they always were
+(title: a Markdown file's first heading, else the file name); other formats take their title
+from the document (first heading, else the format's title metadata), else the source id.
+
+Prints one summary line, then one line per format (documents read, skipped and failed, and
+why); each refused document's reason goes to stderr. Exit status 0 unless every document
+failed (1), 2 on a usage or configuration error.
 """
 
 from __future__ import annotations
@@ -15,14 +24,33 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-TEXT_SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain"}
+if TYPE_CHECKING:
+    from planner_svc.ingest.model import DocumentIn, IngestReport
+
 _FIRST_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 _MAX_ERRORS_SHOWN = 20
 
 
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """An input that never became a document (a JSON Lines record that does not parse, a file
+    that cannot be opened).
+
+    Attributes:
+        label: its source id when known, else ``line N`` or the path.
+        reason: why, ``field: reason``.
+        format: the format it is counted under.
+        skipped: True when it could not be read at all, False when it was malformed.
+    """
+
+    label: str
+    reason: str
+    format: str
+    skipped: bool
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ingest`` subcommand."""
     from planner_svc.ingest.pipeline import DEFAULT_BATCH_SIZE
@@ -31,11 +59,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest = subparsers.add_parser(
         "ingest",
         help="ingest documents into the store",
-        description="Ingest Markdown/text files, a directory of them, or JSON Lines documents "
-        "into the store: source versions, span ledger, nodes, edges and vectors.",
+        description="Ingest documents (Markdown, text, HTML, PDF, DOCX, Jupyter notebooks), a "
+        "directory of them, or JSON Lines documents into the store: source versions, span "
+        "ledger (with each span's page, heading path or notebook cell), nodes, edges and "
+        "vectors. Files of other types, and encrypted or damaged ones, are reported and "
+        "skipped.",
     )
     ingest.add_argument(
-        "path", help="a .md/.markdown/.txt file, a directory, a .jsonl file, or - (stdin JSONL)"
+        "path", help="a document file, a directory, a .jsonl file, or - (stdin JSONL)"
     )
     ingest.add_argument(
         "--data", type=Path, default=DEFAULT_DATA_DIR,
@@ -79,24 +110,58 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _file_title(path: Path, data: bytes) -> str:
-    if TEXT_SUFFIXES.get(path.suffix.lower()) == "text/markdown":
-        found = _FIRST_HEADING.search(data.decode("utf-8", errors="replace"))
-        if found:
-            return found.group(1).strip()
-    return path.name
+    found = _FIRST_HEADING.search(data.decode("utf-8", errors="replace"))
+    return found.group(1).strip() if found else path.name
 
 
-def _file_document(path: Path, source_id: str, args: argparse.Namespace) -> object:
-    from planner_svc.ingest.pipeline import DocumentIn
+def file_document(
+    path: Path,
+    source_id: str,
+    *,
+    valid_from_us: int | None = None,
+    version_tx_us: int | None = None,
+) -> DocumentIn | Refused:
+    """The document of one file, or why there is none (the file cannot be opened).
 
-    data = path.read_bytes()
+    Markdown and plain text (by :func:`~planner_svc.ingest.readers.sniff_media_type`) become
+    text documents exactly as before the other formats were read; every other file becomes a
+    content document carrying the type found, which ingestion reads, or refuses (skipped)
+    when no reader handles it.
+    """
+    from planner_svc.ingest.model import DocumentIn
+    from planner_svc.ingest.readers import MARKDOWN, PLAIN, sniff_media_type
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return Refused(source_id, f"file: cannot be read: {exc.strerror or exc}", "unknown",
+                       skipped=True)
+    media_type = sniff_media_type(data, path.name)
+    if media_type in (MARKDOWN, PLAIN):
+        return DocumentIn(
+            source_id=source_id,
+            title=_file_title(path, data) if media_type == MARKDOWN else path.name,
+            media_type=media_type,
+            text=data,
+            valid_from_us=valid_from_us,
+            version_tx_us=version_tx_us,
+        )
     return DocumentIn(
         source_id=source_id,
-        title=_file_title(path, data),
-        media_type=TEXT_SUFFIXES[path.suffix.lower()],
-        text=data,
-        valid_from_us=args.valid_from,
-        version_tx_us=args.version_tx,
+        media_type=media_type,
+        content=data,
+        valid_from_us=valid_from_us,
+        version_tx_us=version_tx_us,
+    )
+
+
+def directory_files(directory: Path) -> list[Path]:
+    """Every file below ``directory`` whose path (relative to it) has no hidden part (a name
+    starting with ``.``), sorted by path."""
+    return sorted(
+        p for p in directory.rglob("*")
+        if p.is_file() and not any(part.startswith(".")
+                                   for part in p.relative_to(directory).parts)
     )
 
 
@@ -114,44 +179,71 @@ def _prefixed(args: argparse.Namespace, source_id: str) -> str:
     return f"{prefix}/{source_id}" if prefix else source_id
 
 
-def _sources(args: argparse.Namespace) -> tuple[Iterable[object], int | None, list[BinaryIO]]:
-    """(documents or (label, reason) errors, total when known, files to close)."""
+def _sources(
+    args: argparse.Namespace,
+) -> tuple[Iterable[DocumentIn | Refused], int | None, list[BinaryIO]]:
+    """(documents or refusals, total when known, files to close)."""
     from planner_svc.ingest.jsonl import read_jsonl
 
+    times = {"valid_from_us": args.valid_from, "version_tx_us": args.version_tx}
+
+    def lines(stream: Iterable[bytes]) -> Iterator[DocumentIn | Refused]:
+        for item in read_jsonl(stream, **times):
+            if isinstance(item, tuple):
+                yield Refused(item[0], item[1], "JSON Lines", skipped=False)
+            else:
+                yield item
+
     if args.path == "-":
-        stream = read_jsonl(
-            sys.stdin.buffer, valid_from_us=args.valid_from, version_tx_us=args.version_tx
-        )
-        return stream, None, []
+        return lines(sys.stdin.buffer), None, []
     path = Path(args.path)
     if path.is_dir():
-        files = sorted(
-            p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
-        )
+        files = directory_files(path)
         if not files:
-            print(f"planner-svc ingest: warning: no .md, .markdown or .txt file under {path}",
-                  file=sys.stderr)
-        docs = (_file_document(p, _prefixed(args, _relative_id(p, path)), args) for p in files)
+            print(f"planner-svc ingest: warning: no file under {path}", file=sys.stderr)
+        docs = (file_document(p, _prefixed(args, _relative_id(p, path)), **times)
+                for p in files)
         return docs, len(files), []
     if path.is_file() and path.suffix.lower() == ".jsonl":
         with path.open("rb") as counting:
             total = sum(1 for line in counting if line.strip())
         handle = path.open("rb")
-        stream = read_jsonl(handle, valid_from_us=args.valid_from, version_tx_us=args.version_tx)
-        return stream, total, [handle]
-    if path.is_file() and path.suffix.lower() in TEXT_SUFFIXES:
-        return [_file_document(path, _prefixed(args, _relative_id(path, Path.cwd())), args)], 1, []
+        return lines(handle), total, [handle]
+    if path.is_file():
+        source_id = _prefixed(args, _relative_id(path, Path.cwd()))
+        return [file_document(path, source_id, **times)], 1, []
     if not path.exists():
         raise FileNotFoundError(f"{args.path}: no such file or directory")
-    raise FileNotFoundError(
-        f"{args.path}: not a directory, .jsonl, .md, .markdown or .txt file, or -"
-    )
+    raise FileNotFoundError(f"{args.path}: not a file, a directory or -")
+
+
+def format_lines(report: IngestReport) -> list[str]:
+    """One line per format, by format name: documents read, skipped and failed, and the
+    reasons (most frequent first)."""
+    if not report.formats:
+        return []
+    width = max(len(name) for name in report.formats)
+    out = []
+    for name, counts in sorted(report.formats.items()):
+        why = "; ".join(f"{n} × {reason}" for reason, n in
+                        sorted(counts.reasons.items(), key=lambda r: (-r[1], r[0])))
+        out.append(f"  {name:<{width}}  read {counts.read}, skipped {counts.skipped}, "
+                   f"failed {counts.failed}" + (f" ({why})" if why else ""))
+    return out
+
+
+def _size(doc: DocumentIn) -> int:
+    """Bytes of a document's input (its content, or its text in UTF-8)."""
+    if doc.content is not None:
+        return len(doc.content)
+    text = doc.text
+    return len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _ingest(args: argparse.Namespace) -> int:
     from planner_svc.clock import wall_clock_us
     from planner_svc.core.errors import ConfigError, StoreUnavailable
-    from planner_svc.ingest.pipeline import DocumentIn, ingest_documents
+    from planner_svc.ingest.pipeline import ingest_documents
     from planner_svc.settings import read_environment
     from planner_svc.store.open import open_store
     from planner_svc.store.store import Store
@@ -170,14 +262,17 @@ def _ingest(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             print(f"planner-svc ingest: {exc}", file=sys.stderr)
             return 2
-    bad: list[tuple[str, str]] = []
+    refused: list[Refused] = []
+    input_bytes = 0
+
     def documents() -> Iterator[DocumentIn]:
+        nonlocal input_bytes
         for item in items:
-            if isinstance(item, DocumentIn):
-                yield item
+            if isinstance(item, Refused):
+                refused.append(item)
             else:
-                assert isinstance(item, tuple)
-                bad.append(item)
+                input_bytes += _size(item)
+                yield item
 
     started = time.perf_counter()
     try:
@@ -204,13 +299,16 @@ def _ingest(args: argparse.Namespace) -> int:
         for handle in handles:
             handle.close()
     elapsed = time.perf_counter() - started
-    report.received += len(bad)
-    report.errors.extend(bad)
+    for item in refused:
+        report.received += 1
+        report.errors.append((item.label, item.reason))
+        report.count_refused(item.format, item.reason, skipped=item.skipped)
     for source_id, reason in report.errors[:_MAX_ERRORS_SHOWN]:
         print(f"error: {source_id}: {reason}", file=sys.stderr)
     if report.failed > _MAX_ERRORS_SHOWN:
         print(f"... and {report.failed - _MAX_ERRORS_SHOWN} more errors", file=sys.stderr)
     rate = report.received / elapsed if elapsed > 0 else 0.0
+    megabytes = input_bytes / elapsed / 1e6 if elapsed > 0 else 0.0
     if report.replaced:
         print(f"note: {report.replaced} document(s) replaced the text of a source already in "
               "the store "
@@ -218,9 +316,11 @@ def _ingest(args: argparse.Namespace) -> int:
               file=sys.stderr)
     print(
         f"received {report.received}, ingested {report.ingested}, replaced {report.replaced}, "
-        f"unchanged {report.unchanged}, "
-        f"failed {report.failed}; {report.spans} spans, {report.nodes} nodes, "
+        f"unchanged {report.unchanged}, skipped {report.skipped}, "
+        f"failed {report.failed - report.skipped}; {report.spans} spans, {report.nodes} nodes, "
         f"{report.edges} edges, {report.vectors} vectors in {elapsed:.1f} s "
-        f"({rate:.0f} docs/s); {where}"
+        f"({rate:.0f} docs/s, {megabytes:.2f} MB/s); {where}"
     )
+    for line in format_lines(report):
+        print(line)
     return 1 if report.received and report.failed == report.received else 0

@@ -1,12 +1,19 @@
 """The JSON Lines document format ``planner-svc ingest`` reads.
 
-One object per line, proto3 JSON spelling (snake_case accepted):
-``{"sourceId", "title", "text", "mediaType", "validFrom", "versionTx", "properties"}``; times
-are integer microseconds (a decimal string is accepted, as proto3 JSON writes int64).
+One object per line, the proto3 JSON mapping of ``SourceDocument`` (snake_case accepted):
+``{"sourceId", "title", "text", "content", "mediaType", "validFrom", "versionTx",
+"properties"}``; times are integer microseconds (a decimal string is accepted, as proto3 JSON
+writes int64). A document is ``text`` (a string) or ``content``: the bytes of a file in any
+supported format (HTML, PDF, DOCX, notebook, Markdown, text), base64 as proto3 JSON writes
+bytes (standard or URL-safe alphabet, padding optional), read by ``mediaType`` or sniffed::
+
+    {"sourceId": "handbook.pdf", "mediaType": "application/pdf", "content": "JVBERi0xLjMK..."}
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -33,6 +40,20 @@ def _time(value: Any, *, name: str) -> int | None:
     raise InvalidRequest(name, f"expected integer microseconds, got {value!r}")
 
 
+def _content(value: Any) -> bytes | None:
+    """The bytes of a ``content`` field (base64, standard or URL-safe, padding optional)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequest("content", f"expected a base64 string, got {type(value).__name__}")
+    packed = "".join(value.split())
+    packed += "=" * (-len(packed) % 4)
+    try:
+        return base64.b64decode(packed.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidRequest("content", f"not valid base64: {exc}") from exc
+
+
 def document_from_json(
     obj: Any, *, valid_from_us: int | None = None, version_tx_us: int | None = None
 ) -> DocumentIn:
@@ -49,7 +70,8 @@ def document_from_json(
     source_id = _field(obj, "sourceId", "source_id")
     if not isinstance(source_id, str):
         raise InvalidRequest("sourceId", f"expected a string, got {source_id!r}")
-    text = obj.get("text")
+    content = _content(obj.get("content"))
+    text = obj.get("text", "" if content is not None else None)
     if not isinstance(text, str):
         raise InvalidRequest("text", f"expected a string, got {type(text).__name__}")
     title = obj.get("title") or ""
@@ -66,6 +88,7 @@ def document_from_json(
         title=title,
         media_type=media_type,
         text=text,
+        content=content,
         valid_from_us=valid if valid is not None else valid_from_us,
         version_tx_us=tx if tx is not None else version_tx_us,
         properties=properties,

@@ -1,4 +1,6 @@
-"""What every reader returns: a parsed document, its spans and passages, and their locations.
+"""What every reader returns: a parsed document, its spans and passages, and their locations
+(:class:`~planner_svc.core.model.Location`, defined in the core because every planned span
+carries one).
 
 Offsets are UTF-8 byte offsets into the document's canonical text
 (:func:`planner_svc.store.text.canonicalize`); :class:`planner_svc.ingest.document.
@@ -9,51 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_PATH_SEPARATOR = " \u203a "
+from planner_svc.core.model import NOWHERE, Location
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Location:
-    """Where a span sits in the original document.
-
-    Attributes:
-        page: 1-based page number (PDF), else None.
-        heading_path: texts of the enclosing headings, outermost first (whitespace collapsed);
-            a heading's own path ends with itself; empty when no heading encloses the span.
-        cell_index: 0-based notebook cell, else None.
-
-    Raises:
-        ValueError: ``page`` below 1 or ``cell_index`` below 0.
-    """
-
-    page: int | None = None
-    heading_path: tuple[str, ...] = ()
-    cell_index: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.page is not None and self.page < 1:
-            raise ValueError(f"page {self.page} is below 1 (pages are numbered from 1)")
-        if self.cell_index is not None and self.cell_index < 0:
-            raise ValueError(f"cell_index {self.cell_index} is below 0")
-
-    def render(self) -> str:
-        """One line for a citation: ``p. 3``, ``cell 4``, ``Intro › Setup``, joined by `` · ``
-        in that order when several are set (``p. 3 · Results``); empty when nothing is."""
-        parts: list[str] = []
-        if self.page is not None:
-            parts.append(f"p. {self.page}")
-        if self.cell_index is not None:
-            parts.append(f"cell {self.cell_index}")
-        if self.heading_path:
-            parts.append(_PATH_SEPARATOR.join(self.heading_path))
-        return " \u00b7 ".join(parts)
-
-    def __str__(self) -> str:
-        return self.render()
-
-
-NOWHERE = Location()
-"""The location of a span in a document without pages, cells or headings."""
+__all__ = ["NOWHERE", "Location", "ParsedDocument", "Passage", "Span"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,7 +7,9 @@ For each document with new text:
    document proposes one (no earlier than the latest transaction time the store has
    recorded, never in the future), else at the store's clock; a document whose canonical text
    equals the latest version is counted ``unchanged`` and nothing else is written;
-2. one ledger row per structural span (:func:`planner_svc.ingest.parse.parse_document`);
+2. one ledger row per structural span, with its kind and its location (page, heading path,
+   notebook cell): the document is read by :func:`planner_svc.ingest.reading.read_source`
+   (Markdown and text as always, HTML, PDF, DOCX and notebooks by their readers);
 3. a document node ``doc:<source_id>`` (labels ``document``; properties = the document's plus
    ``title`` and ``source_id``; text = title and first non-heading passage; provenance = the
    spans of the first passage, the document's lead: reaching a document by its title or by a
@@ -71,9 +73,10 @@ from planner_svc.ingest.parse import (
     DEFAULT_MAX_PASSAGE_BYTES,
     DEFAULT_MIN_PASSAGE_BYTES,
     ParsedDocument,
-    parse_document,
 )
 from planner_svc.ingest.ports import IngestStore
+from planner_svc.ingest.readers import FORMAT_NAMES, ReaderError
+from planner_svc.ingest.reading import ReadAhead, format_label, read_ahead, rejected_format
 from planner_svc.store.records import EdgeWrite, NodeVersion, NodeWrite, check_properties
 from planner_svc.store.text import canonicalize, check_id, check_time
 
@@ -90,9 +93,6 @@ __all__ = [
     "passage_node_id",
 ]
 
-_MARKDOWN_SUFFIXES = (".md", ".markdown")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Prepared:
     source_id: str
@@ -108,17 +108,6 @@ class _Prepared:
     previous_vectors: Mapping[int, npt.NDArray[np.float32]]
 
 
-def _decode(text: object) -> str:
-    if isinstance(text, bytes):
-        try:
-            return text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidRequest("text", f"not valid UTF-8 at byte {exc.start}") from exc
-    if not isinstance(text, str):
-        raise InvalidRequest("text", f"expected text, got {type(text).__name__}")
-    return text
-
-
 def _embed_text(title: str, text: str) -> str:
     return text if text == title else f"{title}\n{text}"
 
@@ -126,27 +115,23 @@ def _embed_text(title: str, text: str) -> str:
 def _prepare(
     store: IngestStore,
     doc: DocumentIn,
+    ahead: ReadAhead | None,
     position: int,
     now_us: int,
     max_passage_bytes: int,
     min_passage_bytes: int,
     reuse_vectors: bool,
-) -> _Prepared | SourceOutcome:
-    """Validate and parse one document; its unchanged outcome when its text is the latest."""
+) -> _Prepared | tuple[SourceOutcome, str]:
+    """Validate and read one document (unless read ahead with the same limits); its
+    unchanged outcome (and format) when its text is the latest."""
+    if ahead is None or ahead.limits != (max_passage_bytes, min_passage_bytes):
+        ahead = read_ahead(doc, max_passage_bytes=max_passage_bytes,
+                           min_passage_bytes=min_passage_bytes)
+    if ahead.error is not None:
+        raise ahead.error
+    assert ahead.read is not None
     source_id = check_id(doc.source_id, field="source_id")
-    text = _decode(doc.text)
-    media_type = doc.media_type
-    if not isinstance(media_type, str):
-        raise InvalidRequest("media_type", f"expected a string, got {echo(media_type)}")
-    if not media_type.strip():
-        markdown = source_id.lower().endswith(_MARKDOWN_SUFFIXES)
-        media_type = "text/markdown" if markdown else "text/plain"
-    parsed = parse_document(
-        text,
-        media_type,
-        max_passage_bytes=max_passage_bytes,
-        min_passage_bytes=min_passage_bytes,
-    )
+    parsed, media_type = ahead.read.parsed, ahead.read.media_type
     if not parsed.text.strip():
         raise InvalidRequest("text", "is empty (no non-whitespace character)")
     proposed = None
@@ -170,7 +155,7 @@ def _prepare(
     previous_vectors: Mapping[int, npt.NDArray[np.float32]] = {}
     if latest is not None:
         if store.source_text(source_id, latest) == parsed.text:
-            return SourceOutcome(source_id, latest, "unchanged")
+            return SourceOutcome(source_id, latest, "unchanged"), _name(parsed.media_type)
         if proposed is not None and proposed <= latest:
             raise InvalidRequest(
                 "version_tx",
@@ -195,6 +180,14 @@ def _prepare(
         previous=previous,
         previous_vectors=previous_vectors,
     )
+
+
+def _name(media_type: str) -> str:
+    return FORMAT_NAMES.get(media_type, media_type)
+
+
+def _format(p: _Prepared) -> str:
+    return _name(p.parsed.media_type)
 
 
 class _Run:
@@ -232,8 +225,11 @@ class _Run:
                 try:
                     self._write(p, vecs, counts)
                 except InvalidRequest as exc:
-                    self.errors.append((p.position, (p.source_id, f"{exc.field}: {exc.reason}")))
+                    reason = f"{exc.field}: {exc.reason}"
+                    self.errors.append((p.position, (p.source_id, reason)))
+                    self.report.count_refused(_format(p), reason, skipped=False)
                     continue
+                self.report.count_read(_format(p))
                 written.append(p)
         self.report.merge(counts)
         for p in written:
@@ -286,7 +282,9 @@ class _Run:
                 counts.unchanged += 1
                 self.outcomes.append((p.position, SourceOutcome(sid, version_tx, "unchanged")))
                 return
-            spans = store.add_spans(sid, tx, [(s.start, s.end, s.kind) for s in p.parsed.spans])
+            spans = store.add_spans(
+                sid, tx, [(s.start, s.end, s.kind, s.location) for s in p.parsed.spans]
+            )
             node_writes, psg_ids = self._node_writes(p, tx)
             results = store.write_nodes(node_writes, tx_us=tx)
             new_ids = set(psg_ids)
@@ -387,7 +385,7 @@ class _Run:
 def ingest_documents(
     store: IngestStore,
     embedder: Embedder | None,
-    docs: Iterable[DocumentIn | RejectedDocument],
+    docs: Iterable[DocumentIn | ReadAhead | RejectedDocument],
     *,
     now_us: int,
     progress: bool = False,
@@ -398,16 +396,20 @@ def ingest_documents(
 ) -> IngestReport:
     """Ingest ``docs`` into ``store`` (see the module docstring for what is written).
 
-    A bad document (invalid source id, empty text, invalid UTF-8, unsupported media type,
-    malformed properties, a proposed version tx in the future, not later than the source's
-    latest version or earlier than the latest transaction time the store has recorded) is
-    recorded in ``report.errors`` as ``(source_id, "field: reason")`` and skipped; the others
-    go on. A :class:`RejectedDocument` item is recorded the same way at its place.
+    A bad document (invalid source id, empty text, invalid UTF-8, unsupported media type, an
+    encrypted or damaged file, malformed properties, a proposed version tx in the future, not
+    later than the source's latest version or earlier than the latest transaction time the
+    store has recorded) is recorded in ``report.errors`` as ``(source_id, "field: reason")``
+    and skipped; the others go on. A :class:`RejectedDocument` item is recorded the same way
+    at its place. ``report.formats`` counts, per format, the documents read,
+    skipped (no reader could read them) and failed, and why.
 
     Args:
         store: the store.
         embedder: embeds passages (batched per chunk); None writes no vectors.
-        docs: the documents, consumed lazily.
+        docs: the documents, consumed lazily; a document may come already read
+            (:func:`planner_svc.ingest.reading.read_ahead`, with the same passage limits),
+            so the caller can parse outside its write lock.
         now_us: the current time, microseconds: the default valid-from, the clock's floor and
             the latest version tx a document may propose.
         progress: show a tqdm progress bar on stderr.
@@ -444,12 +446,14 @@ def ingest_documents(
     chunk: list[_Prepared] = []
     pending: set[str] = set()
     try:
-        for doc in docs:
+        for item in docs:
+            doc, ahead = (item.doc, item) if isinstance(item, ReadAhead) else (item, None)
             report.received += 1
             bar.update(1)
             if isinstance(doc, RejectedDocument):
-                error = (doc.source_id, f"{doc.field}: {doc.reason}")
-                run.errors.append((report.received, error))
+                reason = f"{doc.field}: {doc.reason}"
+                run.errors.append((report.received, (doc.source_id, reason)))
+                report.count_refused(rejected_format(doc), reason, skipped=False)
                 continue
             source_id = doc.source_id if isinstance(doc.source_id, str) else repr(doc.source_id)
             if source_id in pending:
@@ -457,15 +461,20 @@ def ingest_documents(
                 chunk, pending = [], set()
             try:
                 prepared = _prepare(
-                    store, doc, report.received, now_us, max_passage_bytes, min_passage_bytes,
-                    embedder is not None,
+                    store, doc, ahead, report.received, now_us, max_passage_bytes,
+                    min_passage_bytes, embedder is not None,
                 )
             except InvalidRequest as exc:
-                run.errors.append((report.received, (source_id, f"{exc.field}: {exc.reason}")))
+                reason = f"{exc.field}: {exc.reason}"
+                run.errors.append((report.received, (source_id, reason)))
+                report.count_refused(format_label(doc, exc), reason,
+                                     skipped=isinstance(exc, ReaderError))
                 continue
-            if isinstance(prepared, SourceOutcome):
+            if isinstance(prepared, tuple):
+                outcome, fmt = prepared
                 report.unchanged += 1
-                run.outcomes.append((report.received, prepared))
+                report.count_read(fmt)
+                run.outcomes.append((report.received, outcome))
                 continue
             chunk.append(prepared)
             pending.add(prepared.source_id)

@@ -28,7 +28,14 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.model import SpanRef
-from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite, NodeWriteResult
+from planner_svc.store.records import (
+    Edge,
+    EdgeWrite,
+    LedgerSpan,
+    NodeVersion,
+    NodeWrite,
+    NodeWriteResult,
+)
 
 __all__ = ["IndexCatchUp", "IngestStore", "MemoryStore", "WriteTransactions"]
 
@@ -105,12 +112,20 @@ class IngestStore(WriteTransactions, Protocol):
         """
         ...
 
-    def add_spans(self, source_id: str, tx_us: int, spans: Iterable[tuple[int, int, str]]) -> int:
-        """Record ledger rows ``(start, end, kind)`` of one version; returns the rows written.
+    def add_spans(self, source_id: str, tx_us: int, spans: Iterable[LedgerSpan]) -> int:
+        """Record ledger rows ``(start, end, kind, location)`` of one version (a 3-tuple
+        without the location records none); returns the rows written.
+
+        The location (:class:`~planner_svc.core.model.Location`: 1-based page, heading path,
+        0-based notebook cell) is a plain value of the ledger row, kept as the JSON object
+        :func:`planner_svc.store.records.encode_location` writes (keys ``page``,
+        ``headingPath``, ``cellIndex``, those that are set; NULL for none) in a text or JSON
+        column beside the kind, and read back with the kind
+        (:meth:`planner_svc.index.catalog_sync.CatalogFeed.ledger_rows`).
 
         Raises:
             InvalidRequest: unknown version, a span outside the text, off a code point
-                boundary, or of an unknown kind.
+                boundary, of an unknown kind, or a location that is not a Location.
         """
         ...
 

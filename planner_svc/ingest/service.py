@@ -14,6 +14,7 @@ from itertools import islice
 from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import Cancelled
 from planner_svc.embed.base import Embedder
+from planner_svc.ingest.parse import DEFAULT_MAX_PASSAGE_BYTES, DEFAULT_MIN_PASSAGE_BYTES
 from planner_svc.ingest.pipeline import (
     DocumentIn,
     IngestReport,
@@ -21,6 +22,7 @@ from planner_svc.ingest.pipeline import (
     ingest_documents,
 )
 from planner_svc.ingest.ports import IndexCatchUp, IngestStore
+from planner_svc.ingest.reading import read_ahead
 
 __all__ = ["STREAM_BATCH", "IngestService"]
 
@@ -62,9 +64,12 @@ class IngestService:
     ) -> IngestReport:
         """Ingest ``documents`` in batches of :data:`STREAM_BATCH`.
 
-        Each batch is read from the iterator first, then written under the write lock with one
-        fresh transaction time and indexed, so a slow client never holds the lock and a stream
-        cut short keeps (and has indexed) every batch it completed. The batch being read when
+        Each batch is received from the iterator and its documents read (parsed: PDF, DOCX,
+        HTML, notebooks, Markdown, text) first, then written under the write lock with one
+        fresh transaction time and indexed, so neither a slow client nor slow parsing holds
+        the lock, and a stream cut short keeps (and has indexed) every batch it completed.
+        Concurrent streams parse at once; PDFium, which is not thread-safe, runs under the PDF
+        reader's own lock (:mod:`planner_svc.ingest.readers.pdf`). The batch being read when
         the caller cancels is dropped when the cancellation is seen first; a transport may
         deliver the end of the stream before it, and then that batch commits whole (re-sending
         it is harmless: unchanged documents write nothing). A malformed document, or a
@@ -85,8 +90,12 @@ class IngestService:
         while batch := list(islice(documents, STREAM_BATCH)):
             if cancelled():  # a cancelled stream may also just end: keep its last batch out
                 raise Cancelled("the client cancelled the ingest stream")
+            read = [doc if isinstance(doc, RejectedDocument)
+                    else read_ahead(doc, max_passage_bytes=DEFAULT_MAX_PASSAGE_BYTES,
+                                    min_passage_bytes=DEFAULT_MIN_PASSAGE_BYTES)
+                    for doc in batch]
             with self._write_lock:
-                written = ingest_documents(self._store, self._embedder, batch,
+                written = ingest_documents(self._store, self._embedder, read,
                                            now_us=self._clock())
                 if self._index is not None:
                     self._index.sync()

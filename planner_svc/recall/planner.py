@@ -411,7 +411,8 @@ class EvidencePlanner:
         estimated = len(counts) < len(candidates)
         pool = [
             PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=SpanClass.TRUTH,
-                        weight=weight, tokens=counts.get(key, info.estimated_tokens or 0))
+                        weight=weight, tokens=counts.get(key, info.estimated_tokens or 0),
+                        location=info.location)
             for key, (weight, info, _node) in candidates.items()
         ]
         return pool, estimated

@@ -77,9 +77,9 @@ class Undecodable:
             return InvalidRequest(self.field, f"{self.reason}{where}")
         return InvalidRequest("request", f"{self.reason}{where}")
 
-    def text(self, path: str) -> str:
+    def text(self, path: str, *, limit: int = ECHO_CHARS) -> str:
         """The salvaged value of string field ``path`` (dotted, singular fields only) when it is
-        valid UTF-8, clipped to a short prefix; ``""`` otherwise."""
+        valid UTF-8, clipped to ``limit`` characters; ``""`` otherwise."""
         node: Any = self.salvaged
         for name in path.split("."):
             if node is None or not isinstance(node, Message):
@@ -90,7 +90,7 @@ class Undecodable:
         if not isinstance(node, bytes):
             return ""
         try:
-            return clip(node.decode("utf-8"), ECHO_CHARS)
+            return clip(node.decode("utf-8"), limit)
         except UnicodeDecodeError:
             return ""
 

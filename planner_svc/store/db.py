@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from planner_svc.core.errors import ConfigError
-from planner_svc.store.schema import DDL, LAST_TX_BACKFILL, SCHEMA_VERSION
+from planner_svc.store.schema import ADDED_COLUMNS, DDL, LAST_TX_BACKFILL, SCHEMA_VERSION
 
 SYNC_MODES = ("NORMAL", "FULL", "EXTRA")
 """Accepted SQLite ``synchronous`` levels."""
@@ -94,6 +94,10 @@ class Database:
                     for statement in DDL.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    for table, column, kind in ADDED_COLUMNS:
+                        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                        if column not in have:
+                            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                     conn.execute(LAST_TX_BACKFILL)
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                     conn.execute("COMMIT")

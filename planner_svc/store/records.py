@@ -7,15 +7,27 @@ Times are integer microseconds since the Unix epoch. Intervals are half-open: a 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from planner_svc.core.errors import ECHO_CHARS, InvalidRequest, clip, echo
-from planner_svc.core.model import SPAN_KINDS, SpanRef
+from planner_svc.core.model import NOWHERE, SPAN_KINDS, Location, SpanRef
 from planner_svc.store.text import check_id, check_time, check_unit_weight
 
-__all__ = ["SPAN_KINDS", "Edge", "EdgeWrite", "NodeVersion", "NodeWrite", "NodeWriteResult"]
+__all__ = [
+    "SPAN_KINDS",
+    "Edge",
+    "EdgeWrite",
+    "LedgerRow",
+    "LedgerSpan",
+    "NodeVersion",
+    "NodeWrite",
+    "NodeWriteResult",
+    "decode_location",
+    "encode_location",
+]
 
 
 def _check_interval(start: int, end: int | None, *, field_from: str, field_to: str) -> None:
@@ -227,3 +239,61 @@ class Edge:
     def key(self) -> tuple[str, str, str]:
         """``(src, dst, relation)``."""
         return (self.src, self.dst, self.relation)
+
+
+LedgerSpan = tuple[int, int, str] | tuple[int, int, str, Location]
+"""A span to record in the ledger: ``(start, end, kind)`` (no location) or ``(start, end, kind,
+location)``; UTF-8 byte offsets."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """What the span ledger records of one span: its structural kind and its location.
+
+    Attributes:
+        kind: ``paragraph``, ``heading``, ``cell``, ``code`` or ``body``.
+        location: page, heading path and notebook cell in the original document;
+            :data:`~planner_svc.core.model.NOWHERE` when the row records none.
+    """
+
+    kind: str
+    location: Location = NOWHERE
+
+
+def encode_location(location: Location) -> str | None:
+    """The stored form of a location: a compact JSON object with the keys that are set,
+    ``{"page": 3, "headingPath": ["Intro", "Setup"], "cellIndex": 4}`` (``page`` 1-based,
+    ``cellIndex`` 0-based, ``headingPath`` outermost first, non-ASCII kept); None (SQL NULL) for
+    :data:`~planner_svc.core.model.NOWHERE`. Every store backend keeps this value in the span
+    ledger row (a text or JSON column)."""
+    if location.empty:
+        return None
+    out: dict[str, object] = {}
+    if location.page is not None:
+        out["page"] = location.page
+    if location.heading_path:
+        out["headingPath"] = list(location.heading_path)
+    if location.cell_index is not None:
+        out["cellIndex"] = location.cell_index
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_location(stored: str | None) -> Location:
+    """The location of a stored value (:func:`encode_location`); None, or a value that is not
+    such an object (never written by this package), is :data:`~planner_svc.core.model.NOWHERE`:
+    a location only helps a citation, it never decides whether a span can be cited."""
+    if not stored:
+        return NOWHERE
+    try:
+        obj = json.loads(stored)
+        if not isinstance(obj, dict):
+            return NOWHERE
+        page, path, cell = obj.get("page"), obj.get("headingPath", []), obj.get("cellIndex")
+        if not isinstance(path, list) or not all(isinstance(h, str) for h in path):
+            return NOWHERE
+        if not all(v is None or (isinstance(v, int) and not isinstance(v, bool))
+                   for v in (page, cell)):
+            return NOWHERE
+        return Location(page=page, heading_path=tuple(path), cell_index=cell)
+    except ValueError:  # JSON syntax, or a page below 1 / a cell below 0
+        return NOWHERE

@@ -6,7 +6,7 @@ field and message and derive the same rows from the same inputs:
 
 - the transaction clock: :func:`check_not_before`, :func:`stamp_time`;
 - source versions: :func:`source_version_bytes`;
-- the span ledger: :func:`ledger_rows`;
+- the span ledger: :func:`checked_spans`;
 - nodes: :func:`same_node`, :func:`provenance_json`;
 - edges: :func:`edge_changes`;
 - slices and provenance over version texts: :func:`slices_of`, :func:`check_cited`.
@@ -20,8 +20,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 
 from planner_svc.core.errors import InvalidRequest, echo
-from planner_svc.core.model import SPAN_KINDS, CoordKey, SpanRef
-from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite
+from planner_svc.core.model import NOWHERE, SPAN_KINDS, CoordKey, Location, SpanRef
+from planner_svc.store.records import (
+    Edge,
+    EdgeWrite,
+    LedgerSpan,
+    NodeVersion,
+    NodeWrite,
+    encode_location,
+)
 from planner_svc.store.text import (
     canonicalize,
     check_id,
@@ -34,8 +41,8 @@ from planner_svc.store.text import (
 __all__ = [
     "check_cited",
     "check_not_before",
+    "checked_spans",
     "edge_changes",
-    "ledger_rows",
     "provenance_json",
     "same_node",
     "slices_of",
@@ -135,22 +142,31 @@ def check_later_version(source_id: str, tx_us: int, latest_tx: int) -> None:
 # --------------------------------------------------------------------------- span ledger
 
 
-def ledger_rows(
-    source_id: str, tx_us: int, data: bytes | None, spans: Iterable[tuple[int, int, str]]
-) -> list[tuple[str, int, int, int, str]]:
-    """The ledger rows ``(source_id, tx, start, end, kind)`` of spans of one version whose
-    canonical text is ``data`` (None: no such version).
+def checked_spans(
+    source_id: str, tx_us: int, data: bytes | None, spans: Iterable[LedgerSpan]
+) -> list[tuple[str, int, int, int, str, str | None]]:
+    """The ledger rows ``(source_id, tx, start, end, kind, location)`` of spans of one version
+    whose canonical text is ``data`` (None: no such version); ``spans`` are ``(start, end,
+    kind)`` or ``(start, end, kind, location)``, the location stored as
+    :func:`~planner_svc.store.records.encode_location` writes it (None: no location).
 
     Raises:
-        InvalidRequest: (``source_version_tx``) unknown version; (``spans[i].kind``) unknown
-            kind; (``spans[i]``) outside ``[0, len)``, empty, or off a code point boundary.
+        InvalidRequest: (``source_version_tx``) unknown version; (``spans[i].location``) not a
+            Location; (``spans[i].kind``) unknown kind; (``spans[i]``) outside ``[0, len)``,
+            empty, or off a code point boundary.
     """
     if data is None:
         raise InvalidRequest(
             "source_version_tx", f"source {echo(source_id)} has no version {tx_us}"
         )
-    rows: list[tuple[str, int, int, int, str]] = []
-    for i, (start, end, kind) in enumerate(spans):
+    rows: list[tuple[str, int, int, int, str, str | None]] = []
+    for i, span in enumerate(spans):
+        start, end, kind = span[0], span[1], span[2]
+        location = span[3] if len(span) > 3 else NOWHERE  # type: ignore[misc]
+        if not isinstance(location, Location):
+            raise InvalidRequest(
+                f"spans[{i}].location", f"expected a Location, got {type(location).__name__}"
+            )
         if kind not in SPAN_KINDS:
             raise InvalidRequest(
                 f"spans[{i}].kind", f"{echo(kind)} is not one of {', '.join(SPAN_KINDS)}"
@@ -161,7 +177,7 @@ def ledger_rows(
             )
         if not (on_boundary(data, start) and on_boundary(data, end)):
             raise InvalidRequest(f"spans[{i}]", f"[{start}, {end}) is not on code point boundaries")
-        rows.append((source_id, tx_us, start, end, kind))
+        rows.append((source_id, tx_us, start, end, kind, encode_location(location)))
     return rows
 
 

@@ -7,7 +7,9 @@ Tables (times are integer microseconds since the Unix epoch, offsets UTF-8 bytes
 - ``sources``: one row per source with its latest version's tx, title and media type.
 - ``source_versions``: every version's canonical text as UTF-8 bytes (a BLOB, so SQL ``substr``
   and ``length`` count bytes).
-- ``spans``: the span ledger, (source_id, tx, byte_start, byte_end) -> kind.
+- ``spans``: the span ledger, (source_id, tx, byte_start, byte_end) -> kind and location (a
+  JSON object ``{"page", "headingPath", "cellIndex"}`` with the keys that are set, or NULL:
+  :func:`planner_svc.store.records.encode_location`).
 - ``nodes``: bitemporal node versions; ``version_id`` is the rowid. labels, properties and
   provenance are JSON. At most one version per node has an open transaction interval.
 - ``node_labels``, ``node_props``: lookup tables for label and property filters.
@@ -19,10 +21,12 @@ Tables (times are integer microseconds since the Unix epoch, offsets UTF-8 bytes
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Stored in ``PRAGMA user_version``; a file with a newer version is refused. Version 2 adds the
 ``last_tx`` clock row (filled from the recorded times when an older file is opened); version 3
-indexes closed transaction intervals, which the change feed reads."""
+indexes closed transaction intervals, which the change feed reads; version 4 adds each span's
+location to the span ledger (:data:`ADDED_COLUMNS`; rows written before have NULL, no
+location)."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -54,6 +58,7 @@ CREATE TABLE IF NOT EXISTS spans (
     byte_start INTEGER NOT NULL,
     byte_end INTEGER NOT NULL,
     kind TEXT NOT NULL,
+    location TEXT,
     PRIMARY KEY (source_id, tx, byte_start, byte_end)
 ) WITHOUT ROWID;
 
@@ -126,3 +131,8 @@ INSERT OR IGNORE INTO meta (key, value) SELECT 'last_tx', max(t) FROM (
 ) WHERE t IS NOT NULL HAVING max(t) IS NOT NULL
 """
 """Fills the clock row of a store written before it existed: the latest time any row records."""
+
+ADDED_COLUMNS = (("spans", "location", "TEXT"),)
+"""``(table, column, type)`` of columns added after their table was first created: a file of an
+older schema gets each one that it lacks (``ALTER TABLE ... ADD COLUMN``, NULL in existing
+rows) when it is opened."""

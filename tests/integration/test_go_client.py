@@ -119,11 +119,18 @@ def test_go_cli_verifies_the_same_hash_as_python(
     plan = live.planner.Plan(question_request(question, budget_tokens=budget), timeout=30).plan
     assert plan.spans, "the fixture must recall something for this question"
     assert match.group(1) == plan.plan_hash
-    # One row per span, in the plan's order: source, kind, tokens, shortest round-trip weight.
-    rows = [line.rsplit(None, 3) for line in result.stdout.splitlines()[1 : 1 + len(plan.spans)]]
-    assert [(src, kind, int(tokens), float(weight)) for src, kind, tokens, weight in rows] == [
-        (s.span.source_id, s.kind, s.tokens, s.weight) for s in plan.spans
+    # One row per span, in the plan's order: source, kind, location, tokens, shortest
+    # round-trip weight, in the columns the header line starts.
+    lines = result.stdout.splitlines()
+    starts = [lines[0].index(name) for name in ("source", "kind", "location", "tokens", "weight")]
+    rows = [[line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line)], strict=True)]
+            for line in lines[1 : 1 + len(plan.spans)]]
+    assert [(src, kind, where, int(tokens), float(weight))
+            for src, kind, where, tokens, weight in rows] == [
+        (s.span.source_id, s.kind, " › ".join(s.location.heading_path), s.tokens, s.weight)
+        for s in plan.spans
     ]
+    assert any(where for _, _, where, _, _ in rows), "the fixture's spans have heading paths"
     assert f"{len(plan.spans)} spans, used {plan.used}/{plan.budget} tokens" in result.stdout
 
 

@@ -26,6 +26,7 @@ from tests.integration.conftest import Live, start
 
 pytestmark = pytest.mark.integration
 
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 TX = 1_790_000_000_000_000  # after the fixture's version time, before now
 PLAN = "/planner.v1.EvidencePlannerService/Plan"
 INGEST = "/planner.v1.MemoryService/IngestSources"
@@ -144,11 +145,14 @@ def test_ingest_stream_commits_valid_documents_around_undecodable_ones(server: L
     valid_a = _doc("notes/axolotl", "# Axolotl\n\nThe axolotl tank is kept at 17 degrees.")
     bad_text = _doc("notes/bad", "# Bad\n\nhello world").replace(b"hello", b"hel\xffo")
     valid_b = _doc("notes/okapi", "# Okapi\n\nThe okapi enclosure opened in 1999.")
+    bad_title = memory_pb2.IngestSourcesRequest(document=memory_pb2.SourceDocument(
+        source_id="reports/q3.docx", title="Q3 report", media_type=DOCX, content=b"PK\x03\x04",
+    )).SerializeToString().replace(b"Q3 report", b"Q3 rep\xffrt")
     ingest = _raw(server.channel, INGEST, stream_in=True)
     reply = memory_pb2.IngestSourcesResponse.FromString(ingest(
-        iter([valid_a, bad_text, b"\x0a", b"\xff\xfe\xfd", valid_b]), timeout=60
+        iter([valid_a, bad_text, b"\x0a", b"\xff\xfe\xfd", valid_b, bad_title]), timeout=60
     ))
-    assert (reply.received, reply.ingested, reply.failed) == (5, 2, 3)
+    assert (reply.received, reply.ingested, reply.failed) == (6, 2, 4)
     assert [(s.source_id, s.outcome) for s in reply.sources] == [
         ("notes/axolotl", memory_pb2.INGEST_OUTCOME_CREATED),
         ("notes/okapi", memory_pb2.INGEST_OUTCOME_CREATED),
@@ -159,7 +163,18 @@ def test_ingest_stream_commits_valid_documents_around_undecodable_ones(server: L
              "(truncated, or not protobuf) (message 3 of the stream)"),
         ("", "document: the 3-byte message is not a valid planner.v1.IngestSourcesRequest "
              "(truncated, or not protobuf) (message 4 of the stream)"),
+        ("reports/q3.docx", "title: not valid UTF-8 at byte 6 (message 6 of the stream)"),
     ]
+    # Each counts as failed under the format it declared, or as unknown when nothing was read.
+    assert {f.format: (f.read, f.skipped, f.failed, {r.reason: r.documents for r in f.reasons})
+            for f in reply.formats} == {
+        "Markdown": (2, 0, 1, {"text: not valid UTF-8": 1}),
+        "DOCX": (0, 0, 1, {"title: not valid UTF-8": 1}),
+        "unknown": (0, 0, 2, {
+            "document: the 1-byte message is not a valid planner.v1.IngestSourcesRequest": 1,
+            "document: the 3-byte message is not a valid planner.v1.IngestSourcesRequest": 1,
+        }),
+    }
     # Committed: sending them again changes nothing.
     again = memory_pb2.IngestSourcesResponse.FromString(
         ingest(iter([valid_a, valid_b]), timeout=60)

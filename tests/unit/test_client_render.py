@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.client.common import render_recall
+from planner_svc.client.common import location_text, render_plan, render_recall
 
 
 def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
@@ -27,3 +27,28 @@ def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
     declined = plan_pb2.RecallTrace(abstention=plan_pb2.Abstention(coverage=0.1, declined=True))
     assert render_recall(declined).startswith(
         "abstention: declined: coverage 0.100 (min 0.00, no document), similarity n/a")
+
+
+def test_plan_table_shows_each_span_location() -> None:
+    def span(source: str, text: str, **where: object) -> plan_pb2.PlannedSpan:
+        out = plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id=source, end=len(text)),
+                                   kind="paragraph", tokens=4, weight=0.5, text=text)
+        if where:
+            out.location.CopyFrom(plan_pb2.SpanLocation(**where))  # type: ignore[arg-type]
+        return out
+
+    plan = plan_pb2.EvidencePlan(spans=[
+        span("handbook.pdf", "Inspect every week.", page=2, heading_path=["Swarm control"]),
+        span("varroa.html", "Count mites.", heading_path=["The varroa mite", "Monitoring"]),
+        span("mite-counts.ipynb", "Hive 2 is above.", cell_index=4, heading_path=["Finding"]),
+        span("README.txt", "Shared folder."),
+    ], plan_hash="b3:" + "0" * 64)
+    assert [location_text(s) for s in plan.spans] == [
+        "p. 2 \u00b7 Swarm control", "The varroa mite \u203a Monitoring",
+        "cell 4 \u00b7 Finding", ""]
+    lines = render_plan(plan, width=120).splitlines()
+    assert lines[0].split() == ["source", "kind", "location", "tokens", "weight", "text"]
+    assert lines[1] == ("handbook.pdf       paragraph  p. 2 \u00b7 Swarm control"
+                        "               4  0.5000  Inspect every week.")
+    assert "The varroa mite \u203a Monitoring" in lines[2]
+    assert lines[4].startswith("README.txt         paragraph                         ")

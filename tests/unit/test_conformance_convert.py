@@ -13,9 +13,11 @@ from google.protobuf import json_format
 from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import (
+    NOWHERE,
     CandidateFate,
     EvidencePlan,
     Explanation,
+    Location,
     PlannedSpan,
     PlanStats,
     SpanClass,
@@ -65,6 +67,41 @@ def test_planned_span_round_trip_keeps_every_field() -> None:
     back = planned_span_from_proto(planned_span_to_proto(original), field="x")
     assert back == original
     assert math.copysign(1.0, back.weight) == -1.0
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        Location(page=1),
+        Location(page=12, heading_path=("Résumé", "表"), cell_index=0),
+        Location(heading_path=("A", "B")),
+        Location(cell_index=7),
+    ],
+)
+def test_planned_span_location_round_trips(location: Location) -> None:
+    span = PlannedSpan(span=SpanRef("doc.pdf", 5, 0, 9), kind="paragraph",
+                       span_class=SpanClass.TRUTH, weight=0.5, tokens=3, location=location)
+    msg = planned_span_to_proto(span)
+    assert msg.HasField("location")
+    assert msg.location.HasField("page") == (location.page is not None)
+    assert msg.location.HasField("cell_index") == (location.cell_index is not None)
+    assert planned_span_from_proto(msg, field="x") == span
+    as_json = json_format.MessageToDict(msg)["location"]
+    assert as_json == {k: v for k, v in (("page", location.page),
+                                        ("headingPath", list(location.heading_path)),
+                                        ("cellIndex", location.cell_index)) if v or v == 0}
+
+
+def test_a_span_without_location_sends_none_and_page_0_is_refused() -> None:
+    span = PlannedSpan(span=SpanRef("a", 5, 0, 9), kind="body", span_class=SpanClass.TRUTH,
+                       weight=0.5, tokens=3)
+    msg = planned_span_to_proto(span)
+    assert not msg.HasField("location")
+    assert planned_span_from_proto(msg, field="x").location == NOWHERE
+    msg.location.page = 0
+    with pytest.raises(InvalidRequest) as info:
+        planned_span_from_proto(msg, field="pool[2]")
+    assert info.value.field == "pool[2].location.page"
 
 
 def test_missing_kind_is_rejected_not_defaulted() -> None:

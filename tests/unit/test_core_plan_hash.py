@@ -15,7 +15,7 @@ from typing import Any
 import blake3
 import pytest
 
-from planner_svc.core.model import PLAN_MODEL, PlannedSpan, SpanClass, SpanRef
+from planner_svc.core.model import NOWHERE, PLAN_MODEL, Location, PlannedSpan, SpanClass, SpanRef
 from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, encode_plan, plan_hash
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
@@ -203,6 +203,39 @@ def test_text_is_not_hashed() -> None:
         )
 
     assert plan_hash("v1", 10, 2, [span("")]) == plan_hash("v1", 10, 2, [span("quite different")])
+
+
+def test_location_is_not_hashed() -> None:
+    """A span's location (page, heading path, notebook cell) is outside plan hash v1: the
+    same spans found anywhere make the same plan."""
+
+    def span(location: Location) -> PlannedSpan:
+        return PlannedSpan(span=SpanRef("handbook.pdf", 7, 0, 40), kind="paragraph",
+                           span_class=SpanClass.TRUTH, weight=0.75, tokens=9,
+                           location=location)
+
+    nowhere = plan_hash("v1", 100, 9, [span(NOWHERE)])
+    for where in (Location(page=2), Location(heading_path=("Varroa", "Monitoring")),
+                  Location(page=3, heading_path=("Harvest",), cell_index=4)):
+        assert encode_plan("v1", 100, 9, [span(where)]) == encode_plan("v1", 100, 9,
+                                                                      [span(NOWHERE)])
+        assert plan_hash("v1", 100, 9, [span(where)]) == nowhere
+
+
+def test_the_vector_with_locations_hashes_as_the_plan_without_them() -> None:
+    """The extra vector whose spans carry locations (as the service sends them) has the hash
+    of the same plan with the locations taken out, so a verifier that reads the locations
+    (Go and TypeScript parse them into their generated types) must still ignore them."""
+    vector = next(v for v in load("plan_hash_v1_extra.jsonl") if "location" in v["name"])
+    assert all("location" in s for s in vector["spans"])
+    bare = {**vector, "spans": [{k: x for k, x in s.items() if k != "location"}
+                                for s in vector["spans"]]}
+    assert independent_hash(bare) == vector["planHash"]
+    spans = core_spans(vector)
+    assert [s.location.render() for s in spans] == [
+        "p. 2 · Swarm control", "cell 3 · Finding", "The varroa mite › Oxalic acid in winter"]
+    assert plan_hash(vector["planModel"], int(vector["budget"]), int(vector["used"]),
+                     spans) == vector["planHash"]
 
 
 def test_values_outside_their_fields_are_refused() -> None:

@@ -19,8 +19,9 @@ T1 = corpus.CORPUS_TIME_US
 
 
 def _summary(capsys: pytest.CaptureFixture[str]) -> str:
+    """The summary line (the lines after it count each format's documents)."""
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1
+    assert out and all(line.startswith("  ") for line in out[1:])
     return out[0]
 
 
@@ -46,8 +47,21 @@ def test_ingest_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         ]
     )
     assert code == 0
-    line = _summary(capsys)
-    assert line.startswith("received 2, ingested 2, replaced 0, unchanged 0, failed 0;")
+    out = capsys.readouterr()
+    line, *formats = out.out.strip().splitlines()
+    # the binary file is sniffed, reported and skipped; the run goes on
+    assert line.startswith(
+        "received 3, ingested 2, replaced 0, unchanged 0, skipped 1, failed 0;"
+    )
+    assert formats == [
+        "  Markdown                  read 1, skipped 0, failed 0",
+        "  application/octet-stream  read 0, skipped 1, failed 0 "
+        "(1 × media_type: unsupported media type application/octet-stream)",
+        "  text                      read 1, skipped 0, failed 0",
+    ]
+    assert "error: skip.bin: media_type: unsupported media type application/octet-stream" in (
+        out.err
+    )
     with Store.open(data) as store:
         assert store.source_title("guide/intro.md") == "Getting started"
         assert store.source_title("notes.txt") == "notes.txt"
@@ -55,7 +69,7 @@ def test_ingest_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         assert store.count_vectors() == 0
     # a second run finds nothing changed
     assert main(["ingest", str(docs), "--data", str(data), "--no-vectors", "--quiet"]) == 0
-    assert "ingested 0, replaced 0, unchanged 2" in _summary(capsys)
+    assert "ingested 0, replaced 0, unchanged 2, skipped 1" in _summary(capsys)
 
 
 def test_ingest_single_file_with_vectors(
@@ -107,7 +121,10 @@ def test_ingest_jsonl_with_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 0
     captured = capsys.readouterr()
-    assert captured.out.startswith("received 5, ingested 2, replaced 0, unchanged 0, failed 3;")
+    assert captured.out.startswith(
+        "received 5, ingested 2, replaced 0, unchanged 0, skipped 0, failed 3;"
+    )
+    assert "  JSON Lines  read 0, skipped 0, failed 3 (" in captured.out
     assert "error: line 2: invalid JSON" in captured.err
     assert "error: x/2: text: expected a string" in captured.err
     assert "error: line 5: not valid UTF-8" in captured.err
@@ -228,3 +245,51 @@ def test_ingest_jsonl_counts_every_replaced_version(
     with Store.open(data) as store:
         history = store.node_history("psg:twice:0")
         assert [v.text for v in history] == ["one", "two"]
+
+
+def test_ingest_mixed_directory_reports_each_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every file is read by its content's format; the unreadable ones are reported and
+    skipped, and the run goes on."""
+    from tests.mixed_corpus import write_mixed_corpus
+
+    corpus = tmp_path / "corpus"
+    write_mixed_corpus(corpus)
+    (corpus / ".hidden").mkdir()
+    (corpus / ".hidden" / "left-out.md").write_text("# Hidden\n\nnot ingested\n")
+    data = tmp_path / "data"
+    args = ["ingest", str(corpus), "--data", str(data), "--no-vectors", "--quiet",
+            "--version-tx", str(T1), "--valid-from", str(T1)]
+    assert main(args) == 0
+    out = capsys.readouterr()
+    line, *formats = out.out.strip().splitlines()
+    assert line.startswith("received 9, ingested 6, replaced 0, unchanged 0, skipped 3, "
+                           "failed 0;")
+    assert formats == [
+        "  DOCX       read 1, skipped 0, failed 0",
+        "  HTML       read 1, skipped 0, failed 0",
+        "  Markdown   read 1, skipped 0, failed 0",
+        "  PDF        read 1, skipped 2, failed 0 (1 × text: damaged PDF; 1 × text: encrypted "
+        "PDF)",
+        "  image/png  read 0, skipped 1, failed 0 (1 × media_type: unsupported media type "
+        "image/png)",
+        "  notebook   read 1, skipped 0, failed 0",
+        "  text       read 1, skipped 0, failed 0",
+    ]
+    assert out.err.splitlines() == [
+        out.err.splitlines()[0],
+        "error: hive.png: media_type: unsupported media type image/png",
+        "error: locked.pdf: text: encrypted PDF: a password is required to open it",
+    ]
+    assert out.err.startswith("error: broken.pdf: text: damaged PDF: ")
+    with Store.open(data) as store:
+        assert store.source_title("handbook.pdf") == "Hive basics"
+        assert store.source_title("varroa.html") == "The varroa mite"
+        assert store.source_title("README.txt") == "README.txt"
+        assert store.source_title("meeting-notes.md") == "Club meeting notes"
+        assert store.latest_version(".hidden/left-out.md") is None
+        rows = store.locations_of_version("handbook.pdf", T1)
+        assert {where.page for *_, where in rows} == {1, 2, 3}
+    assert main([*args[:4], "--no-vectors", "--quiet"]) == 0
+    assert "ingested 0, replaced 0, unchanged 6, skipped 3, failed 0;" in _summary(capsys)

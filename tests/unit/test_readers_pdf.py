@@ -3,6 +3,8 @@ encrypted and damaged files; right-to-left lines; running footers."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from planner_svc.ingest.document import ParsedDocument
@@ -189,3 +191,37 @@ def test_hyphen_at_a_page_end_joins_across_the_running_footer() -> None:
     last = doc.passages[-1]
     assert last.text == sentence
     assert [s.location.page for s in last.spans] == [3, 4]
+
+
+def test_pdfium_runs_one_caller_at_a_time_and_every_thread_reads_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PDFium is not thread-safe: threads that read PDFs at once (as concurrent ingest streams
+    do) take turns inside it, and each gets the pages of its own document."""
+    from tests.pdfium_watch import watch_pdfium
+
+    documents = []
+    for n in range(6):
+        writer = PdfWriter(width_pt=260, lines_per_page=4, fonts=("sans",))
+        writer.heading(Heading(1, f"Report {n}"))
+        writer.break_page()
+        writer.paragraph(Para((f"Finding number {n} is on the second page.",)))
+        documents.append(writer.output())
+    expected = [_rows(read_pdf(data)) for data in documents]
+    watch = watch_pdfium(monkeypatch)
+    start = threading.Barrier(len(documents))
+    got: dict[int, list[Row]] = {}
+
+    def read(n: int) -> None:
+        start.wait(timeout=10)
+        got[n] = _rows(read_pdf(documents[n]))
+
+    threads = [threading.Thread(target=read, args=(n,)) for n in range(len(documents))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert [got.get(n) for n in range(len(documents))] == expected
+    assert expected[3][-1] == (10, 49, "paragraph", 2, ("Report 3",),
+                               "Finding number 3 is on the second page.")
+    assert (watch.opened, watch.most, watch.inside) == (len(documents), 1, 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import InsufficientEvidence
 from planner_svc.core.fusion import unit_power
-from planner_svc.core.model import SpanRef
+from planner_svc.core.model import NOWHERE, Location, SpanRef
 from planner_svc.core.plan_hash import plan_hash
 from planner_svc.index import VectorHit
 from planner_svc.index.analysis import query_terms
@@ -182,8 +183,8 @@ class WriteWhilePlanning(Store):
 
     between: Callable[[], None] | None = None
 
-    def span_kinds(self, keys: Any) -> Any:
-        kinds = super().span_kinds(keys)
+    def ledger_rows(self, keys: Any) -> Any:
+        kinds = super().ledger_rows(keys)
         if self.between is not None:
             writer = threading.Thread(target=self.between)
             writer.start()
@@ -240,3 +241,31 @@ def test_a_question_the_store_does_not_support_is_declined(store: Store) -> None
     assert supported.trace is not None and supported.trace.abstention is not None
     assert not supported.trace.abstention.declined
     assert supported.trace.abstention.evidence.coverage == 1.0
+
+
+def test_planned_spans_carry_their_ledger_locations(tmp_path: Path) -> None:
+    """Recall fills every planned span's location from the catalog (the span ledger's row),
+    for the plan and for every explained candidate; a span the ledger has no row for has
+    none. The hash does not see them."""
+    with Store.open(tmp_path / "data") as s:
+        text = "Paris guide\n\nParis is the capital of France.\n\nThe Louvre is in Paris."
+        spans = [_byte_span(text, p) for p in text.split("\n\n")]
+        s.put_source_version("guide.pdf", text, title="guide", media_type="application/pdf",
+                             tx_us=10)
+        where = [Location(page=1, heading_path=("Paris guide",)),
+                 Location(page=2, heading_path=("Paris guide",))]
+        s.add_spans("guide.pdf", 10, [(*spans[1], "paragraph", where[0]),
+                                      (*spans[2], "paragraph", where[1])])  # none for [0]
+        s.write_nodes(
+            [NodeWrite(node_id=f"guide:{i}", text=part, labels=("passage",),
+                       provenance=(SpanRef("guide.pdf", 10, *spans[i]),), valid_from_us=T0)
+             for i, part in enumerate(text.split("\n\n"))],
+            tx_us=10,
+        )
+        result = _planner(s).plan(_query(structured=StructuredLeg(text="Paris Louvre capital")))
+    located = {p.span.start: p.location for p in result.plan.spans}
+    assert located == {spans[0][0]: NOWHERE, spans[1][0]: where[0], spans[2][0]: where[1]}
+    assert {e.candidate.span.start: e.candidate.location
+            for e in result.plan.explanations} == located
+    bare = [dataclasses.replace(p, location=NOWHERE) for p in result.plan.spans]
+    assert plan_hash("v1", result.plan.budget, result.plan.used, bare) == result.plan.plan_hash

@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from planner_svc.core.errors import InvalidRequest
-from planner_svc.core.model import SpanRef
+from planner_svc.core.model import NOWHERE, Location, SpanRef
 from planner_svc.embed import HashingEmbedder
 from planner_svc.ingest import ingest_documents
 from planner_svc.ingest.pipeline import DocumentIn
-from planner_svc.store import EdgeWrite, NodeWrite, canonicalize
+from planner_svc.store import STORE_FILE, EdgeWrite, NodeWrite, Store, canonicalize
 from planner_svc.store.open import AnyStore
+from planner_svc.store.records import LedgerRow, decode_location, encode_location
+from planner_svc.store.schema import DDL, SCHEMA_VERSION
 from tests.pgserver import Backend
 
 T0 = 1_700_000_000_000_000  # microseconds
@@ -167,6 +171,85 @@ def test_span_ledger(store: AnyStore) -> None:
         store.add_spans("s", T0 + 1, [(0, 1, "body")])
     assert err.value.field == "source_version_tx"
     assert store.span_kind("s", T0, 0, 1) is None  # the failed batches wrote nothing
+
+
+def _stored_locations(backend: Backend, store: AnyStore) -> dict[int, str | None]:
+    """The span ledger's raw location column, by span start, read past the store."""
+    if backend.url is None:
+        assert isinstance(store, Store)
+        conn = sqlite3.connect(store.path)
+        try:
+            return dict(conn.execute("SELECT byte_start, location FROM spans").fetchall())
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(backend.url) as pg:
+        return {int(r[0]): r[1]
+                for r in pg.execute("SELECT byte_start, location FROM spans").fetchall()}
+
+
+def test_span_ledger_keeps_each_span_location(backend: Backend, store: AnyStore) -> None:
+    text = "Intro\n\nbody one\n\nbody two"
+    store.put_source_version("doc.pdf", text, title="T", media_type="application/pdf",
+                             tx_us=T0)
+    page2 = Location(page=2, heading_path=("Intro", "Caf\u00e9 \u203a menu"))
+    cell = Location(cell_index=0)
+    assert store.add_spans("doc.pdf", T0, [
+        (0, 5, "heading", Location(page=1, heading_path=("Intro",))),
+        (7, 15, "paragraph", page2),
+        (17, 25, "paragraph", cell),
+        (0, 25, "body"),  # a 3-tuple records no location
+    ]) == 4
+    assert store.locations_of_version("doc.pdf", T0) == [
+        (0, 5, "heading", Location(page=1, heading_path=("Intro",))),
+        (0, 25, "body", NOWHERE),
+        (7, 15, "paragraph", page2),
+        (17, 25, "paragraph", cell),
+    ]
+    rows = store.ledger_rows([("doc.pdf", T0, 7, 15), ("doc.pdf", T0, 0, 25),
+                              ("doc.pdf", T0, 1, 2)])
+    assert rows == {("doc.pdf", T0, 7, 15): LedgerRow("paragraph", page2),
+                    ("doc.pdf", T0, 0, 25): LedgerRow("body", NOWHERE)}
+    # the stored value is a plain JSON object with the keys that are set, NULL for none
+    stored = _stored_locations(backend, store)
+    assert stored == {0: None, 7: '{"page":2,"headingPath":["Intro","Café › menu"]}',
+                      17: '{"cellIndex":0}'}
+    assert encode_location(page2) == stored[7]
+    assert decode_location(stored[7]) == page2
+    assert decode_location(None) == decode_location("[1]") == decode_location("{") == NOWHERE
+    assert decode_location('{"page": 0}') == NOWHERE  # never written: a page is >= 1
+    with pytest.raises(InvalidRequest) as err:
+        store.add_spans("doc.pdf", T0, [(0, 5, "heading", "p. 1")])  # type: ignore[list-item]
+    assert err.value.field == "spans[0].location"
+
+
+def test_a_schema_3_store_gains_span_locations_when_opened(tmp_path: Path) -> None:
+    """A store written before span locations (schema 3) opens, keeps its rows (no location)
+    and records locations from then on."""
+    data = tmp_path / "old"
+    data.mkdir()
+    conn = sqlite3.connect(data / STORE_FILE)
+    conn.executescript(DDL.replace("    location TEXT,\n", ""))
+    conn.execute("INSERT INTO source_versions (source_id, tx, title, media_type, text) "
+                 "VALUES ('s', ?, 'S', 'text/markdown', CAST('# S\n\nbody' AS BLOB))", (T0,))
+    conn.execute("INSERT INTO sources VALUES ('s', 'S', 'text/markdown', ?)", (T0,))
+    conn.execute("INSERT INTO spans VALUES ('s', ?, 2, 3, 'heading')", (T0,))
+    conn.execute("PRAGMA user_version=3")
+    conn.commit()
+    assert "location" not in {r[1] for r in conn.execute("PRAGMA table_info(spans)")}
+    conn.close()
+    with Store.open(data) as store:
+        assert store.ledger_rows([("s", T0, 2, 3)]) == {("s", T0, 2, 3): LedgerRow("heading")}
+        assert store.last_tx() == T0  # the older migrations ran as well
+        store.add_spans("s", T0, [(5, 9, "paragraph", Location(heading_path=("S",)))])
+        assert store.locations_of_version("s", T0) == [
+            (2, 3, "heading", NOWHERE), (5, 9, "paragraph", Location(heading_path=("S",)))]
+    conn = sqlite3.connect(data / STORE_FILE)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    conn.close()
+    with Store.open(data) as store:  # opening again changes nothing
+        assert len(store.locations_of_version("s", T0)) == 2
 
 
 # ---------------------------------------------------------------- nodes

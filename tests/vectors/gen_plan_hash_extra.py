@@ -8,12 +8,13 @@ implementation and with an independent encoder. Regenerating must leave it uncha
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
 from typing import Any
 
-from planner_svc.core.model import PLAN_MODEL, PlannedSpan, SpanClass, SpanRef
+from planner_svc.core.model import PLAN_MODEL, Location, PlannedSpan, SpanClass, SpanRef
 from planner_svc.core.plan_hash import plan_hash
 
 U64_MAX = 2**64 - 1
@@ -219,6 +220,29 @@ def vectors() -> list[dict[str, Any]]:
         )
     )
     out.append(_as_sent("empty plan as the service sends it", 0, 0, []))
+    out.append(
+        _as_sent(
+            "spans with locations as the service sends them (location is not hashed)",
+            300,
+            75,
+            [
+                dataclasses.replace(
+                    _span("handbook.pdf", 1796000000000000, 329, 542, "paragraph", T, 0.025,
+                          60),
+                    location=Location(page=2, heading_path=("Swarm control",)),
+                ),
+                dataclasses.replace(
+                    _span("varroa.html", 1796000000000001, 383, 627, "paragraph", T, 1.0, 9),
+                    location=Location(heading_path=("The varroa mite", "Oxalic acid in winter")),
+                ),
+                dataclasses.replace(
+                    _span("mite-counts.ipynb", 1796000000000002, 226, 233, "heading", T, 0.5,
+                          6),
+                    location=Location(heading_path=("Finding",), cell_index=3),
+                ),
+            ],
+        )
+    )
     out.append(
         _to_json(
             "budget unused (used 0) with a zero-token span",

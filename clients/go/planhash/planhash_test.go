@@ -84,12 +84,12 @@ func TestVectorsReproduceTheirHashes(t *testing.T) {
 			}
 		})
 	}
-	// The published set has seven plans; the edge-case set fourteen.
+	// The published set has seven plans; the edge-case set fifteen.
 	if perFile["plan_hash_v1.jsonl"] != 7 {
 		t.Errorf("plan_hash_v1.jsonl: %d vectors read, want 7", perFile["plan_hash_v1.jsonl"])
 	}
-	if perFile["plan_hash_v1_extra.jsonl"] != 14 {
-		t.Errorf("plan_hash_v1_extra.jsonl: %d vectors read, want 14", perFile["plan_hash_v1_extra.jsonl"])
+	if perFile["plan_hash_v1_extra.jsonl"] != 15 {
+		t.Errorf("plan_hash_v1_extra.jsonl: %d vectors read, want 15", perFile["plan_hash_v1_extra.jsonl"])
 	}
 }
 
@@ -128,6 +128,33 @@ func TestVectorEdgeCasesParseExactly(t *testing.T) {
 	}
 	if empty := byName["empty plan as the service sends it"]; empty.GetPlanHash() != EmptyPlanHash || empty.GetBudget() != 0 || len(empty.GetSpans()) != 0 {
 		t.Errorf("as-sent empty plan parsed as %v", empty)
+	}
+}
+
+func TestLocationsAreReadButNotHashed(t *testing.T) {
+	var plan *plannerv1.EvidencePlan
+	for _, v := range loadVectors(t) {
+		if strings.HasPrefix(v.name, "spans with locations") {
+			plan = v.plan
+		}
+	}
+	if plan == nil || len(plan.GetSpans()) != 3 {
+		t.Fatalf("the vector with locations is missing or parsed as %v", plan)
+	}
+	pdf := plan.GetSpans()[0].GetLocation()
+	if pdf.GetPage() != 2 || len(pdf.GetHeadingPath()) != 1 || pdf.GetHeadingPath()[0] != "Swarm control" || pdf.CellIndex != nil {
+		t.Errorf("the PDF span's location parsed as %v", pdf)
+	}
+	if cell := plan.GetSpans()[1].GetLocation(); cell.GetCellIndex() != 3 || cell.Page != nil {
+		t.Errorf("the notebook span's location parsed as %v", cell)
+	}
+	withLocations := Hash(plan)
+	bare := proto.Clone(plan).(*plannerv1.EvidencePlan)
+	for _, span := range bare.GetSpans() {
+		span.Location = nil
+	}
+	if withLocations != plan.GetPlanHash() || Hash(bare) != withLocations {
+		t.Errorf("locations moved the hash: with %s, without %s, vector %s", withLocations, Hash(bare), plan.GetPlanHash())
 	}
 }
 

@@ -49,6 +49,18 @@ export interface Span {
   tokens: number;
   /** The span's text. */
   text: string;
+  /** Where the span sits in its original document (not hashed). */
+  location: SpanLocation;
+}
+
+/** Where a span sits in its original document (see SpanLocation in protos/planner/v1/plan.proto). */
+export interface SpanLocation {
+  /** Page number from 1 (PDF), else null. */
+  page: number | null;
+  /** Texts of the enclosing headings, outermost first; empty when none encloses the span. */
+  headingPath: string[];
+  /** Notebook cell index from 0, else null. */
+  cellIndex: number | null;
 }
 
 /** Counters of one plan (see PlanStats in protos/planner/v1/plan.proto); counts are numbers. */
@@ -200,6 +212,11 @@ export function toPlan(message: EvidencePlan): Plan {
       weight: s.weight,
       tokens: safeNumber(s.tokens, `spans[${i}].tokens`),
       text: s.text,
+      location: {
+        page: s.location?.page ?? null,
+        headingPath: [...(s.location?.headingPath ?? [])],
+        cellIndex: s.location?.cellIndex ?? null,
+      },
     })),
     stats: {
       poolSpans: count("poolSpans", st?.poolSpans),

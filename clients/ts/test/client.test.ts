@@ -88,9 +88,12 @@ describe("PlannerClient against planner-svc serve", () => {
     const python = JSON.parse(
       execFileSync(CLI, ["plan", GOATS, "--json", "--address", address, "--budget", "500",
         "--at-valid", AS_OF, "--at-tx", AS_OF], { encoding: "utf8" }),
-    ) as { planHash: string; spans: { span: { sourceId: string } }[] };
+    ) as { planHash: string; spans: { span: { sourceId: string }; location?: { headingPath?: string[] } }[] };
     assert.equal(plan.planHash, python.planHash);
     assert.deepEqual(plan.spans.map((s) => s.sourceId), python.spans.map((s) => s.span.sourceId));
+    // Markdown spans name their headings; the fixture has no pages or notebook cells.
+    assert.deepEqual(plan.spans.map((s) => s.location.headingPath), python.spans.map((s) => s.location?.headingPath ?? []));
+    assert.ok(plan.spans.every((s) => s.location.headingPath.length > 0 && s.location.page === null && s.location.cellIndex === null));
   });
 
   test("the question once plans as the question in both legs", async () => {

@@ -58,12 +58,12 @@ function vector(prefix: string): EvidencePlan {
 }
 
 describe("every committed vector", () => {
-  test("is read: the published seven and the fourteen edge cases", () => {
+  test("is read: the published seven and the fifteen edge cases", () => {
     const perFile = new Map<string, number>();
     for (const v of VECTORS) perFile.set(v.file, (perFile.get(v.file) ?? 0) + 1);
     assert.deepEqual(Object.fromEntries(perFile), {
       "plan_hash_v1.jsonl": 7,
-      "plan_hash_v1_extra.jsonl": 14,
+      "plan_hash_v1_extra.jsonl": 15,
     });
   });
 
@@ -76,6 +76,18 @@ describe("every committed vector", () => {
 });
 
 describe("the rules of docs/plan-hash.md", () => {
+  test("a span's location is read but not hashed", () => {
+    const plan = vector("spans with locations");
+    assert.equal(plan.spans.length, 3);
+    assert.equal(plan.spans[0]!.location?.page, 2);
+    assert.deepEqual(plan.spans[0]!.location?.headingPath, ["Swarm control"]);
+    assert.equal(plan.spans[1]!.location?.cellIndex, 3);
+    const bare = clone(EvidencePlanSchema, plan);
+    for (const span of bare.spans) span.location = undefined;
+    assert.equal(planHash(plan), plan.planHash);
+    assert.equal(planHash(bare), plan.planHash);
+  });
+
   test("source ids compare by code point, not UTF-16 code units", () => {
     const plan = vector("source ids by code point");
     const ids = plan.spans.map((s) => s.span?.sourceId ?? "");
@@ -201,8 +213,19 @@ describe("toPlan", () => {
       weight: 0.842,
       tokens: 94,
       text: "",
+      location: { page: null, headingPath: [], cellIndex: null },
     });
     assert.equal(plan.budget, 6000);
+    assert.deepEqual(JSON.parse(JSON.stringify(plan)), plan);
+  });
+
+  test("each span's location, null where the plan has none", () => {
+    const plan = toPlan(vector("spans with locations"));
+    assert.deepEqual(plan.spans.map((s) => s.location), [
+      { page: 2, headingPath: ["Swarm control"], cellIndex: null },
+      { page: null, headingPath: ["Finding"], cellIndex: 3 },
+      { page: null, headingPath: ["The varroa mite", "Oxalic acid in winter"], cellIndex: null },
+    ]);
     assert.deepEqual(JSON.parse(JSON.stringify(plan)), plan);
   });
 

@@ -12,7 +12,7 @@ A reader never lets a library's exception escape: it translates it into :class:`
 
 from __future__ import annotations
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import ECHO_CHARS, InvalidRequest, clip
 
 MARKDOWN = "text/markdown"
 """Media type of Markdown."""
@@ -58,10 +58,10 @@ class ReaderError(InvalidRequest):
 
 
 def unsupported(media_type: str) -> ReaderError:
-    """The error for a media type no reader handles."""
-    return ReaderError(
-        "media_type", f"unsupported media type {media_type}", media_type=media_type
-    )
+    """The error for a media type no reader handles (a client's type is clipped to a short
+    prefix, in the message and as the format a report counts it under)."""
+    shown = clip(media_type, ECHO_CHARS)
+    return ReaderError("media_type", f"unsupported media type {shown}", media_type=shown)
 
 
 def damaged(media_type: str, detail: str) -> ReaderError:

@@ -62,6 +62,7 @@ def documents_from_proto(
             title=doc.title,
             media_type=doc.media_type,
             text=doc.text,
+            content=doc.content if doc.content else None,
             valid_from_us=doc.valid_from if doc.HasField("valid_from") else None,
             version_tx_us=doc.version_tx if doc.HasField("version_tx") else None,
             properties=dict(doc.properties),
@@ -75,12 +76,13 @@ def _rejected(message: Undecodable, position: int) -> RejectedDocument:
         return RejectedDocument(source_id="", field="document",
                                 reason=f"{message.reason} ({where})")
     return RejectedDocument(source_id=message.text("document.source_id"), field=field,
-                            reason=f"{message.reason} ({where})")
+                            reason=f"{message.reason} ({where})",
+                            media_type=message.text("document.media_type", limit=256))
 
 
 def summary_to_proto(report: IngestReport) -> memory_pb2.IngestSourcesResponse:
     """The ``IngestSourcesResponse`` of an ingest report (one entry per accepted and failed
-    document, in stream order)."""
+    document, in stream order; one per format, by format name)."""
     return memory_pb2.IngestSourcesResponse(
         received=report.received,
         ingested=report.ingested,
@@ -98,6 +100,14 @@ def summary_to_proto(report: IngestReport) -> memory_pb2.IngestSourcesResponse:
         spans=report.spans,
         nodes=report.nodes,
         edges=report.edges,
+        formats=[
+            memory_pb2.IngestFormatCount(
+                format=fmt, read=c.read, skipped=c.skipped, failed=c.failed,
+                reasons=[memory_pb2.IngestReasonCount(reason=r, documents=n)
+                         for r, n in sorted(c.reasons.items())],
+            )
+            for fmt, c in sorted(report.formats.items())
+        ],
     )
 
 

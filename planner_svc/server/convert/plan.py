@@ -24,8 +24,10 @@ from planner_svc.core.limits import (
     MAX_LEG_RESULTS,
 )
 from planner_svc.core.model import (
+    NOWHERE,
     EvidencePlan,
     Explanation,
+    Location,
     PlannedSpan,
     PlanStats,
     SpanClass,
@@ -83,11 +85,39 @@ def planned_span_from_proto(msg: plan_pb2.PlannedSpan, *, field: str) -> Planned
         weight=msg.weight,
         tokens=msg.tokens,
         text=msg.text,
+        location=location_from_proto(msg.location, field=f"{field}.location")
+        if msg.HasField("location") else NOWHERE,
     )
 
 
+def location_from_proto(msg: plan_pb2.SpanLocation, *, field: str) -> Location:
+    """Core Location from its message.
+
+    Raises:
+        InvalidRequest: ``{field}.page`` set to 0 (pages are numbered from 1).
+    """
+    if msg.HasField("page") and msg.page < 1:
+        raise InvalidRequest(f"{field}.page", "must be >= 1 when set (pages are numbered from 1)")
+    return Location(
+        page=msg.page if msg.HasField("page") else None,
+        heading_path=tuple(msg.heading_path),
+        cell_index=msg.cell_index if msg.HasField("cell_index") else None,
+    )
+
+
+def location_to_proto(location: Location) -> plan_pb2.SpanLocation:
+    """SpanLocation message from the core type (only the fields that are set)."""
+    msg = plan_pb2.SpanLocation(heading_path=location.heading_path)
+    if location.page is not None:
+        msg.page = location.page
+    if location.cell_index is not None:
+        msg.cell_index = location.cell_index
+    return msg
+
+
 def planned_span_to_proto(span: PlannedSpan) -> plan_pb2.PlannedSpan:
-    """PlannedSpan message from the core type."""
+    """PlannedSpan message from the core type (``location`` left out when nothing is
+    known)."""
     msg = plan_pb2.PlannedSpan(
         span=span_ref_to_proto(span.span),
         kind=span.kind,
@@ -96,6 +126,8 @@ def planned_span_to_proto(span: PlannedSpan) -> plan_pb2.PlannedSpan:
         text=span.text,
     )
     setattr(msg, "class", int(span.span_class))
+    if not span.location.empty:
+        msg.location.CopyFrom(location_to_proto(span.location))
     return msg
 
 

@@ -30,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-SCHEMA_VERSION = 1
-"""The version this build writes and reads."""
+SCHEMA_VERSION = 2
+"""The version this build writes and reads: 2 adds each span's location to the span ledger
+(``spans.location``, the JSON text :func:`planner_svc.store.records.encode_location` writes;
+NULL, no location, in rows written before)."""
 
 INIT_LOCK = 0x706C616E6E6572  # "planner"
 """Advisory lock key held while the schema is created or migrated."""
@@ -119,6 +121,10 @@ CREATE TABLE vectors (
 )
 """
 
-MIGRATIONS: Mapping[int, str] = MappingProxyType({1: _V1})
+_V2 = """
+ALTER TABLE spans ADD COLUMN location text
+"""
+
+MIGRATIONS: Mapping[int, str] = MappingProxyType({1: _V1, 2: _V2})
 """Version -> the statements (``;``-separated) that bring a store at version - 1 (0: empty) to
 it. A new version adds an entry here and raises :data:`SCHEMA_VERSION`."""

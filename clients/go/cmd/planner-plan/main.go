@@ -194,14 +194,34 @@ func describeError(err error) string {
 	return b.String()
 }
 
-// printPlan writes one row per span (source, kind, tokens, weight as the shortest decimal that
-// round-trips), the totals, and the verified hash.
+// locationText renders where a span sits in its original document on one line: "p. 2",
+// "cell 4", the heading path joined by " › ", joined by " · " in that order ("p. 2 · Results");
+// empty when the span has no location.
+func locationText(loc *plannerv1.SpanLocation) string {
+	if loc == nil {
+		return ""
+	}
+	var parts []string
+	if loc.Page != nil {
+		parts = append(parts, fmt.Sprintf("p. %d", loc.GetPage()))
+	}
+	if loc.CellIndex != nil {
+		parts = append(parts, fmt.Sprintf("cell %d", loc.GetCellIndex()))
+	}
+	if len(loc.GetHeadingPath()) > 0 {
+		parts = append(parts, strings.Join(loc.GetHeadingPath(), " \u203a "))
+	}
+	return strings.Join(parts, " \u00b7 ")
+}
+
+// printPlan writes one row per span (source, kind, location, tokens, weight as the shortest
+// decimal that round-trips), the totals, and the verified hash.
 func printPlan(w io.Writer, plan *plannerv1.EvidencePlan) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "source\tkind\ttokens\tweight")
+	fmt.Fprintln(tw, "source\tkind\tlocation\ttokens\tweight")
 	for _, s := range plan.GetSpans() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.GetSpan().GetSourceId(), s.GetKind(), s.GetTokens(),
-			strconv.FormatFloat(s.GetWeight(), 'g', -1, 64))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.GetSpan().GetSourceId(), s.GetKind(),
+			locationText(s.GetLocation()), s.GetTokens(), strconv.FormatFloat(s.GetWeight(), 'g', -1, 64))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d spans, used %d/%d tokens\n", len(plan.GetSpans()), plan.GetUsed(), plan.GetBudget())

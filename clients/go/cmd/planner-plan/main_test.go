@@ -61,6 +61,9 @@ func samplePlan() *plannerv1.EvidencePlan {
 			Weight: math.Nextafter(0.3, 1), // 0.1 + 0.2 in float64 arithmetic
 			Tokens: 57,
 			Text:   "Goat domestication occurred in Iran.",
+			Location: &plannerv1.SpanLocation{
+				Page: proto.Uint32(3), HeadingPath: []string{"Goat", "Domestication"},
+			},
 		}},
 	}
 	plan.PlanHash = planhash.Hash(plan)
@@ -89,12 +92,30 @@ func TestPlanIsRequestedPrintedAndVerified(t *testing.T) {
 		t.Fatalf("request = %v, want %v", fake.got, want)
 	}
 	for _, line := range []string{
-		"wiki/Capra_(genus)  paragraph  57      0.30000000000000004",
+		"wiki/Capra_(genus)  paragraph  p. 3 · Goat › Domestication  57      0.30000000000000004",
 		"1 spans, used 57/450 tokens",
 		"hash verified: " + fake.plan.PlanHash,
 	} {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("output lacks %q:\n%s", line, out)
+		}
+	}
+}
+
+func TestLocationText(t *testing.T) {
+	cell := uint32(0)
+	for _, c := range []struct {
+		loc  *plannerv1.SpanLocation
+		want string
+	}{
+		{nil, ""},
+		{&plannerv1.SpanLocation{}, ""},
+		{&plannerv1.SpanLocation{Page: proto.Uint32(12)}, "p. 12"},
+		{&plannerv1.SpanLocation{CellIndex: &cell, HeadingPath: []string{"Finding"}}, "cell 0 · Finding"},
+		{&plannerv1.SpanLocation{HeadingPath: []string{"Varroa", "Monitoring"}}, "Varroa › Monitoring"},
+	} {
+		if got := locationText(c.loc); got != c.want {
+			t.Errorf("locationText(%v) = %q, want %q", c.loc, got, c.want)
 		}
 	}
 }

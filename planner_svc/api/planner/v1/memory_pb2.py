@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17planner/v1/memory.proto\x12\nplanner.v1\"\x97\x02\n\x0eSourceDocument\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x17\n\nvalid_from\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12>\n\nproperties\x18\x06 \x03(\x0b\x32*.planner.v1.SourceDocument.PropertiesEntry\x12\x17\n\nversion_tx\x18\x07 \x01(\x03H\x01\x88\x01\x01\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_valid_fromB\r\n\x0b_version_tx\"D\n\x14IngestSourcesRequest\x12,\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1a.planner.v1.SourceDocument\"g\n\x0eIngestedSource\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x16\n\nversion_tx\x18\x02 \x01(\x03\x42\x02\x30\x01\x12*\n\x07outcome\x18\x03 \x01(\x0e\x32\x19.planner.v1.IngestOutcome\"0\n\x0bIngestError\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xf3\x01\n\x15IngestSourcesResponse\x12\x10\n\x08received\x18\x01 \x01(\x04\x12\x10\n\x08ingested\x18\x02 \x01(\x04\x12\x11\n\tunchanged\x18\x03 \x01(\x04\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x04\x12\'\n\x06\x65rrors\x18\x05 \x03(\x0b\x32\x17.planner.v1.IngestError\x12\r\n\x05spans\x18\x06 \x01(\x04\x12\r\n\x05nodes\x18\x07 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x08 \x01(\x04\x12\x10\n\x08replaced\x18\t \x01(\x04\x12+\n\x07sources\x18\n \x03(\x0b\x32\x1a.planner.v1.IngestedSource\"\xca\x02\n\tNodeWrite\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12\x39\n\nproperties\x18\x03 \x03(\x0b\x32%.planner.v1.NodeWrite.PropertiesEntry\x12\x0c\n\x04text\x18\x04 \x01(\t\x12,\n\nprovenance\x18\x05 \x03(\x0b\x32\x18.planner.v1.SpanRefWrite\x12\x17\n\nvalid_from\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x15\n\x08valid_to\x18\x07 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nconfidence\x18\x08 \x01(\x01H\x02\x88\x01\x01\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_valid_fromB\x0b\n\t_valid_toB\r\n\x0b_confidence\"\\\n\x0cSpanRefWrite\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x1d\n\x11source_version_tx\x18\x02 \x01(\x03\x42\x02\x30\x01\x12\r\n\x05start\x18\x03 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x04\"5\n\x0ePutNodeRequest\x12#\n\x04node\x18\x01 \x01(\x0b\x32\x15.planner.v1.NodeWrite\".\n\x0fPutNodeResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\n\n\x02tx\x18\x02 \x01(\x03\"\xa8\x01\n\x0ePutEdgeRequest\x12\x13\n\x0bsrc_node_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64st_node_id\x18\x02 \x01(\t\x12\x10\n\x08relation\x18\x03 \x01(\t\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x17\n\nvalid_from\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\x15\n\x08valid_to\x18\x06 \x01(\x03H\x01\x88\x01\x01\x42\r\n\x0b_valid_fromB\x0b\n\t_valid_to\"\x1d\n\x0fPutEdgeResponse\x12\n\n\x02tx\x18\x01 \x01(\x03*\x86\x01\n\rIngestOutcome\x12\x1e\n\x1aINGEST_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16INGEST_OUTCOME_CREATED\x10\x01\x12\x1b\n\x17INGEST_OUTCOME_REPLACED\x10\x02\x12\x1c\n\x18INGEST_OUTCOME_UNCHANGED\x10\x03\x32\xef\x01\n\rMemoryService\x12V\n\rIngestSources\x12 .planner.v1.IngestSourcesRequest\x1a!.planner.v1.IngestSourcesResponse(\x01\x12\x42\n\x07PutNode\x12\x1a.planner.v1.PutNodeRequest\x1a\x1b.planner.v1.PutNodeResponse\x12\x42\n\x07PutEdge\x12\x1a.planner.v1.PutEdgeRequest\x1a\x1b.planner.v1.PutEdgeResponseBr\n\x19\x64\x65v.plannersvc.planner.v1B\x0bMemoryProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17planner/v1/memory.proto\x12\nplanner.v1\"\xa8\x02\n\x0eSourceDocument\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x17\n\nvalid_from\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12>\n\nproperties\x18\x06 \x03(\x0b\x32*.planner.v1.SourceDocument.PropertiesEntry\x12\x17\n\nversion_tx\x18\x07 \x01(\x03H\x01\x88\x01\x01\x12\x0f\n\x07\x63ontent\x18\x08 \x01(\x0c\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_valid_fromB\r\n\x0b_version_tx\"D\n\x14IngestSourcesRequest\x12,\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1a.planner.v1.SourceDocument\"g\n\x0eIngestedSource\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x16\n\nversion_tx\x18\x02 \x01(\x03\x42\x02\x30\x01\x12*\n\x07outcome\x18\x03 \x01(\x0e\x32\x19.planner.v1.IngestOutcome\"0\n\x0bIngestError\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xa3\x02\n\x15IngestSourcesResponse\x12\x10\n\x08received\x18\x01 \x01(\x04\x12\x10\n\x08ingested\x18\x02 \x01(\x04\x12\x11\n\tunchanged\x18\x03 \x01(\x04\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x04\x12\'\n\x06\x65rrors\x18\x05 \x03(\x0b\x32\x17.planner.v1.IngestError\x12\r\n\x05spans\x18\x06 \x01(\x04\x12\r\n\x05nodes\x18\x07 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x08 \x01(\x04\x12\x10\n\x08replaced\x18\t \x01(\x04\x12+\n\x07sources\x18\n \x03(\x0b\x32\x1a.planner.v1.IngestedSource\x12.\n\x07\x66ormats\x18\x0b \x03(\x0b\x32\x1d.planner.v1.IngestFormatCount\"\x82\x01\n\x11IngestFormatCount\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x0c\n\x04read\x18\x02 \x01(\x04\x12\x0f\n\x07skipped\x18\x03 \x01(\x04\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x04\x12.\n\x07reasons\x18\x05 \x03(\x0b\x32\x1d.planner.v1.IngestReasonCount\"6\n\x11IngestReasonCount\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x11\n\tdocuments\x18\x02 \x01(\x04\"\xca\x02\n\tNodeWrite\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12\x39\n\nproperties\x18\x03 \x03(\x0b\x32%.planner.v1.NodeWrite.PropertiesEntry\x12\x0c\n\x04text\x18\x04 \x01(\t\x12,\n\nprovenance\x18\x05 \x03(\x0b\x32\x18.planner.v1.SpanRefWrite\x12\x17\n\nvalid_from\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x15\n\x08valid_to\x18\x07 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nconfidence\x18\x08 \x01(\x01H\x02\x88\x01\x01\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_valid_fromB\x0b\n\t_valid_toB\r\n\x0b_confidence\"\\\n\x0cSpanRefWrite\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x1d\n\x11source_version_tx\x18\x02 \x01(\x03\x42\x02\x30\x01\x12\r\n\x05start\x18\x03 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x04\"5\n\x0ePutNodeRequest\x12#\n\x04node\x18\x01 \x01(\x0b\x32\x15.planner.v1.NodeWrite\".\n\x0fPutNodeResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\n\n\x02tx\x18\x02 \x01(\x03\"\xa8\x01\n\x0ePutEdgeRequest\x12\x13\n\x0bsrc_node_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64st_node_id\x18\x02 \x01(\t\x12\x10\n\x08relation\x18\x03 \x01(\t\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x17\n\nvalid_from\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\x15\n\x08valid_to\x18\x06 \x01(\x03H\x01\x88\x01\x01\x42\r\n\x0b_valid_fromB\x0b\n\t_valid_to\"\x1d\n\x0fPutEdgeResponse\x12\n\n\x02tx\x18\x01 \x01(\x03*\x86\x01\n\rIngestOutcome\x12\x1e\n\x1aINGEST_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16INGEST_OUTCOME_CREATED\x10\x01\x12\x1b\n\x17INGEST_OUTCOME_REPLACED\x10\x02\x12\x1c\n\x18INGEST_OUTCOME_UNCHANGED\x10\x03\x32\xef\x01\n\rMemoryService\x12V\n\rIngestSources\x12 .planner.v1.IngestSourcesRequest\x1a!.planner.v1.IngestSourcesResponse(\x01\x12\x42\n\x07PutNode\x12\x1a.planner.v1.PutNodeRequest\x1a\x1b.planner.v1.PutNodeResponse\x12\x42\n\x07PutEdge\x12\x1a.planner.v1.PutEdgeRequest\x1a\x1b.planner.v1.PutEdgeResponseBr\n\x19\x64\x65v.plannersvc.planner.v1B\x0bMemoryProtoP\x01ZFgithub.com/planner-svc/planner-svc/clients/go/gen/planner/v1;plannerv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,34 +40,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODEWRITE_PROPERTIESENTRY']._serialized_options = b'8\001'
   _globals['_SPANREFWRITE'].fields_by_name['source_version_tx']._loaded_options = None
   _globals['_SPANREFWRITE'].fields_by_name['source_version_tx']._serialized_options = b'0\001'
-  _globals['_INGESTOUTCOME']._serialized_start=1525
-  _globals['_INGESTOUTCOME']._serialized_end=1659
+  _globals['_INGESTOUTCOME']._serialized_start=1779
+  _globals['_INGESTOUTCOME']._serialized_end=1913
   _globals['_SOURCEDOCUMENT']._serialized_start=40
-  _globals['_SOURCEDOCUMENT']._serialized_end=319
-  _globals['_SOURCEDOCUMENT_PROPERTIESENTRY']._serialized_start=240
-  _globals['_SOURCEDOCUMENT_PROPERTIESENTRY']._serialized_end=289
-  _globals['_INGESTSOURCESREQUEST']._serialized_start=321
-  _globals['_INGESTSOURCESREQUEST']._serialized_end=389
-  _globals['_INGESTEDSOURCE']._serialized_start=391
-  _globals['_INGESTEDSOURCE']._serialized_end=494
-  _globals['_INGESTERROR']._serialized_start=496
-  _globals['_INGESTERROR']._serialized_end=544
-  _globals['_INGESTSOURCESRESPONSE']._serialized_start=547
-  _globals['_INGESTSOURCESRESPONSE']._serialized_end=790
-  _globals['_NODEWRITE']._serialized_start=793
-  _globals['_NODEWRITE']._serialized_end=1123
-  _globals['_NODEWRITE_PROPERTIESENTRY']._serialized_start=240
-  _globals['_NODEWRITE_PROPERTIESENTRY']._serialized_end=289
-  _globals['_SPANREFWRITE']._serialized_start=1125
-  _globals['_SPANREFWRITE']._serialized_end=1217
-  _globals['_PUTNODEREQUEST']._serialized_start=1219
-  _globals['_PUTNODEREQUEST']._serialized_end=1272
-  _globals['_PUTNODERESPONSE']._serialized_start=1274
-  _globals['_PUTNODERESPONSE']._serialized_end=1320
-  _globals['_PUTEDGEREQUEST']._serialized_start=1323
-  _globals['_PUTEDGEREQUEST']._serialized_end=1491
-  _globals['_PUTEDGERESPONSE']._serialized_start=1493
-  _globals['_PUTEDGERESPONSE']._serialized_end=1522
-  _globals['_MEMORYSERVICE']._serialized_start=1662
-  _globals['_MEMORYSERVICE']._serialized_end=1901
+  _globals['_SOURCEDOCUMENT']._serialized_end=336
+  _globals['_SOURCEDOCUMENT_PROPERTIESENTRY']._serialized_start=257
+  _globals['_SOURCEDOCUMENT_PROPERTIESENTRY']._serialized_end=306
+  _globals['_INGESTSOURCESREQUEST']._serialized_start=338
+  _globals['_INGESTSOURCESREQUEST']._serialized_end=406
+  _globals['_INGESTEDSOURCE']._serialized_start=408
+  _globals['_INGESTEDSOURCE']._serialized_end=511
+  _globals['_INGESTERROR']._serialized_start=513
+  _globals['_INGESTERROR']._serialized_end=561
+  _globals['_INGESTSOURCESRESPONSE']._serialized_start=564
+  _globals['_INGESTSOURCESRESPONSE']._serialized_end=855
+  _globals['_INGESTFORMATCOUNT']._serialized_start=858
+  _globals['_INGESTFORMATCOUNT']._serialized_end=988
+  _globals['_INGESTREASONCOUNT']._serialized_start=990
+  _globals['_INGESTREASONCOUNT']._serialized_end=1044
+  _globals['_NODEWRITE']._serialized_start=1047
+  _globals['_NODEWRITE']._serialized_end=1377
+  _globals['_NODEWRITE_PROPERTIESENTRY']._serialized_start=257
+  _globals['_NODEWRITE_PROPERTIESENTRY']._serialized_end=306
+  _globals['_SPANREFWRITE']._serialized_start=1379
+  _globals['_SPANREFWRITE']._serialized_end=1471
+  _globals['_PUTNODEREQUEST']._serialized_start=1473
+  _globals['_PUTNODEREQUEST']._serialized_end=1526
+  _globals['_PUTNODERESPONSE']._serialized_start=1528
+  _globals['_PUTNODERESPONSE']._serialized_end=1574
+  _globals['_PUTEDGEREQUEST']._serialized_start=1577
+  _globals['_PUTEDGEREQUEST']._serialized_end=1745
+  _globals['_PUTEDGERESPONSE']._serialized_start=1747
+  _globals['_PUTEDGERESPONSE']._serialized_end=1776
+  _globals['_MEMORYSERVICE']._serialized_start=1916
+  _globals['_MEMORYSERVICE']._serialized_end=2155
 # @@protoc_insertion_point(module_scope)

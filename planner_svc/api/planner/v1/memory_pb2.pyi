@@ -87,14 +87,21 @@ class SourceDocument(_message.Message):
     VALID_FROM_FIELD_NUMBER: _builtins.int
     PROPERTIES_FIELD_NUMBER: _builtins.int
     VERSION_TX_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
     source_id: _builtins.str
     """Stable identity of the source; versions are kept per source_id."""
     title: _builtins.str
     """Human title (also used for title-mention edges)."""
     media_type: _builtins.str
-    """"text/markdown" or "text/plain"; empty = guess from source_id's extension, else plain."""
+    """The document's format. With text: "text/markdown", "text/plain" (or any other text/*),
+    "text/html" or "application/x-ipynb+json"; empty = Markdown when source_id ends in .md or
+    .markdown, else plain. With content: also "application/pdf" and
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document" (DOCX); empty
+    or "application/octet-stream" = sniffed from the content and source_id's extension. A
+    type no reader handles refuses the document.
+    """
     text: _builtins.str
-    """Document text (UTF-8)."""
+    """Document text (UTF-8). Empty when content is set."""
     valid_from: _builtins.int
     """Valid-from time of the document's facts, microseconds since the Unix epoch; absent =
     ingest time.
@@ -108,6 +115,13 @@ class SourceDocument(_message.Message):
     documents with one time), and not in the future; otherwise that document is refused (its
     reason in IngestSourcesResponse.errors). A time known about the content (written,
     published) belongs in valid_from.
+    """
+    content: _builtins.bytes
+    """The document's bytes, as its file holds them, in any supported format: HTML, PDF, DOCX,
+    Jupyter notebook (nbformat 4), Markdown or plain text; read by media_type (see there).
+    Set either text or content: a document with both is refused. An encrypted, damaged or
+    unsupported file is refused with its reason (for instance "text: encrypted PDF: a
+    password is required to open it") and the stream goes on. Base64 in proto3 JSON.
     """
     @_builtins.property
     def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
@@ -123,10 +137,11 @@ class SourceDocument(_message.Message):
         valid_from: _builtins.int | None = ...,
         properties: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         version_tx: _builtins.int | None = ...,
+        content: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_valid_from", b"_valid_from", "_version_tx", b"_version_tx", "valid_from", b"valid_from", "version_tx", b"version_tx"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_valid_from", b"_valid_from", "_version_tx", b"_version_tx", "media_type", b"media_type", "properties", b"properties", "source_id", b"source_id", "text", b"text", "title", b"title", "valid_from", b"valid_from", "version_tx", b"version_tx"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_valid_from", b"_valid_from", "_version_tx", b"_version_tx", "content", b"content", "media_type", b"media_type", "properties", b"properties", "source_id", b"source_id", "text", b"text", "title", b"title", "valid_from", b"valid_from", "version_tx", b"version_tx"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__valid_from: _TypeAlias = _typing.Literal["valid_from"]  # noqa: Y015
     _WhichOneofArgType__valid_from: _TypeAlias = _typing.Literal["_valid_from", b"_valid_from"]  # noqa: Y015
@@ -238,6 +253,7 @@ class IngestSourcesResponse(_message.Message):
     EDGES_FIELD_NUMBER: _builtins.int
     REPLACED_FIELD_NUMBER: _builtins.int
     SOURCES_FIELD_NUMBER: _builtins.int
+    FORMATS_FIELD_NUMBER: _builtins.int
     received: _builtins.int
     """Documents received."""
     ingested: _builtins.int
@@ -245,7 +261,9 @@ class IngestSourcesResponse(_message.Message):
     unchanged: _builtins.int
     """Documents whose canonical text equals the latest version (no new version)."""
     failed: _builtins.int
-    """Documents refused; see errors."""
+    """Documents refused, whether no reader could read them or they were read and refused; see
+    errors and formats.
+    """
     spans: _builtins.int
     """Spans written (new ledger rows)."""
     nodes: _builtins.int
@@ -262,6 +280,10 @@ class IngestSourcesResponse(_message.Message):
     def sources(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestedSource]:
         """One entry per accepted document (ingested or unchanged), in stream order."""
 
+    @_builtins.property
+    def formats(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestFormatCount]:
+        """What happened to the documents of each format, by format name."""
+
     def __init__(
         self,
         *,
@@ -275,14 +297,87 @@ class IngestSourcesResponse(_message.Message):
         edges: _builtins.int = ...,
         replaced: _builtins.int = ...,
         sources: _abc.Iterable[Global___IngestedSource] | None = ...,
+        formats: _abc.Iterable[Global___IngestFormatCount] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["edges", b"edges", "errors", b"errors", "failed", b"failed", "ingested", b"ingested", "nodes", b"nodes", "received", b"received", "replaced", b"replaced", "sources", b"sources", "spans", b"spans", "unchanged", b"unchanged"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["edges", b"edges", "errors", b"errors", "failed", b"failed", "formats", b"formats", "ingested", b"ingested", "nodes", b"nodes", "received", b"received", "replaced", b"replaced", "sources", b"sources", "spans", b"spans", "unchanged", b"unchanged"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestSourcesResponse: _TypeAlias = IngestSourcesResponse  # noqa: Y015
+
+@_typing.final
+class IngestFormatCount(_message.Message):
+    """The documents of one format in one IngestSources stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMAT_FIELD_NUMBER: _builtins.int
+    READ_FIELD_NUMBER: _builtins.int
+    SKIPPED_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
+    REASONS_FIELD_NUMBER: _builtins.int
+    format: _builtins.str
+    """"Markdown", "text", "HTML", "PDF", "DOCX", "notebook", or the media type of documents no
+    reader handles ("image/png"), or "unknown".
+    """
+    read: _builtins.int
+    """Documents read and accepted (ingested or unchanged)."""
+    skipped: _builtins.int
+    """Documents no reader could read: an unsupported media type, an encrypted or damaged file,
+    text not in its format's encoding.
+    """
+    failed: _builtins.int
+    """Documents read but refused: empty text, a malformed field, a version time out of order."""
+    @_builtins.property
+    def reasons(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestReasonCount]:
+        """Why documents were skipped or failed: one entry per reason (the reason without its
+        detail, for instance "text: damaged PDF"), by reason.
+        """
+
+    def __init__(
+        self,
+        *,
+        format: _builtins.str = ...,
+        read: _builtins.int = ...,
+        skipped: _builtins.int = ...,
+        failed: _builtins.int = ...,
+        reasons: _abc.Iterable[Global___IngestReasonCount] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failed", b"failed", "format", b"format", "read", b"read", "reasons", b"reasons", "skipped", b"skipped"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestFormatCount: _TypeAlias = IngestFormatCount  # noqa: Y015
+
+@_typing.final
+class IngestReasonCount(_message.Message):
+    """How many documents were refused for one reason."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    DOCUMENTS_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """The field and the reason without its detail ("text: encrypted PDF")."""
+    documents: _builtins.int
+    """Documents refused for it."""
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+        documents: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["documents", b"documents", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestReasonCount: _TypeAlias = IngestReasonCount  # noqa: Y015
 
 @_typing.final
 class NodeWrite(_message.Message):

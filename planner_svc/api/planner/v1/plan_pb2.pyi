@@ -144,6 +144,7 @@ class PlannedSpan(_message.Message):
     WEIGHT_FIELD_NUMBER: _builtins.int
     TOKENS_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
+    LOCATION_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
     """Structural kind: paragraph | heading | cell | code | body."""
     weight: _builtins.float
@@ -156,6 +157,14 @@ class PlannedSpan(_message.Message):
     def span(self) -> Global___SpanRef:
         """Which bytes of which source version."""
 
+    @_builtins.property
+    def location(self) -> Global___SpanLocation:
+        """Where the span sits in its original document (page, heading path, notebook cell), as
+        ingestion recorded it: what a citation points a person to. Absent when nothing is known
+        (plain text, or a store written before locations were recorded). Not hashed: two plans
+        with the same spans have the same hash whatever their locations.
+        """
+
     def __init__(
         self,
         *,
@@ -164,14 +173,57 @@ class PlannedSpan(_message.Message):
         weight: _builtins.float = ...,
         tokens: _builtins.int = ...,
         text: _builtins.str = ...,
+        location: Global___SpanLocation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["span", b"span"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["location", b"location", "span", b"span"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["class", b"class", "kind", b"kind", "span", b"span", "text", b"text", "tokens", b"tokens", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["class", b"class", "kind", b"kind", "location", b"location", "span", b"span", "text", b"text", "tokens", b"tokens", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PlannedSpan: _TypeAlias = PlannedSpan  # noqa: Y015
+
+@_typing.final
+class SpanLocation(_message.Message):
+    """Where a span sits in its original document. Each field is set only when the format has it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_FIELD_NUMBER: _builtins.int
+    HEADING_PATH_FIELD_NUMBER: _builtins.int
+    CELL_INDEX_FIELD_NUMBER: _builtins.int
+    page: _builtins.int
+    """Page number, from 1 (PDF)."""
+    cell_index: _builtins.int
+    """Notebook cell index, from 0, counting every cell (Jupyter notebooks)."""
+    @_builtins.property
+    def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Texts of the headings that enclose the span, outermost first, whitespace collapsed; a
+        heading's own path ends with itself (HTML, Markdown, DOCX, PDF headings found by font
+        size, notebook markdown cells). Empty when no heading encloses the span.
+        """
+
+    def __init__(
+        self,
+        *,
+        page: _builtins.int | None = ...,
+        heading_path: _abc.Iterable[_builtins.str] | None = ...,
+        cell_index: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cell_index", b"_cell_index", "_page", b"_page", "cell_index", b"cell_index", "page", b"page"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cell_index", b"_cell_index", "_page", b"_page", "cell_index", b"cell_index", "heading_path", b"heading_path", "page", b"page"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cell_index: _TypeAlias = _typing.Literal["cell_index"]  # noqa: Y015
+    _WhichOneofArgType__cell_index: _TypeAlias = _typing.Literal["_cell_index", b"_cell_index"]  # noqa: Y015
+    _WhichOneofReturnType__page: _TypeAlias = _typing.Literal["page"]  # noqa: Y015
+    _WhichOneofArgType__page: _TypeAlias = _typing.Literal["_page", b"_page"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cell_index) -> _WhichOneofReturnType__cell_index | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__page) -> _WhichOneofReturnType__page | None: ...
+
+Global___SpanLocation: _TypeAlias = SpanLocation  # noqa: Y015
 
 @_typing.final
 class PlanStats(_message.Message):

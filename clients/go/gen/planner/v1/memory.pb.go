@@ -92,9 +92,14 @@ type SourceDocument struct {
 	SourceId string `protobuf:"bytes,1,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
 	// Human title (also used for title-mention edges).
 	Title string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
-	// "text/markdown" or "text/plain"; empty = guess from source_id's extension, else plain.
+	// The document's format. With text: "text/markdown", "text/plain" (or any other text/*),
+	// "text/html" or "application/x-ipynb+json"; empty = Markdown when source_id ends in .md or
+	// .markdown, else plain. With content: also "application/pdf" and
+	// "application/vnd.openxmlformats-officedocument.wordprocessingml.document" (DOCX); empty
+	// or "application/octet-stream" = sniffed from the content and source_id's extension. A
+	// type no reader handles refuses the document.
 	MediaType string `protobuf:"bytes,3,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
-	// Document text (UTF-8).
+	// Document text (UTF-8). Empty when content is set.
 	Text string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
 	// Valid-from time of the document's facts, microseconds since the Unix epoch; absent =
 	// ingest time.
@@ -109,7 +114,13 @@ type SourceDocument struct {
 	// documents with one time), and not in the future; otherwise that document is refused (its
 	// reason in IngestSourcesResponse.errors). A time known about the content (written,
 	// published) belongs in valid_from.
-	VersionTx     *int64 `protobuf:"varint,7,opt,name=version_tx,json=versionTx,proto3,oneof" json:"version_tx,omitempty"`
+	VersionTx *int64 `protobuf:"varint,7,opt,name=version_tx,json=versionTx,proto3,oneof" json:"version_tx,omitempty"`
+	// The document's bytes, as its file holds them, in any supported format: HTML, PDF, DOCX,
+	// Jupyter notebook (nbformat 4), Markdown or plain text; read by media_type (see there).
+	// Set either text or content: a document with both is refused. An encrypted, damaged or
+	// unsupported file is refused with its reason (for instance "text: encrypted PDF: a
+	// password is required to open it") and the stream goes on. Base64 in proto3 JSON.
+	Content       []byte `protobuf:"bytes,8,opt,name=content,proto3" json:"content,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -191,6 +202,13 @@ func (x *SourceDocument) GetVersionTx() int64 {
 		return *x.VersionTx
 	}
 	return 0
+}
+
+func (x *SourceDocument) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
 }
 
 // One message of the IngestSources stream.
@@ -369,7 +387,8 @@ type IngestSourcesResponse struct {
 	Ingested uint64 `protobuf:"varint,2,opt,name=ingested,proto3" json:"ingested,omitempty"`
 	// Documents whose canonical text equals the latest version (no new version).
 	Unchanged uint64 `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
-	// Documents refused; see errors.
+	// Documents refused, whether no reader could read them or they were read and refused; see
+	// errors and formats.
 	Failed uint64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
 	// One entry per refused document, in stream order.
 	Errors []*IngestError `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty"`
@@ -382,7 +401,9 @@ type IngestSourcesResponse struct {
 	// Of the ingested documents, those whose source already had a version.
 	Replaced uint64 `protobuf:"varint,9,opt,name=replaced,proto3" json:"replaced,omitempty"`
 	// One entry per accepted document (ingested or unchanged), in stream order.
-	Sources       []*IngestedSource `protobuf:"bytes,10,rep,name=sources,proto3" json:"sources,omitempty"`
+	Sources []*IngestedSource `protobuf:"bytes,10,rep,name=sources,proto3" json:"sources,omitempty"`
+	// What happened to the documents of each format, by format name.
+	Formats       []*IngestFormatCount `protobuf:"bytes,11,rep,name=formats,proto3" json:"formats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -487,6 +508,153 @@ func (x *IngestSourcesResponse) GetSources() []*IngestedSource {
 	return nil
 }
 
+func (x *IngestSourcesResponse) GetFormats() []*IngestFormatCount {
+	if x != nil {
+		return x.Formats
+	}
+	return nil
+}
+
+// The documents of one format in one IngestSources stream.
+type IngestFormatCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "Markdown", "text", "HTML", "PDF", "DOCX", "notebook", or the media type of documents no
+	// reader handles ("image/png"), or "unknown".
+	Format string `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	// Documents read and accepted (ingested or unchanged).
+	Read uint64 `protobuf:"varint,2,opt,name=read,proto3" json:"read,omitempty"`
+	// Documents no reader could read: an unsupported media type, an encrypted or damaged file,
+	// text not in its format's encoding.
+	Skipped uint64 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// Documents read but refused: empty text, a malformed field, a version time out of order.
+	Failed uint64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Why documents were skipped or failed: one entry per reason (the reason without its
+	// detail, for instance "text: damaged PDF"), by reason.
+	Reasons       []*IngestReasonCount `protobuf:"bytes,5,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestFormatCount) Reset() {
+	*x = IngestFormatCount{}
+	mi := &file_planner_v1_memory_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestFormatCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestFormatCount) ProtoMessage() {}
+
+func (x *IngestFormatCount) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_memory_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestFormatCount.ProtoReflect.Descriptor instead.
+func (*IngestFormatCount) Descriptor() ([]byte, []int) {
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *IngestFormatCount) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *IngestFormatCount) GetRead() uint64 {
+	if x != nil {
+		return x.Read
+	}
+	return 0
+}
+
+func (x *IngestFormatCount) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *IngestFormatCount) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *IngestFormatCount) GetReasons() []*IngestReasonCount {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+// How many documents were refused for one reason.
+type IngestReasonCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The field and the reason without its detail ("text: encrypted PDF").
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Documents refused for it.
+	Documents     uint64 `protobuf:"varint,2,opt,name=documents,proto3" json:"documents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestReasonCount) Reset() {
+	*x = IngestReasonCount{}
+	mi := &file_planner_v1_memory_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestReasonCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestReasonCount) ProtoMessage() {}
+
+func (x *IngestReasonCount) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_memory_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestReasonCount.ProtoReflect.Descriptor instead.
+func (*IngestReasonCount) Descriptor() ([]byte, []int) {
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *IngestReasonCount) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *IngestReasonCount) GetDocuments() uint64 {
+	if x != nil {
+		return x.Documents
+	}
+	return 0
+}
+
 // A node written through the API. Provenance may be empty (legal, but never evidence).
 type NodeWrite struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -513,7 +681,7 @@ type NodeWrite struct {
 
 func (x *NodeWrite) Reset() {
 	*x = NodeWrite{}
-	mi := &file_planner_v1_memory_proto_msgTypes[5]
+	mi := &file_planner_v1_memory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +693,7 @@ func (x *NodeWrite) String() string {
 func (*NodeWrite) ProtoMessage() {}
 
 func (x *NodeWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[5]
+	mi := &file_planner_v1_memory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +706,7 @@ func (x *NodeWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeWrite.ProtoReflect.Descriptor instead.
 func (*NodeWrite) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeWrite) GetNodeId() string {
@@ -616,7 +784,7 @@ type SpanRefWrite struct {
 
 func (x *SpanRefWrite) Reset() {
 	*x = SpanRefWrite{}
-	mi := &file_planner_v1_memory_proto_msgTypes[6]
+	mi := &file_planner_v1_memory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +796,7 @@ func (x *SpanRefWrite) String() string {
 func (*SpanRefWrite) ProtoMessage() {}
 
 func (x *SpanRefWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[6]
+	mi := &file_planner_v1_memory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +809,7 @@ func (x *SpanRefWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpanRefWrite.ProtoReflect.Descriptor instead.
 func (*SpanRefWrite) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{6}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SpanRefWrite) GetSourceId() string {
@@ -683,7 +851,7 @@ type PutNodeRequest struct {
 
 func (x *PutNodeRequest) Reset() {
 	*x = PutNodeRequest{}
-	mi := &file_planner_v1_memory_proto_msgTypes[7]
+	mi := &file_planner_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +863,7 @@ func (x *PutNodeRequest) String() string {
 func (*PutNodeRequest) ProtoMessage() {}
 
 func (x *PutNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[7]
+	mi := &file_planner_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +876,7 @@ func (x *PutNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNodeRequest.ProtoReflect.Descriptor instead.
 func (*PutNodeRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{7}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PutNodeRequest) GetNode() *NodeWrite {
@@ -732,7 +900,7 @@ type PutNodeResponse struct {
 
 func (x *PutNodeResponse) Reset() {
 	*x = PutNodeResponse{}
-	mi := &file_planner_v1_memory_proto_msgTypes[8]
+	mi := &file_planner_v1_memory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +912,7 @@ func (x *PutNodeResponse) String() string {
 func (*PutNodeResponse) ProtoMessage() {}
 
 func (x *PutNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[8]
+	mi := &file_planner_v1_memory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +925,7 @@ func (x *PutNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNodeResponse.ProtoReflect.Descriptor instead.
 func (*PutNodeResponse) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PutNodeResponse) GetNodeId() string {
@@ -795,7 +963,7 @@ type PutEdgeRequest struct {
 
 func (x *PutEdgeRequest) Reset() {
 	*x = PutEdgeRequest{}
-	mi := &file_planner_v1_memory_proto_msgTypes[9]
+	mi := &file_planner_v1_memory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +975,7 @@ func (x *PutEdgeRequest) String() string {
 func (*PutEdgeRequest) ProtoMessage() {}
 
 func (x *PutEdgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[9]
+	mi := &file_planner_v1_memory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +988,7 @@ func (x *PutEdgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutEdgeRequest.ProtoReflect.Descriptor instead.
 func (*PutEdgeRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PutEdgeRequest) GetSrcNodeId() string {
@@ -877,7 +1045,7 @@ type PutEdgeResponse struct {
 
 func (x *PutEdgeResponse) Reset() {
 	*x = PutEdgeResponse{}
-	mi := &file_planner_v1_memory_proto_msgTypes[10]
+	mi := &file_planner_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1057,7 @@ func (x *PutEdgeResponse) String() string {
 func (*PutEdgeResponse) ProtoMessage() {}
 
 func (x *PutEdgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_memory_proto_msgTypes[10]
+	mi := &file_planner_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1070,7 @@ func (x *PutEdgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutEdgeResponse.ProtoReflect.Descriptor instead.
 func (*PutEdgeResponse) Descriptor() ([]byte, []int) {
-	return file_planner_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_planner_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PutEdgeResponse) GetTx() int64 {
@@ -917,7 +1085,7 @@ var File_planner_v1_memory_proto protoreflect.FileDescriptor
 const file_planner_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"\x17planner/v1/memory.proto\x12\n" +
-	"planner.v1\"\xe7\x02\n" +
+	"planner.v1\"\x81\x03\n" +
 	"\x0eSourceDocument\x12\x1b\n" +
 	"\tsource_id\x18\x01 \x01(\tR\bsourceId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x1d\n" +
@@ -930,7 +1098,8 @@ const file_planner_v1_memory_proto_rawDesc = "" +
 	"properties\x18\x06 \x03(\v2*.planner.v1.SourceDocument.PropertiesEntryR\n" +
 	"properties\x12\"\n" +
 	"\n" +
-	"version_tx\x18\a \x01(\x03H\x01R\tversionTx\x88\x01\x01\x1a=\n" +
+	"version_tx\x18\a \x01(\x03H\x01R\tversionTx\x88\x01\x01\x12\x18\n" +
+	"\acontent\x18\b \x01(\fR\acontent\x1a=\n" +
 	"\x0fPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
@@ -945,7 +1114,7 @@ const file_planner_v1_memory_proto_rawDesc = "" +
 	"\aoutcome\x18\x03 \x01(\x0e2\x19.planner.v1.IngestOutcomeR\aoutcome\"B\n" +
 	"\vIngestError\x12\x1b\n" +
 	"\tsource_id\x18\x01 \x01(\tR\bsourceId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xca\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x83\x03\n" +
 	"\x15IngestSourcesResponse\x12\x1a\n" +
 	"\breceived\x18\x01 \x01(\x04R\breceived\x12\x1a\n" +
 	"\bingested\x18\x02 \x01(\x04R\bingested\x12\x1c\n" +
@@ -957,7 +1126,17 @@ const file_planner_v1_memory_proto_rawDesc = "" +
 	"\x05edges\x18\b \x01(\x04R\x05edges\x12\x1a\n" +
 	"\breplaced\x18\t \x01(\x04R\breplaced\x124\n" +
 	"\asources\x18\n" +
-	" \x03(\v2\x1a.planner.v1.IngestedSourceR\asources\"\xa4\x03\n" +
+	" \x03(\v2\x1a.planner.v1.IngestedSourceR\asources\x127\n" +
+	"\aformats\x18\v \x03(\v2\x1d.planner.v1.IngestFormatCountR\aformats\"\xaa\x01\n" +
+	"\x11IngestFormatCount\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x12\x12\n" +
+	"\x04read\x18\x02 \x01(\x04R\x04read\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x04R\askipped\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x04R\x06failed\x127\n" +
+	"\areasons\x18\x05 \x03(\v2\x1d.planner.v1.IngestReasonCountR\areasons\"I\n" +
+	"\x11IngestReasonCount\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1c\n" +
+	"\tdocuments\x18\x02 \x01(\x04R\tdocuments\"\xa4\x03\n" +
 	"\tNodeWrite\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x16\n" +
 	"\x06labels\x18\x02 \x03(\tR\x06labels\x12E\n" +
@@ -1026,7 +1205,7 @@ func file_planner_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_planner_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_planner_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_planner_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_planner_v1_memory_proto_goTypes = []any{
 	(IngestOutcome)(0),            // 0: planner.v1.IngestOutcome
 	(*SourceDocument)(nil),        // 1: planner.v1.SourceDocument
@@ -1034,35 +1213,39 @@ var file_planner_v1_memory_proto_goTypes = []any{
 	(*IngestedSource)(nil),        // 3: planner.v1.IngestedSource
 	(*IngestError)(nil),           // 4: planner.v1.IngestError
 	(*IngestSourcesResponse)(nil), // 5: planner.v1.IngestSourcesResponse
-	(*NodeWrite)(nil),             // 6: planner.v1.NodeWrite
-	(*SpanRefWrite)(nil),          // 7: planner.v1.SpanRefWrite
-	(*PutNodeRequest)(nil),        // 8: planner.v1.PutNodeRequest
-	(*PutNodeResponse)(nil),       // 9: planner.v1.PutNodeResponse
-	(*PutEdgeRequest)(nil),        // 10: planner.v1.PutEdgeRequest
-	(*PutEdgeResponse)(nil),       // 11: planner.v1.PutEdgeResponse
-	nil,                           // 12: planner.v1.SourceDocument.PropertiesEntry
-	nil,                           // 13: planner.v1.NodeWrite.PropertiesEntry
+	(*IngestFormatCount)(nil),     // 6: planner.v1.IngestFormatCount
+	(*IngestReasonCount)(nil),     // 7: planner.v1.IngestReasonCount
+	(*NodeWrite)(nil),             // 8: planner.v1.NodeWrite
+	(*SpanRefWrite)(nil),          // 9: planner.v1.SpanRefWrite
+	(*PutNodeRequest)(nil),        // 10: planner.v1.PutNodeRequest
+	(*PutNodeResponse)(nil),       // 11: planner.v1.PutNodeResponse
+	(*PutEdgeRequest)(nil),        // 12: planner.v1.PutEdgeRequest
+	(*PutEdgeResponse)(nil),       // 13: planner.v1.PutEdgeResponse
+	nil,                           // 14: planner.v1.SourceDocument.PropertiesEntry
+	nil,                           // 15: planner.v1.NodeWrite.PropertiesEntry
 }
 var file_planner_v1_memory_proto_depIdxs = []int32{
-	12, // 0: planner.v1.SourceDocument.properties:type_name -> planner.v1.SourceDocument.PropertiesEntry
+	14, // 0: planner.v1.SourceDocument.properties:type_name -> planner.v1.SourceDocument.PropertiesEntry
 	1,  // 1: planner.v1.IngestSourcesRequest.document:type_name -> planner.v1.SourceDocument
 	0,  // 2: planner.v1.IngestedSource.outcome:type_name -> planner.v1.IngestOutcome
 	4,  // 3: planner.v1.IngestSourcesResponse.errors:type_name -> planner.v1.IngestError
 	3,  // 4: planner.v1.IngestSourcesResponse.sources:type_name -> planner.v1.IngestedSource
-	13, // 5: planner.v1.NodeWrite.properties:type_name -> planner.v1.NodeWrite.PropertiesEntry
-	7,  // 6: planner.v1.NodeWrite.provenance:type_name -> planner.v1.SpanRefWrite
-	6,  // 7: planner.v1.PutNodeRequest.node:type_name -> planner.v1.NodeWrite
-	2,  // 8: planner.v1.MemoryService.IngestSources:input_type -> planner.v1.IngestSourcesRequest
-	8,  // 9: planner.v1.MemoryService.PutNode:input_type -> planner.v1.PutNodeRequest
-	10, // 10: planner.v1.MemoryService.PutEdge:input_type -> planner.v1.PutEdgeRequest
-	5,  // 11: planner.v1.MemoryService.IngestSources:output_type -> planner.v1.IngestSourcesResponse
-	9,  // 12: planner.v1.MemoryService.PutNode:output_type -> planner.v1.PutNodeResponse
-	11, // 13: planner.v1.MemoryService.PutEdge:output_type -> planner.v1.PutEdgeResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	6,  // 5: planner.v1.IngestSourcesResponse.formats:type_name -> planner.v1.IngestFormatCount
+	7,  // 6: planner.v1.IngestFormatCount.reasons:type_name -> planner.v1.IngestReasonCount
+	15, // 7: planner.v1.NodeWrite.properties:type_name -> planner.v1.NodeWrite.PropertiesEntry
+	9,  // 8: planner.v1.NodeWrite.provenance:type_name -> planner.v1.SpanRefWrite
+	8,  // 9: planner.v1.PutNodeRequest.node:type_name -> planner.v1.NodeWrite
+	2,  // 10: planner.v1.MemoryService.IngestSources:input_type -> planner.v1.IngestSourcesRequest
+	10, // 11: planner.v1.MemoryService.PutNode:input_type -> planner.v1.PutNodeRequest
+	12, // 12: planner.v1.MemoryService.PutEdge:input_type -> planner.v1.PutEdgeRequest
+	5,  // 13: planner.v1.MemoryService.IngestSources:output_type -> planner.v1.IngestSourcesResponse
+	11, // 14: planner.v1.MemoryService.PutNode:output_type -> planner.v1.PutNodeResponse
+	13, // 15: planner.v1.MemoryService.PutEdge:output_type -> planner.v1.PutEdgeResponse
+	13, // [13:16] is the sub-list for method output_type
+	10, // [10:13] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_planner_v1_memory_proto_init() }
@@ -1071,15 +1254,15 @@ func file_planner_v1_memory_proto_init() {
 		return
 	}
 	file_planner_v1_memory_proto_msgTypes[0].OneofWrappers = []any{}
-	file_planner_v1_memory_proto_msgTypes[5].OneofWrappers = []any{}
-	file_planner_v1_memory_proto_msgTypes[9].OneofWrappers = []any{}
+	file_planner_v1_memory_proto_msgTypes[7].OneofWrappers = []any{}
+	file_planner_v1_memory_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_planner_v1_memory_proto_rawDesc), len(file_planner_v1_memory_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -236,7 +236,12 @@ type PlannedSpan struct {
 	// Tokens of the span text under the plan's token accounting.
 	Tokens uint64 `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	// The span's canonical text, sliced once at plan time. Not hashed.
-	Text          string `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	Text string `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	// Where the span sits in its original document (page, heading path, notebook cell), as
+	// ingestion recorded it: what a citation points a person to. Absent when nothing is known
+	// (plain text, or a store written before locations were recorded). Not hashed: two plans
+	// with the same spans have the same hash whatever their locations.
+	Location      *SpanLocation `protobuf:"bytes,7,opt,name=location,proto3" json:"location,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -313,6 +318,79 @@ func (x *PlannedSpan) GetText() string {
 	return ""
 }
 
+func (x *PlannedSpan) GetLocation() *SpanLocation {
+	if x != nil {
+		return x.Location
+	}
+	return nil
+}
+
+// Where a span sits in its original document. Each field is set only when the format has it.
+type SpanLocation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Page number, from 1 (PDF).
+	Page *uint32 `protobuf:"varint,1,opt,name=page,proto3,oneof" json:"page,omitempty"`
+	// Texts of the headings that enclose the span, outermost first, whitespace collapsed; a
+	// heading's own path ends with itself (HTML, Markdown, DOCX, PDF headings found by font
+	// size, notebook markdown cells). Empty when no heading encloses the span.
+	HeadingPath []string `protobuf:"bytes,2,rep,name=heading_path,json=headingPath,proto3" json:"heading_path,omitempty"`
+	// Notebook cell index, from 0, counting every cell (Jupyter notebooks).
+	CellIndex     *uint32 `protobuf:"varint,3,opt,name=cell_index,json=cellIndex,proto3,oneof" json:"cell_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpanLocation) Reset() {
+	*x = SpanLocation{}
+	mi := &file_planner_v1_plan_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpanLocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpanLocation) ProtoMessage() {}
+
+func (x *SpanLocation) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_plan_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpanLocation.ProtoReflect.Descriptor instead.
+func (*SpanLocation) Descriptor() ([]byte, []int) {
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SpanLocation) GetPage() uint32 {
+	if x != nil && x.Page != nil {
+		return *x.Page
+	}
+	return 0
+}
+
+func (x *SpanLocation) GetHeadingPath() []string {
+	if x != nil {
+		return x.HeadingPath
+	}
+	return nil
+}
+
+func (x *SpanLocation) GetCellIndex() uint32 {
+	if x != nil && x.CellIndex != nil {
+		return *x.CellIndex
+	}
+	return 0
+}
+
 // Counters of one plan. Recall counters describe Phase A, the rest Phase B (selection).
 type PlanStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -364,7 +442,7 @@ type PlanStats struct {
 
 func (x *PlanStats) Reset() {
 	*x = PlanStats{}
-	mi := &file_planner_v1_plan_proto_msgTypes[2]
+	mi := &file_planner_v1_plan_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +454,7 @@ func (x *PlanStats) String() string {
 func (*PlanStats) ProtoMessage() {}
 
 func (x *PlanStats) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[2]
+	mi := &file_planner_v1_plan_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +467,7 @@ func (x *PlanStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanStats.ProtoReflect.Descriptor instead.
 func (*PlanStats) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{2}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PlanStats) GetPoolSpans() uint64 {
@@ -544,7 +622,7 @@ type EvidencePlan struct {
 
 func (x *EvidencePlan) Reset() {
 	*x = EvidencePlan{}
-	mi := &file_planner_v1_plan_proto_msgTypes[3]
+	mi := &file_planner_v1_plan_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +634,7 @@ func (x *EvidencePlan) String() string {
 func (*EvidencePlan) ProtoMessage() {}
 
 func (x *EvidencePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[3]
+	mi := &file_planner_v1_plan_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +647,7 @@ func (x *EvidencePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidencePlan.ProtoReflect.Descriptor instead.
 func (*EvidencePlan) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{3}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EvidencePlan) GetPlanModel() string {
@@ -640,7 +718,7 @@ type StructuredRecall struct {
 
 func (x *StructuredRecall) Reset() {
 	*x = StructuredRecall{}
-	mi := &file_planner_v1_plan_proto_msgTypes[4]
+	mi := &file_planner_v1_plan_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +730,7 @@ func (x *StructuredRecall) String() string {
 func (*StructuredRecall) ProtoMessage() {}
 
 func (x *StructuredRecall) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[4]
+	mi := &file_planner_v1_plan_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +743,7 @@ func (x *StructuredRecall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StructuredRecall.ProtoReflect.Descriptor instead.
 func (*StructuredRecall) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{4}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StructuredRecall) GetText() string {
@@ -717,7 +795,7 @@ type SemanticRecall struct {
 
 func (x *SemanticRecall) Reset() {
 	*x = SemanticRecall{}
-	mi := &file_planner_v1_plan_proto_msgTypes[5]
+	mi := &file_planner_v1_plan_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +807,7 @@ func (x *SemanticRecall) String() string {
 func (*SemanticRecall) ProtoMessage() {}
 
 func (x *SemanticRecall) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[5]
+	mi := &file_planner_v1_plan_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +820,7 @@ func (x *SemanticRecall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SemanticRecall.ProtoReflect.Descriptor instead.
 func (*SemanticRecall) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{5}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SemanticRecall) GetInput() isSemanticRecall_Input {
@@ -813,7 +891,7 @@ type VectorQuery struct {
 
 func (x *VectorQuery) Reset() {
 	*x = VectorQuery{}
-	mi := &file_planner_v1_plan_proto_msgTypes[6]
+	mi := &file_planner_v1_plan_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +903,7 @@ func (x *VectorQuery) String() string {
 func (*VectorQuery) ProtoMessage() {}
 
 func (x *VectorQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[6]
+	mi := &file_planner_v1_plan_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +916,7 @@ func (x *VectorQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VectorQuery.ProtoReflect.Descriptor instead.
 func (*VectorQuery) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{6}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *VectorQuery) GetValues() []float32 {
@@ -895,7 +973,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_planner_v1_plan_proto_msgTypes[7]
+	mi := &file_planner_v1_plan_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +985,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[7]
+	mi := &file_planner_v1_plan_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +998,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{7}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlanRequest) GetQuestion() string {
@@ -1021,7 +1099,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_planner_v1_plan_proto_msgTypes[8]
+	mi := &file_planner_v1_plan_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1111,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[8]
+	mi := &file_planner_v1_plan_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1124,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{8}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlanResponse) GetPlan() *EvidencePlan {
@@ -1090,7 +1168,7 @@ type LegScores struct {
 
 func (x *LegScores) Reset() {
 	*x = LegScores{}
-	mi := &file_planner_v1_plan_proto_msgTypes[9]
+	mi := &file_planner_v1_plan_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1180,7 @@ func (x *LegScores) String() string {
 func (*LegScores) ProtoMessage() {}
 
 func (x *LegScores) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[9]
+	mi := &file_planner_v1_plan_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1193,7 @@ func (x *LegScores) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LegScores.ProtoReflect.Descriptor instead.
 func (*LegScores) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{9}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LegScores) GetStructured() float64 {
@@ -1192,7 +1270,7 @@ type DocumentScore struct {
 
 func (x *DocumentScore) Reset() {
 	*x = DocumentScore{}
-	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	mi := &file_planner_v1_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1282,7 @@ func (x *DocumentScore) String() string {
 func (*DocumentScore) ProtoMessage() {}
 
 func (x *DocumentScore) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	mi := &file_planner_v1_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1295,7 @@ func (x *DocumentScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentScore.ProtoReflect.Descriptor instead.
 func (*DocumentScore) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{10}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DocumentScore) GetSourceId() string {
@@ -1294,7 +1372,7 @@ type Abstention struct {
 
 func (x *Abstention) Reset() {
 	*x = Abstention{}
-	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	mi := &file_planner_v1_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1384,7 @@ func (x *Abstention) String() string {
 func (*Abstention) ProtoMessage() {}
 
 func (x *Abstention) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	mi := &file_planner_v1_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1397,7 @@ func (x *Abstention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abstention.ProtoReflect.Descriptor instead.
 func (*Abstention) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{11}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Abstention) GetCoverage() float64 {
@@ -1377,7 +1455,7 @@ type RecallTrace struct {
 
 func (x *RecallTrace) Reset() {
 	*x = RecallTrace{}
-	mi := &file_planner_v1_plan_proto_msgTypes[12]
+	mi := &file_planner_v1_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1467,7 @@ func (x *RecallTrace) String() string {
 func (*RecallTrace) ProtoMessage() {}
 
 func (x *RecallTrace) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[12]
+	mi := &file_planner_v1_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1480,7 @@ func (x *RecallTrace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallTrace.ProtoReflect.Descriptor instead.
 func (*RecallTrace) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{12}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RecallTrace) GetDocuments() []*DocumentScore {
@@ -1438,7 +1516,7 @@ type CandidateExplanation struct {
 
 func (x *CandidateExplanation) Reset() {
 	*x = CandidateExplanation{}
-	mi := &file_planner_v1_plan_proto_msgTypes[13]
+	mi := &file_planner_v1_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1528,7 @@ func (x *CandidateExplanation) String() string {
 func (*CandidateExplanation) ProtoMessage() {}
 
 func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[13]
+	mi := &file_planner_v1_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1541,7 @@ func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CandidateExplanation.ProtoReflect.Descriptor instead.
 func (*CandidateExplanation) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{13}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CandidateExplanation) GetCandidate() *PlannedSpan {
@@ -1522,7 +1600,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_planner_v1_plan_proto_msgTypes[14]
+	mi := &file_planner_v1_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1612,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[14]
+	mi := &file_planner_v1_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1625,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{14}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SelectRequest) GetPlanModel() string {
@@ -1595,14 +1673,22 @@ const file_planner_v1_plan_proto_rawDesc = "" +
 	"\tsource_id\x18\x01 \x01(\tR\bsourceId\x12.\n" +
 	"\x11source_version_tx\x18\x02 \x01(\x03B\x020\x01R\x0fsourceVersionTx\x12\x14\n" +
 	"\x05start\x18\x03 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03end\x18\x04 \x01(\x04R\x03end\"\xbb\x01\n" +
+	"\x03end\x18\x04 \x01(\x04R\x03end\"\xf1\x01\n" +
 	"\vPlannedSpan\x12'\n" +
 	"\x04span\x18\x01 \x01(\v2\x13.planner.v1.SpanRefR\x04span\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12+\n" +
 	"\x05class\x18\x03 \x01(\x0e2\x15.planner.v1.SpanClassR\x05class\x12\x16\n" +
 	"\x06weight\x18\x04 \x01(\x01R\x06weight\x12\x16\n" +
 	"\x06tokens\x18\x05 \x01(\x04R\x06tokens\x12\x12\n" +
-	"\x04text\x18\x06 \x01(\tR\x04text\"\xcd\x05\n" +
+	"\x04text\x18\x06 \x01(\tR\x04text\x124\n" +
+	"\blocation\x18\a \x01(\v2\x18.planner.v1.SpanLocationR\blocation\"\x86\x01\n" +
+	"\fSpanLocation\x12\x17\n" +
+	"\x04page\x18\x01 \x01(\rH\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\fheading_path\x18\x02 \x03(\tR\vheadingPath\x12\"\n" +
+	"\n" +
+	"cell_index\x18\x03 \x01(\rH\x01R\tcellIndex\x88\x01\x01B\a\n" +
+	"\x05_pageB\r\n" +
+	"\v_cell_index\"\xcd\x05\n" +
 	"\tPlanStats\x12\x1d\n" +
 	"\n" +
 	"pool_spans\x18\x01 \x01(\x04R\tpoolSpans\x12%\n" +
@@ -1763,53 +1849,55 @@ func file_planner_v1_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_planner_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_planner_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_planner_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_planner_v1_plan_proto_goTypes = []any{
 	(SpanClass)(0),               // 0: planner.v1.SpanClass
 	(CandidateFate)(0),           // 1: planner.v1.CandidateFate
 	(*SpanRef)(nil),              // 2: planner.v1.SpanRef
 	(*PlannedSpan)(nil),          // 3: planner.v1.PlannedSpan
-	(*PlanStats)(nil),            // 4: planner.v1.PlanStats
-	(*EvidencePlan)(nil),         // 5: planner.v1.EvidencePlan
-	(*StructuredRecall)(nil),     // 6: planner.v1.StructuredRecall
-	(*SemanticRecall)(nil),       // 7: planner.v1.SemanticRecall
-	(*VectorQuery)(nil),          // 8: planner.v1.VectorQuery
-	(*PlanRequest)(nil),          // 9: planner.v1.PlanRequest
-	(*PlanResponse)(nil),         // 10: planner.v1.PlanResponse
-	(*LegScores)(nil),            // 11: planner.v1.LegScores
-	(*DocumentScore)(nil),        // 12: planner.v1.DocumentScore
-	(*Abstention)(nil),           // 13: planner.v1.Abstention
-	(*RecallTrace)(nil),          // 14: planner.v1.RecallTrace
-	(*CandidateExplanation)(nil), // 15: planner.v1.CandidateExplanation
-	(*SelectRequest)(nil),        // 16: planner.v1.SelectRequest
-	nil,                          // 17: planner.v1.StructuredRecall.PropertiesEntry
+	(*SpanLocation)(nil),         // 4: planner.v1.SpanLocation
+	(*PlanStats)(nil),            // 5: planner.v1.PlanStats
+	(*EvidencePlan)(nil),         // 6: planner.v1.EvidencePlan
+	(*StructuredRecall)(nil),     // 7: planner.v1.StructuredRecall
+	(*SemanticRecall)(nil),       // 8: planner.v1.SemanticRecall
+	(*VectorQuery)(nil),          // 9: planner.v1.VectorQuery
+	(*PlanRequest)(nil),          // 10: planner.v1.PlanRequest
+	(*PlanResponse)(nil),         // 11: planner.v1.PlanResponse
+	(*LegScores)(nil),            // 12: planner.v1.LegScores
+	(*DocumentScore)(nil),        // 13: planner.v1.DocumentScore
+	(*Abstention)(nil),           // 14: planner.v1.Abstention
+	(*RecallTrace)(nil),          // 15: planner.v1.RecallTrace
+	(*CandidateExplanation)(nil), // 16: planner.v1.CandidateExplanation
+	(*SelectRequest)(nil),        // 17: planner.v1.SelectRequest
+	nil,                          // 18: planner.v1.StructuredRecall.PropertiesEntry
 }
 var file_planner_v1_plan_proto_depIdxs = []int32{
 	2,  // 0: planner.v1.PlannedSpan.span:type_name -> planner.v1.SpanRef
 	0,  // 1: planner.v1.PlannedSpan.class:type_name -> planner.v1.SpanClass
-	3,  // 2: planner.v1.EvidencePlan.spans:type_name -> planner.v1.PlannedSpan
-	4,  // 3: planner.v1.EvidencePlan.stats:type_name -> planner.v1.PlanStats
-	15, // 4: planner.v1.EvidencePlan.explanations:type_name -> planner.v1.CandidateExplanation
-	17, // 5: planner.v1.StructuredRecall.properties:type_name -> planner.v1.StructuredRecall.PropertiesEntry
-	8,  // 6: planner.v1.SemanticRecall.vector:type_name -> planner.v1.VectorQuery
-	6,  // 7: planner.v1.PlanRequest.structured:type_name -> planner.v1.StructuredRecall
-	7,  // 8: planner.v1.PlanRequest.semantic:type_name -> planner.v1.SemanticRecall
-	5,  // 9: planner.v1.PlanResponse.plan:type_name -> planner.v1.EvidencePlan
-	14, // 10: planner.v1.PlanResponse.recall:type_name -> planner.v1.RecallTrace
-	12, // 11: planner.v1.RecallTrace.documents:type_name -> planner.v1.DocumentScore
-	13, // 12: planner.v1.RecallTrace.abstention:type_name -> planner.v1.Abstention
-	3,  // 13: planner.v1.CandidateExplanation.candidate:type_name -> planner.v1.PlannedSpan
-	1,  // 14: planner.v1.CandidateExplanation.fate:type_name -> planner.v1.CandidateFate
-	2,  // 15: planner.v1.CandidateExplanation.deduped_by:type_name -> planner.v1.SpanRef
-	11, // 16: planner.v1.CandidateExplanation.legs:type_name -> planner.v1.LegScores
-	3,  // 17: planner.v1.SelectRequest.pool:type_name -> planner.v1.PlannedSpan
-	9,  // 18: planner.v1.EvidencePlannerService.Plan:input_type -> planner.v1.PlanRequest
-	10, // 19: planner.v1.EvidencePlannerService.Plan:output_type -> planner.v1.PlanResponse
-	19, // [19:20] is the sub-list for method output_type
-	18, // [18:19] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	4,  // 2: planner.v1.PlannedSpan.location:type_name -> planner.v1.SpanLocation
+	3,  // 3: planner.v1.EvidencePlan.spans:type_name -> planner.v1.PlannedSpan
+	5,  // 4: planner.v1.EvidencePlan.stats:type_name -> planner.v1.PlanStats
+	16, // 5: planner.v1.EvidencePlan.explanations:type_name -> planner.v1.CandidateExplanation
+	18, // 6: planner.v1.StructuredRecall.properties:type_name -> planner.v1.StructuredRecall.PropertiesEntry
+	9,  // 7: planner.v1.SemanticRecall.vector:type_name -> planner.v1.VectorQuery
+	7,  // 8: planner.v1.PlanRequest.structured:type_name -> planner.v1.StructuredRecall
+	8,  // 9: planner.v1.PlanRequest.semantic:type_name -> planner.v1.SemanticRecall
+	6,  // 10: planner.v1.PlanResponse.plan:type_name -> planner.v1.EvidencePlan
+	15, // 11: planner.v1.PlanResponse.recall:type_name -> planner.v1.RecallTrace
+	13, // 12: planner.v1.RecallTrace.documents:type_name -> planner.v1.DocumentScore
+	14, // 13: planner.v1.RecallTrace.abstention:type_name -> planner.v1.Abstention
+	3,  // 14: planner.v1.CandidateExplanation.candidate:type_name -> planner.v1.PlannedSpan
+	1,  // 15: planner.v1.CandidateExplanation.fate:type_name -> planner.v1.CandidateFate
+	2,  // 16: planner.v1.CandidateExplanation.deduped_by:type_name -> planner.v1.SpanRef
+	12, // 17: planner.v1.CandidateExplanation.legs:type_name -> planner.v1.LegScores
+	3,  // 18: planner.v1.SelectRequest.pool:type_name -> planner.v1.PlannedSpan
+	10, // 19: planner.v1.EvidencePlannerService.Plan:input_type -> planner.v1.PlanRequest
+	11, // 20: planner.v1.EvidencePlannerService.Plan:output_type -> planner.v1.PlanResponse
+	20, // [20:21] is the sub-list for method output_type
+	19, // [19:20] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_planner_v1_plan_proto_init() }
@@ -1817,22 +1905,23 @@ func file_planner_v1_plan_proto_init() {
 	if File_planner_v1_plan_proto != nil {
 		return
 	}
-	file_planner_v1_plan_proto_msgTypes[4].OneofWrappers = []any{}
-	file_planner_v1_plan_proto_msgTypes[5].OneofWrappers = []any{
+	file_planner_v1_plan_proto_msgTypes[2].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[5].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[6].OneofWrappers = []any{
 		(*SemanticRecall_Text)(nil),
 		(*SemanticRecall_Vector)(nil),
 	}
-	file_planner_v1_plan_proto_msgTypes[7].OneofWrappers = []any{}
-	file_planner_v1_plan_proto_msgTypes[9].OneofWrappers = []any{}
-	file_planner_v1_plan_proto_msgTypes[11].OneofWrappers = []any{}
-	file_planner_v1_plan_proto_msgTypes[14].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[8].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[10].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[12].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_planner_v1_plan_proto_rawDesc), len(file_planner_v1_plan_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

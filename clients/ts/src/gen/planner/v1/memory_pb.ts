@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file planner/v1/memory.proto.
  */
 export const file_planner_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChdwbGFubmVyL3YxL21lbW9yeS5wcm90bxIKcGxhbm5lci52MSKXAgoOU291cmNlRG9jdW1lbnQSEQoJc291cmNlX2lkGAEgASgJEg0KBXRpdGxlGAIgASgJEhIKCm1lZGlhX3R5cGUYAyABKAkSDAoEdGV4dBgEIAEoCRIXCgp2YWxpZF9mcm9tGAUgASgDSACIAQESPgoKcHJvcGVydGllcxgGIAMoCzIqLnBsYW5uZXIudjEuU291cmNlRG9jdW1lbnQuUHJvcGVydGllc0VudHJ5EhcKCnZlcnNpb25fdHgYByABKANIAYgBARoxCg9Qcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUINCgtfdmFsaWRfZnJvbUINCgtfdmVyc2lvbl90eCJEChRJbmdlc3RTb3VyY2VzUmVxdWVzdBIsCghkb2N1bWVudBgBIAEoCzIaLnBsYW5uZXIudjEuU291cmNlRG9jdW1lbnQiZwoOSW5nZXN0ZWRTb3VyY2USEQoJc291cmNlX2lkGAEgASgJEhYKCnZlcnNpb25fdHgYAiABKANCAjABEioKB291dGNvbWUYAyABKA4yGS5wbGFubmVyLnYxLkluZ2VzdE91dGNvbWUiMAoLSW5nZXN0RXJyb3ISEQoJc291cmNlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSLzAQoVSW5nZXN0U291cmNlc1Jlc3BvbnNlEhAKCHJlY2VpdmVkGAEgASgEEhAKCGluZ2VzdGVkGAIgASgEEhEKCXVuY2hhbmdlZBgDIAEoBBIOCgZmYWlsZWQYBCABKAQSJwoGZXJyb3JzGAUgAygLMhcucGxhbm5lci52MS5Jbmdlc3RFcnJvchINCgVzcGFucxgGIAEoBBINCgVub2RlcxgHIAEoBBINCgVlZGdlcxgIIAEoBBIQCghyZXBsYWNlZBgJIAEoBBIrCgdzb3VyY2VzGAogAygLMhoucGxhbm5lci52MS5Jbmdlc3RlZFNvdXJjZSLKAgoJTm9kZVdyaXRlEg8KB25vZGVfaWQYASABKAkSDgoGbGFiZWxzGAIgAygJEjkKCnByb3BlcnRpZXMYAyADKAsyJS5wbGFubmVyLnYxLk5vZGVXcml0ZS5Qcm9wZXJ0aWVzRW50cnkSDAoEdGV4dBgEIAEoCRIsCgpwcm92ZW5hbmNlGAUgAygLMhgucGxhbm5lci52MS5TcGFuUmVmV3JpdGUSFwoKdmFsaWRfZnJvbRgGIAEoA0gAiAEBEhUKCHZhbGlkX3RvGAcgASgDSAGIAQESFwoKY29uZmlkZW5jZRgIIAEoAUgCiAEBGjEKD1Byb3BlcnRpZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQg0KC192YWxpZF9mcm9tQgsKCV92YWxpZF90b0INCgtfY29uZmlkZW5jZSJcCgxTcGFuUmVmV3JpdGUSEQoJc291cmNlX2lkGAEgASgJEh0KEXNvdXJjZV92ZXJzaW9uX3R4GAIgASgDQgIwARINCgVzdGFydBgDIAEoBBILCgNlbmQYBCABKAQiNQoOUHV0Tm9kZVJlcXVlc3QSIwoEbm9kZRgBIAEoCzIVLnBsYW5uZXIudjEuTm9kZVdyaXRlIi4KD1B1dE5vZGVSZXNwb25zZRIPCgdub2RlX2lkGAEgASgJEgoKAnR4GAIgASgDIqgBCg5QdXRFZGdlUmVxdWVzdBITCgtzcmNfbm9kZV9pZBgBIAEoCRITCgtkc3Rfbm9kZV9pZBgCIAEoCRIQCghyZWxhdGlvbhgDIAEoCRIOCgZ3ZWlnaHQYBCABKAESFwoKdmFsaWRfZnJvbRgFIAEoA0gAiAEBEhUKCHZhbGlkX3RvGAYgASgDSAGIAQFCDQoLX3ZhbGlkX2Zyb21CCwoJX3ZhbGlkX3RvIh0KD1B1dEVkZ2VSZXNwb25zZRIKCgJ0eBgBIAEoAyqGAQoNSW5nZXN0T3V0Y29tZRIeChpJTkdFU1RfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhoKFklOR0VTVF9PVVRDT01FX0NSRUFURUQQARIbChdJTkdFU1RfT1VUQ09NRV9SRVBMQUNFRBACEhwKGElOR0VTVF9PVVRDT01FX1VOQ0hBTkdFRBADMu8BCg1NZW1vcnlTZXJ2aWNlElYKDUluZ2VzdFNvdXJjZXMSIC5wbGFubmVyLnYxLkluZ2VzdFNvdXJjZXNSZXF1ZXN0GiEucGxhbm5lci52MS5Jbmdlc3RTb3VyY2VzUmVzcG9uc2UoARJCCgdQdXROb2RlEhoucGxhbm5lci52MS5QdXROb2RlUmVxdWVzdBobLnBsYW5uZXIudjEuUHV0Tm9kZVJlc3BvbnNlEkIKB1B1dEVkZ2USGi5wbGFubmVyLnYxLlB1dEVkZ2VSZXF1ZXN0GhsucGxhbm5lci52MS5QdXRFZGdlUmVzcG9uc2VCcgoZZGV2LnBsYW5uZXJzdmMucGxhbm5lci52MUILTWVtb3J5UHJvdG9QAVpGZ2l0aHViLmNvbS9wbGFubmVyLXN2Yy9wbGFubmVyLXN2Yy9jbGllbnRzL2dvL2dlbi9wbGFubmVyL3YxO3BsYW5uZXJ2MWIGcHJvdG8z");
+  fileDesc("ChdwbGFubmVyL3YxL21lbW9yeS5wcm90bxIKcGxhbm5lci52MSKoAgoOU291cmNlRG9jdW1lbnQSEQoJc291cmNlX2lkGAEgASgJEg0KBXRpdGxlGAIgASgJEhIKCm1lZGlhX3R5cGUYAyABKAkSDAoEdGV4dBgEIAEoCRIXCgp2YWxpZF9mcm9tGAUgASgDSACIAQESPgoKcHJvcGVydGllcxgGIAMoCzIqLnBsYW5uZXIudjEuU291cmNlRG9jdW1lbnQuUHJvcGVydGllc0VudHJ5EhcKCnZlcnNpb25fdHgYByABKANIAYgBARIPCgdjb250ZW50GAggASgMGjEKD1Byb3BlcnRpZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQg0KC192YWxpZF9mcm9tQg0KC192ZXJzaW9uX3R4IkQKFEluZ2VzdFNvdXJjZXNSZXF1ZXN0EiwKCGRvY3VtZW50GAEgASgLMhoucGxhbm5lci52MS5Tb3VyY2VEb2N1bWVudCJnCg5Jbmdlc3RlZFNvdXJjZRIRCglzb3VyY2VfaWQYASABKAkSFgoKdmVyc2lvbl90eBgCIAEoA0ICMAESKgoHb3V0Y29tZRgDIAEoDjIZLnBsYW5uZXIudjEuSW5nZXN0T3V0Y29tZSIwCgtJbmdlc3RFcnJvchIRCglzb3VyY2VfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIqMCChVJbmdlc3RTb3VyY2VzUmVzcG9uc2USEAoIcmVjZWl2ZWQYASABKAQSEAoIaW5nZXN0ZWQYAiABKAQSEQoJdW5jaGFuZ2VkGAMgASgEEg4KBmZhaWxlZBgEIAEoBBInCgZlcnJvcnMYBSADKAsyFy5wbGFubmVyLnYxLkluZ2VzdEVycm9yEg0KBXNwYW5zGAYgASgEEg0KBW5vZGVzGAcgASgEEg0KBWVkZ2VzGAggASgEEhAKCHJlcGxhY2VkGAkgASgEEisKB3NvdXJjZXMYCiADKAsyGi5wbGFubmVyLnYxLkluZ2VzdGVkU291cmNlEi4KB2Zvcm1hdHMYCyADKAsyHS5wbGFubmVyLnYxLkluZ2VzdEZvcm1hdENvdW50IoIBChFJbmdlc3RGb3JtYXRDb3VudBIOCgZmb3JtYXQYASABKAkSDAoEcmVhZBgCIAEoBBIPCgdza2lwcGVkGAMgASgEEg4KBmZhaWxlZBgEIAEoBBIuCgdyZWFzb25zGAUgAygLMh0ucGxhbm5lci52MS5Jbmdlc3RSZWFzb25Db3VudCI2ChFJbmdlc3RSZWFzb25Db3VudBIOCgZyZWFzb24YASABKAkSEQoJZG9jdW1lbnRzGAIgASgEIsoCCglOb2RlV3JpdGUSDwoHbm9kZV9pZBgBIAEoCRIOCgZsYWJlbHMYAiADKAkSOQoKcHJvcGVydGllcxgDIAMoCzIlLnBsYW5uZXIudjEuTm9kZVdyaXRlLlByb3BlcnRpZXNFbnRyeRIMCgR0ZXh0GAQgASgJEiwKCnByb3ZlbmFuY2UYBSADKAsyGC5wbGFubmVyLnYxLlNwYW5SZWZXcml0ZRIXCgp2YWxpZF9mcm9tGAYgASgDSACIAQESFQoIdmFsaWRfdG8YByABKANIAYgBARIXCgpjb25maWRlbmNlGAggASgBSAKIAQEaMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX3ZhbGlkX2Zyb21CCwoJX3ZhbGlkX3RvQg0KC19jb25maWRlbmNlIlwKDFNwYW5SZWZXcml0ZRIRCglzb3VyY2VfaWQYASABKAkSHQoRc291cmNlX3ZlcnNpb25fdHgYAiABKANCAjABEg0KBXN0YXJ0GAMgASgEEgsKA2VuZBgEIAEoBCI1Cg5QdXROb2RlUmVxdWVzdBIjCgRub2RlGAEgASgLMhUucGxhbm5lci52MS5Ob2RlV3JpdGUiLgoPUHV0Tm9kZVJlc3BvbnNlEg8KB25vZGVfaWQYASABKAkSCgoCdHgYAiABKAMiqAEKDlB1dEVkZ2VSZXF1ZXN0EhMKC3NyY19ub2RlX2lkGAEgASgJEhMKC2RzdF9ub2RlX2lkGAIgASgJEhAKCHJlbGF0aW9uGAMgASgJEg4KBndlaWdodBgEIAEoARIXCgp2YWxpZF9mcm9tGAUgASgDSACIAQESFQoIdmFsaWRfdG8YBiABKANIAYgBAUINCgtfdmFsaWRfZnJvbUILCglfdmFsaWRfdG8iHQoPUHV0RWRnZVJlc3BvbnNlEgoKAnR4GAEgASgDKoYBCg1Jbmdlc3RPdXRjb21lEh4KGklOR0VTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGgoWSU5HRVNUX09VVENPTUVfQ1JFQVRFRBABEhsKF0lOR0VTVF9PVVRDT01FX1JFUExBQ0VEEAISHAoYSU5HRVNUX09VVENPTUVfVU5DSEFOR0VEEAMy7wEKDU1lbW9yeVNlcnZpY2USVgoNSW5nZXN0U291cmNlcxIgLnBsYW5uZXIudjEuSW5nZXN0U291cmNlc1JlcXVlc3QaIS5wbGFubmVyLnYxLkluZ2VzdFNvdXJjZXNSZXNwb25zZSgBEkIKB1B1dE5vZGUSGi5wbGFubmVyLnYxLlB1dE5vZGVSZXF1ZXN0GhsucGxhbm5lci52MS5QdXROb2RlUmVzcG9uc2USQgoHUHV0RWRnZRIaLnBsYW5uZXIudjEuUHV0RWRnZVJlcXVlc3QaGy5wbGFubmVyLnYxLlB1dEVkZ2VSZXNwb25zZUJyChlkZXYucGxhbm5lcnN2Yy5wbGFubmVyLnYxQgtNZW1vcnlQcm90b1ABWkZnaXRodWIuY29tL3BsYW5uZXItc3ZjL3BsYW5uZXItc3ZjL2NsaWVudHMvZ28vZ2VuL3BsYW5uZXIvdjE7cGxhbm5lcnYxYgZwcm90bzM");
 
 /**
  * One document to ingest (also the line format of `planner-svc ingest FILE.jsonl`, in the
@@ -40,14 +40,19 @@ export type SourceDocument = Message<"planner.v1.SourceDocument"> & {
   title: string;
 
   /**
-   * "text/markdown" or "text/plain"; empty = guess from source_id's extension, else plain.
+   * The document's format. With text: "text/markdown", "text/plain" (or any other text/*),
+   * "text/html" or "application/x-ipynb+json"; empty = Markdown when source_id ends in .md or
+   * .markdown, else plain. With content: also "application/pdf" and
+   * "application/vnd.openxmlformats-officedocument.wordprocessingml.document" (DOCX); empty
+   * or "application/octet-stream" = sniffed from the content and source_id's extension. A
+   * type no reader handles refuses the document.
    *
    * @generated from field: string media_type = 3;
    */
   mediaType: string;
 
   /**
-   * Document text (UTF-8).
+   * Document text (UTF-8). Empty when content is set.
    *
    * @generated from field: string text = 4;
    */
@@ -81,6 +86,17 @@ export type SourceDocument = Message<"planner.v1.SourceDocument"> & {
    * @generated from field: optional int64 version_tx = 7;
    */
   versionTx?: bigint | undefined;
+
+  /**
+   * The document's bytes, as its file holds them, in any supported format: HTML, PDF, DOCX,
+   * Jupyter notebook (nbformat 4), Markdown or plain text; read by media_type (see there).
+   * Set either text or content: a document with both is refused. An encrypted, damaged or
+   * unsupported file is refused with its reason (for instance "text: encrypted PDF: a
+   * password is required to open it") and the stream goes on. Base64 in proto3 JSON.
+   *
+   * @generated from field: bytes content = 8;
+   */
+  content: Uint8Array;
 };
 
 /**
@@ -204,7 +220,8 @@ export type IngestSourcesResponse = Message<"planner.v1.IngestSourcesResponse"> 
   unchanged: bigint;
 
   /**
-   * Documents refused; see errors.
+   * Documents refused, whether no reader could read them or they were read and refused; see
+   * errors and formats.
    *
    * @generated from field: uint64 failed = 4;
    */
@@ -251,6 +268,13 @@ export type IngestSourcesResponse = Message<"planner.v1.IngestSourcesResponse"> 
    * @generated from field: repeated planner.v1.IngestedSource sources = 10;
    */
   sources: IngestedSource[];
+
+  /**
+   * What happened to the documents of each format, by format name.
+   *
+   * @generated from field: repeated planner.v1.IngestFormatCount formats = 11;
+   */
+  formats: IngestFormatCount[];
 };
 
 /**
@@ -259,6 +283,86 @@ export type IngestSourcesResponse = Message<"planner.v1.IngestSourcesResponse"> 
  */
 export const IngestSourcesResponseSchema: GenMessage<IngestSourcesResponse> = /*@__PURE__*/
   messageDesc(file_planner_v1_memory, 4);
+
+/**
+ * The documents of one format in one IngestSources stream.
+ *
+ * @generated from message planner.v1.IngestFormatCount
+ */
+export type IngestFormatCount = Message<"planner.v1.IngestFormatCount"> & {
+  /**
+   * "Markdown", "text", "HTML", "PDF", "DOCX", "notebook", or the media type of documents no
+   * reader handles ("image/png"), or "unknown".
+   *
+   * @generated from field: string format = 1;
+   */
+  format: string;
+
+  /**
+   * Documents read and accepted (ingested or unchanged).
+   *
+   * @generated from field: uint64 read = 2;
+   */
+  read: bigint;
+
+  /**
+   * Documents no reader could read: an unsupported media type, an encrypted or damaged file,
+   * text not in its format's encoding.
+   *
+   * @generated from field: uint64 skipped = 3;
+   */
+  skipped: bigint;
+
+  /**
+   * Documents read but refused: empty text, a malformed field, a version time out of order.
+   *
+   * @generated from field: uint64 failed = 4;
+   */
+  failed: bigint;
+
+  /**
+   * Why documents were skipped or failed: one entry per reason (the reason without its
+   * detail, for instance "text: damaged PDF"), by reason.
+   *
+   * @generated from field: repeated planner.v1.IngestReasonCount reasons = 5;
+   */
+  reasons: IngestReasonCount[];
+};
+
+/**
+ * Describes the message planner.v1.IngestFormatCount.
+ * Use `create(IngestFormatCountSchema)` to create a new message.
+ */
+export const IngestFormatCountSchema: GenMessage<IngestFormatCount> = /*@__PURE__*/
+  messageDesc(file_planner_v1_memory, 5);
+
+/**
+ * How many documents were refused for one reason.
+ *
+ * @generated from message planner.v1.IngestReasonCount
+ */
+export type IngestReasonCount = Message<"planner.v1.IngestReasonCount"> & {
+  /**
+   * The field and the reason without its detail ("text: encrypted PDF").
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * Documents refused for it.
+   *
+   * @generated from field: uint64 documents = 2;
+   */
+  documents: bigint;
+};
+
+/**
+ * Describes the message planner.v1.IngestReasonCount.
+ * Use `create(IngestReasonCountSchema)` to create a new message.
+ */
+export const IngestReasonCountSchema: GenMessage<IngestReasonCount> = /*@__PURE__*/
+  messageDesc(file_planner_v1_memory, 6);
 
 /**
  * A node written through the API. Provenance may be empty (legal, but never evidence).
@@ -329,7 +433,7 @@ export type NodeWrite = Message<"planner.v1.NodeWrite"> & {
  * Use `create(NodeWriteSchema)` to create a new message.
  */
 export const NodeWriteSchema: GenMessage<NodeWrite> = /*@__PURE__*/
-  messageDesc(file_planner_v1_memory, 5);
+  messageDesc(file_planner_v1_memory, 7);
 
 /**
  * A provenance span of a written node: a half-open byte range [start, end) of one source
@@ -373,7 +477,7 @@ export type SpanRefWrite = Message<"planner.v1.SpanRefWrite"> & {
  * Use `create(SpanRefWriteSchema)` to create a new message.
  */
 export const SpanRefWriteSchema: GenMessage<SpanRefWrite> = /*@__PURE__*/
-  messageDesc(file_planner_v1_memory, 6);
+  messageDesc(file_planner_v1_memory, 8);
 
 /**
  * PutNode's request.
@@ -394,7 +498,7 @@ export type PutNodeRequest = Message<"planner.v1.PutNodeRequest"> & {
  * Use `create(PutNodeRequestSchema)` to create a new message.
  */
 export const PutNodeRequestSchema: GenMessage<PutNodeRequest> = /*@__PURE__*/
-  messageDesc(file_planner_v1_memory, 7);
+  messageDesc(file_planner_v1_memory, 9);
 
 /**
  * PutNode's response.
@@ -423,7 +527,7 @@ export type PutNodeResponse = Message<"planner.v1.PutNodeResponse"> & {
  * Use `create(PutNodeResponseSchema)` to create a new message.
  */
 export const PutNodeResponseSchema: GenMessage<PutNodeResponse> = /*@__PURE__*/
-  messageDesc(file_planner_v1_memory, 8);
+  messageDesc(file_planner_v1_memory, 10);
 
 /**
  * PutEdge's request: one edge version from src to dst.
@@ -479,7 +583,7 @@ export type PutEdgeRequest = Message<"planner.v1.PutEdgeRequest"> & {
  * Use `create(PutEdgeRequestSchema)` to create a new message.
  */
 export const PutEdgeRequestSchema: GenMessage<PutEdgeRequest> = /*@__PURE__*/
-  messageDesc(file_planner_v1_memory, 9);
+  messageDesc(file_planner_v1_memory, 11);
 
 /**
  * PutEdge's response.
@@ -501,7 +605,7 @@ export type PutEdgeResponse = Message<"planner.v1.PutEdgeResponse"> & {
  * Use `create(PutEdgeResponseSchema)` to create a new message.
  */
 export const PutEdgeResponseSchema: GenMessage<PutEdgeResponse> = /*@__PURE__*/
-  messageDesc(file_planner_v1_memory, 10);
+  messageDesc(file_planner_v1_memory, 12);
 
 /**
  * What an accepted document did to its source.

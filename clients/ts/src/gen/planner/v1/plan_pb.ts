@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file planner/v1/plan.proto.
  */
 export const file_planner_v1_plan: GenFile = /*@__PURE__*/
-  fileDesc("ChVwbGFubmVyL3YxL3BsYW4ucHJvdG8SCnBsYW5uZXIudjEiVwoHU3BhblJlZhIRCglzb3VyY2VfaWQYASABKAkSHQoRc291cmNlX3ZlcnNpb25fdHgYAiABKANCAjABEg0KBXN0YXJ0GAMgASgEEgsKA2VuZBgEIAEoBCKSAQoLUGxhbm5lZFNwYW4SIQoEc3BhbhgBIAEoCzITLnBsYW5uZXIudjEuU3BhblJlZhIMCgRraW5kGAIgASgJEiQKBWNsYXNzGAMgASgOMhUucGxhbm5lci52MS5TcGFuQ2xhc3MSDgoGd2VpZ2h0GAQgASgBEg4KBnRva2VucxgFIAEoBBIMCgR0ZXh0GAYgASgJIsEDCglQbGFuU3RhdHMSEgoKcG9vbF9zcGFucxgBIAEoBBIWCg5zZWxlY3RlZF9zcGFucxgCIAEoBBIPCgdkZWR1cGVkGAMgASgEEhoKEnNraXBwZWRfdW5wYWNrYWJsZRgEIAEoBBIbChNza2lwcGVkX2J1ZGdldF9mdWxsGAUgASgEEhMKC2NhcF9za2lwcGVkGAYgASgEEh4KFmJ1ZGdldF9zdHJhbmRlZF9ieV9jYXAYByABKAQSEgoKY2FwX3Rva2VucxgIIAEoBBIWCg50b2tlbl9lc3RpbWF0ZRgJIAEoCBIWCg5ub2Rlc19yZWNhbGxlZBgKIAEoBBIbChNub2Rlc193aXRob3V0X3NwYW5zGAsgASgEEhQKDGtpbmRfbWlzc2luZxgMIAEoBBIWCg5zbGljZXNfbWlzc2luZxgNIAEoBBIXCg9wb29sX2R1cGxpY2F0ZXMYDiABKAQSFwoPc3RydWN0dXJlZF9oaXRzGA8gASgEEhUKDXNlbWFudGljX2hpdHMYECABKAQSFQoNZXhwYW5kZWRfaGl0cxgRIAEoBBIaCg5ub2Rlc19ub3RfbGl2ZRgSIAEoBEICGAEi2QEKDEV2aWRlbmNlUGxhbhISCgpwbGFuX21vZGVsGAEgASgJEiYKBXNwYW5zGAIgAygLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbhIOCgZidWRnZXQYAyABKAQSDAoEdXNlZBgEIAEoBBIkCgVzdGF0cxgFIAEoCzIVLnBsYW5uZXIudjEuUGxhblN0YXRzEhEKCXBsYW5faGFzaBgGIAEoCRI2CgxleHBsYW5hdGlvbnMYByADKAsyIC5wbGFubmVyLnYxLkNhbmRpZGF0ZUV4cGxhbmF0aW9uIsIBChBTdHJ1Y3R1cmVkUmVjYWxsEhEKBHRleHQYASABKAlIAIgBARIOCgZsYWJlbHMYAiADKAkSQAoKcHJvcGVydGllcxgDIAMoCzIsLnBsYW5uZXIudjEuU3RydWN0dXJlZFJlY2FsbC5Qcm9wZXJ0aWVzRW50cnkSDQoFbGltaXQYBCABKA0aMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBwoFX3RleHQifQoOU2VtYW50aWNSZWNhbGwSDgoEdGV4dBgBIAEoCUgAEikKBnZlY3RvchgCIAEoCzIXLnBsYW5uZXIudjEuVmVjdG9yUXVlcnlIABIJCgFrGAMgASgNEhIKBWFscGhhGAQgASgBSAGIAQFCBwoFaW5wdXRCCAoGX2FscGhhIh0KC1ZlY3RvclF1ZXJ5Eg4KBnZhbHVlcxgBIAMoAiKuAwoLUGxhblJlcXVlc3QSEAoIcXVlc3Rpb24YDCABKAkSMAoKc3RydWN0dXJlZBgBIAEoCzIcLnBsYW5uZXIudjEuU3RydWN0dXJlZFJlY2FsbBIsCghzZW1hbnRpYxgCIAEoCzIaLnBsYW5uZXIudjEuU2VtYW50aWNSZWNhbGwSFAoMZXhwYW5kX2RlcHRoGAMgASgNEhUKCGF0X3ZhbGlkGAQgASgDSACIAQESEgoFYXRfdHgYBSABKANIAYgBARIaCg1idWRnZXRfdG9rZW5zGAYgASgESAKIAQESDQoFbW9kZWwYByABKAkSGAoQYWxsb3dfdW5ncm91bmRlZBgIIAEoCBIPCgdleHBsYWluGAkgASgIEiAKE21heF9mcmFjX3Blcl9zb3VyY2UYCiABKAFIA4gBARIaCg1kZWR1cF9vdmVybGFwGAsgASgBSASIAQFCCwoJX2F0X3ZhbGlkQggKBl9hdF90eEIQCg5fYnVkZ2V0X3Rva2Vuc0IWChRfbWF4X2ZyYWNfcGVyX3NvdXJjZUIQCg5fZGVkdXBfb3ZlcmxhcFIFcXVlcnkiXwoMUGxhblJlc3BvbnNlEiYKBHBsYW4YASABKAsyGC5wbGFubmVyLnYxLkV2aWRlbmNlUGxhbhInCgZyZWNhbGwYAiABKAsyFy5wbGFubmVyLnYxLlJlY2FsbFRyYWNlIrgBCglMZWdTY29yZXMSFwoKc3RydWN0dXJlZBgBIAEoAUgAiAEBEhUKCHNlbWFudGljGAIgASgBSAGIAQESFQoIZXhwYW5kZWQYAyABKAFIAogBARINCgVmdXNlZBgEIAEoARIPCgdub2RlX2lkGAUgASgJEg0KBWxvY2FsGAYgASgBEgwKBHJhbmsYByABKA1CDQoLX3N0cnVjdHVyZWRCCwoJX3NlbWFudGljQgsKCV9leHBhbmRlZCKOAQoNRG9jdW1lbnRTY29yZRIRCglzb3VyY2VfaWQYASABKAkSDQoFc2NvcmUYAiABKAESEgoKc3RydWN0dXJlZBgDIAEoARIQCghzZW1hbnRpYxgEIAEoARILCgNob3AYBSABKAESEAoIaG9wX2Zyb20YBiABKAkSFgoOcmVzaWR1YWxfdGVybXMYByADKAkimwEKCkFic3RlbnRpb24SEAoIY292ZXJhZ2UYASABKAESEwoLYmVzdF9zb3VyY2UYAiABKAkSFwoKc2ltaWxhcml0eRgDIAEoAUgAiAEBEhQKDG1pbl9jb3ZlcmFnZRgEIAEoARIWCg5taW5fc2ltaWxhcml0eRgFIAEoARIQCghkZWNsaW5lZBgGIAEoCEINCgtfc2ltaWxhcml0eSJnCgtSZWNhbGxUcmFjZRIsCglkb2N1bWVudHMYASADKAsyGS5wbGFubmVyLnYxLkRvY3VtZW50U2NvcmUSKgoKYWJzdGVudGlvbhgCIAEoCzIWLnBsYW5uZXIudjEuQWJzdGVudGlvbiLKAQoUQ2FuZGlkYXRlRXhwbGFuYXRpb24SKgoJY2FuZGlkYXRlGAEgASgLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbhInCgRmYXRlGAIgASgOMhkucGxhbm5lci52MS5DYW5kaWRhdGVGYXRlEicKCmRlZHVwZWRfYnkYAyABKAsyEy5wbGFubmVyLnYxLlNwYW5SZWYSIwoEbGVncxgEIAEoCzIVLnBsYW5uZXIudjEuTGVnU2NvcmVzEg8KB2RlbnNpdHkYBSABKAEiwgEKDVNlbGVjdFJlcXVlc3QSEgoKcGxhbl9tb2RlbBgBIAEoCRIOCgZidWRnZXQYAiABKAQSIAoTbWF4X2ZyYWNfcGVyX3NvdXJjZRgDIAEoAUgAiAEBEhoKDWRlZHVwX292ZXJsYXAYBCABKAFIAYgBARIlCgRwb29sGAUgAygLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbkIWChRfbWF4X2ZyYWNfcGVyX3NvdXJjZUIQCg5fZGVkdXBfb3ZlcmxhcCpTCglTcGFuQ2xhc3MSGgoWU1BBTl9DTEFTU19VTlNQRUNJRklFRBAAEhQKEFNQQU5fQ0xBU1NfVFJVVEgQARIUChBTUEFOX0NMQVNTX0NBQ0hFEAIqxQEKDUNhbmRpZGF0ZUZhdGUSHgoaQ0FORElEQVRFX0ZBVEVfVU5TUEVDSUZJRUQQABIZChVDQU5ESURBVEVfRkFURV9QQUNLRUQQARIaChZDQU5ESURBVEVfRkFURV9ERURVUEVEEAISHQoZQ0FORElEQVRFX0ZBVEVfVU5QQUNLQUJMRRADEh4KGkNBTkRJREFURV9GQVRFX0JVREdFVF9GVUxMEAQSHgoaQ0FORElEQVRFX0ZBVEVfQ0FQX0JMT0NLRUQQBTJTChZFdmlkZW5jZVBsYW5uZXJTZXJ2aWNlEjkKBFBsYW4SFy5wbGFubmVyLnYxLlBsYW5SZXF1ZXN0GhgucGxhbm5lci52MS5QbGFuUmVzcG9uc2VCcAoZZGV2LnBsYW5uZXJzdmMucGxhbm5lci52MUIJUGxhblByb3RvUAFaRmdpdGh1Yi5jb20vcGxhbm5lci1zdmMvcGxhbm5lci1zdmMvY2xpZW50cy9nby9nZW4vcGxhbm5lci92MTtwbGFubmVydjFiBnByb3RvMw");
+  fileDesc("ChVwbGFubmVyL3YxL3BsYW4ucHJvdG8SCnBsYW5uZXIudjEiVwoHU3BhblJlZhIRCglzb3VyY2VfaWQYASABKAkSHQoRc291cmNlX3ZlcnNpb25fdHgYAiABKANCAjABEg0KBXN0YXJ0GAMgASgEEgsKA2VuZBgEIAEoBCK+AQoLUGxhbm5lZFNwYW4SIQoEc3BhbhgBIAEoCzITLnBsYW5uZXIudjEuU3BhblJlZhIMCgRraW5kGAIgASgJEiQKBWNsYXNzGAMgASgOMhUucGxhbm5lci52MS5TcGFuQ2xhc3MSDgoGd2VpZ2h0GAQgASgBEg4KBnRva2VucxgFIAEoBBIMCgR0ZXh0GAYgASgJEioKCGxvY2F0aW9uGAcgASgLMhgucGxhbm5lci52MS5TcGFuTG9jYXRpb24iaAoMU3BhbkxvY2F0aW9uEhEKBHBhZ2UYASABKA1IAIgBARIUCgxoZWFkaW5nX3BhdGgYAiADKAkSFwoKY2VsbF9pbmRleBgDIAEoDUgBiAEBQgcKBV9wYWdlQg0KC19jZWxsX2luZGV4IsEDCglQbGFuU3RhdHMSEgoKcG9vbF9zcGFucxgBIAEoBBIWCg5zZWxlY3RlZF9zcGFucxgCIAEoBBIPCgdkZWR1cGVkGAMgASgEEhoKEnNraXBwZWRfdW5wYWNrYWJsZRgEIAEoBBIbChNza2lwcGVkX2J1ZGdldF9mdWxsGAUgASgEEhMKC2NhcF9za2lwcGVkGAYgASgEEh4KFmJ1ZGdldF9zdHJhbmRlZF9ieV9jYXAYByABKAQSEgoKY2FwX3Rva2VucxgIIAEoBBIWCg50b2tlbl9lc3RpbWF0ZRgJIAEoCBIWCg5ub2Rlc19yZWNhbGxlZBgKIAEoBBIbChNub2Rlc193aXRob3V0X3NwYW5zGAsgASgEEhQKDGtpbmRfbWlzc2luZxgMIAEoBBIWCg5zbGljZXNfbWlzc2luZxgNIAEoBBIXCg9wb29sX2R1cGxpY2F0ZXMYDiABKAQSFwoPc3RydWN0dXJlZF9oaXRzGA8gASgEEhUKDXNlbWFudGljX2hpdHMYECABKAQSFQoNZXhwYW5kZWRfaGl0cxgRIAEoBBIaCg5ub2Rlc19ub3RfbGl2ZRgSIAEoBEICGAEi2QEKDEV2aWRlbmNlUGxhbhISCgpwbGFuX21vZGVsGAEgASgJEiYKBXNwYW5zGAIgAygLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbhIOCgZidWRnZXQYAyABKAQSDAoEdXNlZBgEIAEoBBIkCgVzdGF0cxgFIAEoCzIVLnBsYW5uZXIudjEuUGxhblN0YXRzEhEKCXBsYW5faGFzaBgGIAEoCRI2CgxleHBsYW5hdGlvbnMYByADKAsyIC5wbGFubmVyLnYxLkNhbmRpZGF0ZUV4cGxhbmF0aW9uIsIBChBTdHJ1Y3R1cmVkUmVjYWxsEhEKBHRleHQYASABKAlIAIgBARIOCgZsYWJlbHMYAiADKAkSQAoKcHJvcGVydGllcxgDIAMoCzIsLnBsYW5uZXIudjEuU3RydWN0dXJlZFJlY2FsbC5Qcm9wZXJ0aWVzRW50cnkSDQoFbGltaXQYBCABKA0aMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBwoFX3RleHQifQoOU2VtYW50aWNSZWNhbGwSDgoEdGV4dBgBIAEoCUgAEikKBnZlY3RvchgCIAEoCzIXLnBsYW5uZXIudjEuVmVjdG9yUXVlcnlIABIJCgFrGAMgASgNEhIKBWFscGhhGAQgASgBSAGIAQFCBwoFaW5wdXRCCAoGX2FscGhhIh0KC1ZlY3RvclF1ZXJ5Eg4KBnZhbHVlcxgBIAMoAiKuAwoLUGxhblJlcXVlc3QSEAoIcXVlc3Rpb24YDCABKAkSMAoKc3RydWN0dXJlZBgBIAEoCzIcLnBsYW5uZXIudjEuU3RydWN0dXJlZFJlY2FsbBIsCghzZW1hbnRpYxgCIAEoCzIaLnBsYW5uZXIudjEuU2VtYW50aWNSZWNhbGwSFAoMZXhwYW5kX2RlcHRoGAMgASgNEhUKCGF0X3ZhbGlkGAQgASgDSACIAQESEgoFYXRfdHgYBSABKANIAYgBARIaCg1idWRnZXRfdG9rZW5zGAYgASgESAKIAQESDQoFbW9kZWwYByABKAkSGAoQYWxsb3dfdW5ncm91bmRlZBgIIAEoCBIPCgdleHBsYWluGAkgASgIEiAKE21heF9mcmFjX3Blcl9zb3VyY2UYCiABKAFIA4gBARIaCg1kZWR1cF9vdmVybGFwGAsgASgBSASIAQFCCwoJX2F0X3ZhbGlkQggKBl9hdF90eEIQCg5fYnVkZ2V0X3Rva2Vuc0IWChRfbWF4X2ZyYWNfcGVyX3NvdXJjZUIQCg5fZGVkdXBfb3ZlcmxhcFIFcXVlcnkiXwoMUGxhblJlc3BvbnNlEiYKBHBsYW4YASABKAsyGC5wbGFubmVyLnYxLkV2aWRlbmNlUGxhbhInCgZyZWNhbGwYAiABKAsyFy5wbGFubmVyLnYxLlJlY2FsbFRyYWNlIrgBCglMZWdTY29yZXMSFwoKc3RydWN0dXJlZBgBIAEoAUgAiAEBEhUKCHNlbWFudGljGAIgASgBSAGIAQESFQoIZXhwYW5kZWQYAyABKAFIAogBARINCgVmdXNlZBgEIAEoARIPCgdub2RlX2lkGAUgASgJEg0KBWxvY2FsGAYgASgBEgwKBHJhbmsYByABKA1CDQoLX3N0cnVjdHVyZWRCCwoJX3NlbWFudGljQgsKCV9leHBhbmRlZCKOAQoNRG9jdW1lbnRTY29yZRIRCglzb3VyY2VfaWQYASABKAkSDQoFc2NvcmUYAiABKAESEgoKc3RydWN0dXJlZBgDIAEoARIQCghzZW1hbnRpYxgEIAEoARILCgNob3AYBSABKAESEAoIaG9wX2Zyb20YBiABKAkSFgoOcmVzaWR1YWxfdGVybXMYByADKAkimwEKCkFic3RlbnRpb24SEAoIY292ZXJhZ2UYASABKAESEwoLYmVzdF9zb3VyY2UYAiABKAkSFwoKc2ltaWxhcml0eRgDIAEoAUgAiAEBEhQKDG1pbl9jb3ZlcmFnZRgEIAEoARIWCg5taW5fc2ltaWxhcml0eRgFIAEoARIQCghkZWNsaW5lZBgGIAEoCEINCgtfc2ltaWxhcml0eSJnCgtSZWNhbGxUcmFjZRIsCglkb2N1bWVudHMYASADKAsyGS5wbGFubmVyLnYxLkRvY3VtZW50U2NvcmUSKgoKYWJzdGVudGlvbhgCIAEoCzIWLnBsYW5uZXIudjEuQWJzdGVudGlvbiLKAQoUQ2FuZGlkYXRlRXhwbGFuYXRpb24SKgoJY2FuZGlkYXRlGAEgASgLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbhInCgRmYXRlGAIgASgOMhkucGxhbm5lci52MS5DYW5kaWRhdGVGYXRlEicKCmRlZHVwZWRfYnkYAyABKAsyEy5wbGFubmVyLnYxLlNwYW5SZWYSIwoEbGVncxgEIAEoCzIVLnBsYW5uZXIudjEuTGVnU2NvcmVzEg8KB2RlbnNpdHkYBSABKAEiwgEKDVNlbGVjdFJlcXVlc3QSEgoKcGxhbl9tb2RlbBgBIAEoCRIOCgZidWRnZXQYAiABKAQSIAoTbWF4X2ZyYWNfcGVyX3NvdXJjZRgDIAEoAUgAiAEBEhoKDWRlZHVwX292ZXJsYXAYBCABKAFIAYgBARIlCgRwb29sGAUgAygLMhcucGxhbm5lci52MS5QbGFubmVkU3BhbkIWChRfbWF4X2ZyYWNfcGVyX3NvdXJjZUIQCg5fZGVkdXBfb3ZlcmxhcCpTCglTcGFuQ2xhc3MSGgoWU1BBTl9DTEFTU19VTlNQRUNJRklFRBAAEhQKEFNQQU5fQ0xBU1NfVFJVVEgQARIUChBTUEFOX0NMQVNTX0NBQ0hFEAIqxQEKDUNhbmRpZGF0ZUZhdGUSHgoaQ0FORElEQVRFX0ZBVEVfVU5TUEVDSUZJRUQQABIZChVDQU5ESURBVEVfRkFURV9QQUNLRUQQARIaChZDQU5ESURBVEVfRkFURV9ERURVUEVEEAISHQoZQ0FORElEQVRFX0ZBVEVfVU5QQUNLQUJMRRADEh4KGkNBTkRJREFURV9GQVRFX0JVREdFVF9GVUxMEAQSHgoaQ0FORElEQVRFX0ZBVEVfQ0FQX0JMT0NLRUQQBTJTChZFdmlkZW5jZVBsYW5uZXJTZXJ2aWNlEjkKBFBsYW4SFy5wbGFubmVyLnYxLlBsYW5SZXF1ZXN0GhgucGxhbm5lci52MS5QbGFuUmVzcG9uc2VCcAoZZGV2LnBsYW5uZXJzdmMucGxhbm5lci52MUIJUGxhblByb3RvUAFaRmdpdGh1Yi5jb20vcGxhbm5lci1zdmMvcGxhbm5lci1zdmMvY2xpZW50cy9nby9nZW4vcGxhbm5lci92MTtwbGFubmVydjFiBnByb3RvMw");
 
 /**
  * The identity of a span: a half-open byte range [start, end) of one source version.
@@ -110,6 +110,16 @@ export type PlannedSpan = Message<"planner.v1.PlannedSpan"> & {
    * @generated from field: string text = 6;
    */
   text: string;
+
+  /**
+   * Where the span sits in its original document (page, heading path, notebook cell), as
+   * ingestion recorded it: what a citation points a person to. Absent when nothing is known
+   * (plain text, or a store written before locations were recorded). Not hashed: two plans
+   * with the same spans have the same hash whatever their locations.
+   *
+   * @generated from field: planner.v1.SpanLocation location = 7;
+   */
+  location?: SpanLocation | undefined;
 };
 
 /**
@@ -118,6 +128,43 @@ export type PlannedSpan = Message<"planner.v1.PlannedSpan"> & {
  */
 export const PlannedSpanSchema: GenMessage<PlannedSpan> = /*@__PURE__*/
   messageDesc(file_planner_v1_plan, 1);
+
+/**
+ * Where a span sits in its original document. Each field is set only when the format has it.
+ *
+ * @generated from message planner.v1.SpanLocation
+ */
+export type SpanLocation = Message<"planner.v1.SpanLocation"> & {
+  /**
+   * Page number, from 1 (PDF).
+   *
+   * @generated from field: optional uint32 page = 1;
+   */
+  page?: number | undefined;
+
+  /**
+   * Texts of the headings that enclose the span, outermost first, whitespace collapsed; a
+   * heading's own path ends with itself (HTML, Markdown, DOCX, PDF headings found by font
+   * size, notebook markdown cells). Empty when no heading encloses the span.
+   *
+   * @generated from field: repeated string heading_path = 2;
+   */
+  headingPath: string[];
+
+  /**
+   * Notebook cell index, from 0, counting every cell (Jupyter notebooks).
+   *
+   * @generated from field: optional uint32 cell_index = 3;
+   */
+  cellIndex?: number | undefined;
+};
+
+/**
+ * Describes the message planner.v1.SpanLocation.
+ * Use `create(SpanLocationSchema)` to create a new message.
+ */
+export const SpanLocationSchema: GenMessage<SpanLocation> = /*@__PURE__*/
+  messageDesc(file_planner_v1_plan, 2);
 
 /**
  * Counters of one plan. Recall counters describe Phase A, the rest Phase B (selection).
@@ -262,7 +309,7 @@ export type PlanStats = Message<"planner.v1.PlanStats"> & {
  * Use `create(PlanStatsSchema)` to create a new message.
  */
 export const PlanStatsSchema: GenMessage<PlanStats> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 2);
+  messageDesc(file_planner_v1_plan, 3);
 
 /**
  * An evidence plan: the selected spans in canonical order and the plan hash.
@@ -327,7 +374,7 @@ export type EvidencePlan = Message<"planner.v1.EvidencePlan"> & {
  * Use `create(EvidencePlanSchema)` to create a new message.
  */
 export const EvidencePlanSchema: GenMessage<EvidencePlan> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 3);
+  messageDesc(file_planner_v1_plan, 4);
 
 /**
  * Structured recall leg: a full-text match (BM25) plus label and property filters.
@@ -371,7 +418,7 @@ export type StructuredRecall = Message<"planner.v1.StructuredRecall"> & {
  * Use `create(StructuredRecallSchema)` to create a new message.
  */
 export const StructuredRecallSchema: GenMessage<StructuredRecall> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 4);
+  messageDesc(file_planner_v1_plan, 5);
 
 /**
  * Semantic recall leg: query text to embed, or a query vector the caller embedded itself.
@@ -423,7 +470,7 @@ export type SemanticRecall = Message<"planner.v1.SemanticRecall"> & {
  * Use `create(SemanticRecallSchema)` to create a new message.
  */
 export const SemanticRecallSchema: GenMessage<SemanticRecall> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 5);
+  messageDesc(file_planner_v1_plan, 6);
 
 /**
  * A query vector.
@@ -444,7 +491,7 @@ export type VectorQuery = Message<"planner.v1.VectorQuery"> & {
  * Use `create(VectorQuerySchema)` to create a new message.
  */
 export const VectorQuerySchema: GenMessage<VectorQuery> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 6);
+  messageDesc(file_planner_v1_plan, 7);
 
 /**
  * Plan's request: what to recall, as of when, under which budget.
@@ -556,7 +603,7 @@ export type PlanRequest = Message<"planner.v1.PlanRequest"> & {
  * Use `create(PlanRequestSchema)` to create a new message.
  */
 export const PlanRequestSchema: GenMessage<PlanRequest> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 7);
+  messageDesc(file_planner_v1_plan, 8);
 
 /**
  * Plan's response.
@@ -585,7 +632,7 @@ export type PlanResponse = Message<"planner.v1.PlanResponse"> & {
  * Use `create(PlanResponseSchema)` to create a new message.
  */
 export const PlanResponseSchema: GenMessage<PlanResponse> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 8);
+  messageDesc(file_planner_v1_plan, 9);
 
 /**
  * Why a candidate's node has its score; each score dimensionless in [0, 1]. Recall scores
@@ -652,7 +699,7 @@ export type LegScores = Message<"planner.v1.LegScores"> & {
  * Use `create(LegScoresSchema)` to create a new message.
  */
 export const LegScoresSchema: GenMessage<LegScores> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 9);
+  messageDesc(file_planner_v1_plan, 10);
 
 /**
  * One candidate document of a plan and how recall scored it.
@@ -717,7 +764,7 @@ export type DocumentScore = Message<"planner.v1.DocumentScore"> & {
  * Use `create(DocumentScoreSchema)` to create a new message.
  */
 export const DocumentScoreSchema: GenMessage<DocumentScore> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 10);
+  messageDesc(file_planner_v1_plan, 11);
 
 /**
  * Recall's decision on whether the store supports an answer, and its inputs.
@@ -777,7 +824,7 @@ export type Abstention = Message<"planner.v1.Abstention"> & {
  * Use `create(AbstentionSchema)` to create a new message.
  */
 export const AbstentionSchema: GenMessage<Abstention> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 11);
+  messageDesc(file_planner_v1_plan, 12);
 
 /**
  * Recall's trace of one plan. Not hashed.
@@ -805,7 +852,7 @@ export type RecallTrace = Message<"planner.v1.RecallTrace"> & {
  * Use `create(RecallTraceSchema)` to create a new message.
  */
 export const RecallTraceSchema: GenMessage<RecallTrace> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 12);
+  messageDesc(file_planner_v1_plan, 13);
 
 /**
  * One pool candidate and what selection did with it.
@@ -854,7 +901,7 @@ export type CandidateExplanation = Message<"planner.v1.CandidateExplanation"> & 
  * Use `create(CandidateExplanationSchema)` to create a new message.
  */
 export const CandidateExplanationSchema: GenMessage<CandidateExplanation> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 13);
+  messageDesc(file_planner_v1_plan, 14);
 
 /**
  * Selection alone over a caller-supplied pool: the input of `planner-svc select` (proto3 JSON
@@ -905,7 +952,7 @@ export type SelectRequest = Message<"planner.v1.SelectRequest"> & {
  * Use `create(SelectRequestSchema)` to create a new message.
  */
 export const SelectRequestSchema: GenMessage<SelectRequest> = /*@__PURE__*/
-  messageDesc(file_planner_v1_plan, 14);
+  messageDesc(file_planner_v1_plan, 15);
 
 /**
  * Whether a span is verbatim source text or a derived artifact.
