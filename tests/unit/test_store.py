@@ -1,8 +1,9 @@
-"""The store contract: every test here runs against both backends, the embedded SQLite store
-and the shared PostgreSQL store (a real server, :mod:`tests.pgserver`), and asserts the same
-results: sources, ledger, bitemporal nodes and edges on half-open intervals, vectors, the
-transaction clock across writers, snapshots, unchanged re-ingest, provenance validation and
-the durability of acknowledged writes."""
+"""The store contract: every test here that takes a store runs against both backends, the
+embedded SQLite store and the shared PostgreSQL store (a real server, :mod:`tests.pgserver`),
+and asserts the same results: sources, ledger, bitemporal nodes and edges on half-open
+intervals, vectors, the transaction clock across writers, snapshots, unchanged re-ingest,
+provenance validation and the durability of acknowledged writes. Two tests open an older store
+of one backend and check its schema migration (span locations added to the ledger)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from planner_svc.store import STORE_FILE, EdgeWrite, NodeWrite, Store, canonical
 from planner_svc.store.open import AnyStore
 from planner_svc.store.records import LedgerRow, decode_location, encode_location
 from planner_svc.store.schema import DDL, SCHEMA_VERSION
-from tests.pgserver import Backend
+from tests.pgserver import Backend, SchemaPerTest
 
 T0 = 1_700_000_000_000_000  # microseconds
 
@@ -706,3 +707,36 @@ def test_acknowledged_batches_survive_kill_9_and_a_torn_one_vanishes(backend: Ba
         assert s.latest_versions([f"b{b}:{i}" for b in range(4) for i in range(20)]) == {
             f"b{b}:{i}": 100 + b for b in range(3) for i in range(20)}
         assert s.last_tx() == 102
+
+
+def test_a_schema_1_postgresql_store_gains_span_locations_when_opened(
+    postgres_schemas: SchemaPerTest,
+) -> None:
+    """A shared store written before span locations (its schema 1) opens, keeps its ledger
+    rows (no location) and records locations from then on."""
+    import psycopg
+
+    from planner_svc.store.postgres import PostgresStore
+    from planner_svc.store.postgres.schema import MIGRATIONS
+    from planner_svc.store.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
+
+    url = postgres_schemas.url()
+    with psycopg.connect(url, autocommit=True) as pg:
+        for statement in MIGRATIONS[1].split(";"):
+            if statement.strip():
+                pg.execute(statement)  # type: ignore[call-overload]
+        pg.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
+        pg.execute("INSERT INTO sources VALUES ('s', 'S', 'text/markdown', %s)", (T0,))
+        pg.execute("INSERT INTO source_versions VALUES (1, 's', %s, 'S', 'text/markdown', %s)",
+                   (T0, b"# S\n\nbody"))
+        pg.execute("INSERT INTO spans VALUES ('s', %s, 2, 3, 'heading')", (T0,))
+    with PostgresStore.open(url) as store:
+        assert store.ledger_rows([("s", T0, 2, 3)]) == {("s", T0, 2, 3): LedgerRow("heading")}
+        store.add_spans("s", T0, [(5, 9, "paragraph", Location(heading_path=("S",)))])
+        assert store.locations_of_version("s", T0) == [
+            (2, 3, "heading", NOWHERE), (5, 9, "paragraph", Location(heading_path=("S",)))]
+    with psycopg.connect(url) as pg:
+        row = pg.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert row is not None and int(row[0]) == PG_SCHEMA_VERSION == 2
+    with PostgresStore.open(url) as store:  # opening again changes nothing
+        assert len(store.locations_of_version("s", T0)) == 2
