@@ -65,12 +65,16 @@ RPCS: tuple[Rpc, ...] = (
     Rpc("Research", "/planner.v1.ResearchPlannerService/Research",
         research_pb2.ResearchRequest, stream_in=True, stream_out=True),
     Rpc("Health.Check", "/grpc.health.v1.Health/Check", health_pb2.HealthCheckRequest),
+    Rpc("Health.List", "/grpc.health.v1.Health/List", health_pb2.HealthListRequest),
     Rpc("Health.Watch", "/grpc.health.v1.Health/Watch", health_pb2.HealthCheckRequest,
         stream_out=True),
     Rpc("Reflection", "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
         reflection_pb2.ServerReflectionRequest, stream_in=True, stream_out=True),
+    Rpc("Reflection.v1alpha", "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        reflection_pb2.ServerReflectionRequest, stream_in=True, stream_out=True),
 )
-"""Every RPC the server serves (the planner's, health and reflection)."""
+"""Every RPC the server serves (the planner's, health's three and reflection's two versions;
+v1 reflection requests are v1alpha's messages under another package, the same wire format)."""
 
 # --------------------------------------------------------------------------- values
 

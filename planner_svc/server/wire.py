@@ -25,6 +25,7 @@ message type and their length.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -210,14 +211,15 @@ def _utf8_reason(raw: bytes) -> str | None:
     return None
 
 
-def _diagnose(message_class: type[Message] | None, data: bytes) -> Undecodable:
+def _diagnose(message_class: type[Message] | None, data: bytes,
+              type_name: str | None = None) -> Undecodable:
     """Why ``data`` is not a ``message_class``: the field holding invalid UTF-8, or that it is
-    no such message at all."""
+    no such message at all (the message named ``type_name``, default the class's own)."""
     if message_class is None:
         return Undecodable(message_type="", size=len(data), field="",
                            reason=f"the {len(data)}-byte request does not decode")
     descriptor = message_class.DESCRIPTOR
-    type_name = descriptor.full_name
+    type_name = type_name or descriptor.full_name
     try:
         mirror = _MIRRORS.of(descriptor).FromString(data)  # type: ignore[arg-type]
     except Exception:  # not this message type even without the UTF-8 check
@@ -235,11 +237,15 @@ def _diagnose(message_class: type[Message] | None, data: bytes) -> Undecodable:
                        salvaged=mirror)
 
 
-def lenient_deserializer(deserializer: Deserializer) -> Callable[[bytes], Any]:
+def lenient_deserializer(
+    deserializer: Deserializer, type_name: str | None = None
+) -> Callable[[bytes], Any]:
     """``deserializer`` that returns an :class:`Undecodable` instead of raising.
 
     The message class is read from ``deserializer`` when it is a generated message's
-    ``FromString``; otherwise the undecodable value names no type.
+    ``FromString``; otherwise the undecodable value names no type. ``type_name`` names the
+    message the method declares when it differs from that class's (a method served with the
+    class of another package's identical message, as reflection v1 is with v1alpha's).
     """
     owner = getattr(deserializer, "__self__", None)
     message_class = (
@@ -251,7 +257,7 @@ def lenient_deserializer(deserializer: Deserializer) -> Callable[[bytes], Any]:
             return deserializer(data)
         except Exception:
             try:
-                return _diagnose(message_class, data)
+                return _diagnose(message_class, data, type_name)
             except Exception:  # the diagnosis itself must never fail the call
                 return Undecodable(message_type="", size=len(data), field="",
                                    reason=f"the {len(data)}-byte request does not decode")
@@ -264,6 +270,18 @@ def lenient_deserializer(deserializer: Deserializer) -> Callable[[bytes], Any]:
 
 def _short(method: str) -> str:
     return method.rsplit("/", 1)[-1]
+
+
+@functools.cache
+def _declared_input(method: str) -> str | None:
+    """Full name of the request message ``method`` (``/package.Service/Method``) declares in
+    the default descriptor pool; None when the pool does not know the method."""
+    service, _, name = method.lstrip("/").partition("/")
+    try:
+        declared = descriptor_pool.Default().FindMethodByName(f"{service}.{name}")
+    except KeyError:
+        return None
+    return str(declared.input_type.full_name)
 
 
 def _reject(
@@ -305,7 +323,8 @@ class DecodeGuard(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
             return handler
         method: str = details.method
         planner = method.startswith(self._planner)
-        deserializer = lenient_deserializer(handler.request_deserializer)
+        deserializer = lenient_deserializer(handler.request_deserializer,
+                                            _declared_input(method))
         serializer = handler.response_serializer
         if not handler.request_streaming:
             behavior = (

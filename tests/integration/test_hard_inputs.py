@@ -119,16 +119,19 @@ def test_undecodable_requests_of_server_streams_and_foreign_services(server: Liv
     with pytest.raises(grpc.RpcError) as watch:
         next(iter(_raw(server.channel, WATCH, stream_out=True)(b"\x0a\x01\xff", timeout=10)))
     assert watch.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
-    reflection = _raw(server.channel, REFLECTION, stream_in=True, stream_out=True)
-    with pytest.raises(grpc.RpcError) as refl:
-        list(reflection(iter([b"\x0a"]), timeout=10))
-    assert refl.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
-    # grpcio-reflection serves v1 with the (wire-identical) v1alpha messages.
-    assert refl.value.details() == (  # type: ignore[attr-defined]
-        "invalid request: the 1-byte message is not a valid "
-        "grpc.reflection.v1alpha.ServerReflectionRequest (truncated, or not protobuf) "
-        "(message 1 of the stream)"
-    )
+    # Both versions are served with the (wire-identical) v1alpha messages; each status names
+    # the message its method declares.
+    for path, package in ((REFLECTION, "v1"), (REFLECTION.replace(".v1.", ".v1alpha."),
+                                                "v1alpha")):
+        reflection = _raw(server.channel, path, stream_in=True, stream_out=True)
+        with pytest.raises(grpc.RpcError) as refl:
+            list(reflection(iter([b"\x0a"]), timeout=10))
+        assert refl.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        assert refl.value.details() == (  # type: ignore[attr-defined]
+            "invalid request: the 1-byte message is not a valid "
+            f"grpc.reflection.{package}.ServerReflectionRequest (truncated, or not protobuf) "
+            "(message 1 of the stream)"
+        )
     # The server is still serving.
     health = _raw(server.channel, CHECK)(b"", timeout=10)
     assert health == b"\x08\x01"  # SERVING

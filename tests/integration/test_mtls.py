@@ -168,9 +168,14 @@ def test_the_clis_present_their_certificate(
            "--tls-key", str(pki.client.key)]
     assert main(["plan", QUESTION, "--address", address, "--budget", "300", *tls]) == 0
     assert "plan b3:" in capsys.readouterr().out
+    assert main(["research", QUESTION, "--address", address, "--budget", "300",
+                 "--max-depth", "-1", *tls]) == 0
+    assert "stopped: STOP_REASON_DEPTH_CAP" in capsys.readouterr().out
     assert main(["plan", QUESTION, "--address", address, "--tls-ca", str(pki.trusted.pem),
                  "--timeout", "10"]) == 1
-    assert capsys.readouterr().err.startswith("planner-svc plan: UNAVAILABLE: ")
+    refusal = [line for line in capsys.readouterr().err.splitlines()  # the server logs too
+               if line.startswith("planner-svc ")]
+    assert len(refusal) == 1 and refusal[0].startswith("planner-svc plan: UNAVAILABLE: ")
     assert main(["plan", QUESTION, "--address", address, "--tls-cert", str(pki.client.cert)]) == 2
     assert capsys.readouterr().err == (
         "planner-svc plan: --tls-cert and --tls-key must be given together\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
@@ -56,6 +57,17 @@ def _sample(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
+def _settled(name: str, expected: float, **labels: str) -> float:
+    """The sample once it equals ``expected``, or its value after 10 s: a call's metrics are
+    recorded as its handler returns, which may come after the client saw the call end."""
+    deadline = time.monotonic() + 10.0
+    value = _sample(name, **labels)
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+        value = _sample(name, **labels)
+    return value
+
+
 def test_shutdown_ends_open_sessions_with_a_cancelled_final_message(
     fixture_data_dir: Path,
 ) -> None:
@@ -90,7 +102,7 @@ def test_shutdown_ends_open_sessions_with_a_cancelled_final_message(
         stopper.join(30)
         live.channel.close()
     assert not stopper.is_alive()
-    assert _sample("planner_research_sessions_open") == open_before - 1
+    assert _settled("planner_research_sessions_open", open_before - 1) == open_before - 1
 
 
 class _SerializedOnce(grpc.ServerInterceptor):  # type: ignore[misc]
@@ -164,9 +176,8 @@ def test_client_cancellations_are_cancelled_sessions_never_internal_errors(
     err = plain_log(capsys.readouterr().err)
     assert "internal_error" not in err
     assert err.count("reason=CANCELLED") == 16
-    assert _sample("planner_rpc_total", method="Research", code="CANCELLED") == (
-        cancelled_before + 16
-    )
+    expected = cancelled_before + 16
+    assert _settled("planner_rpc_total", expected, method="Research", code="CANCELLED") == expected
 
 
 def test_research_has_the_metrics_of_plan_plus_sessions_and_model_calls() -> None:
@@ -201,9 +212,11 @@ def test_research_has_the_metrics_of_plan_plus_sessions_and_model_calls() -> Non
             bad_client.close()
     finally:
         server.stop(None)
-    assert _sample("planner_rpc_total", method="Research", code="OK") == ok + 1
-    assert _sample("planner_rpc_total", method="Research", code="INVALID_ARGUMENT") == bad + 1
-    assert _sample("planner_rpc_duration_seconds_count", method="Research") == latency + 2
+    assert _settled("planner_rpc_total", ok + 1, method="Research", code="OK") == ok + 1
+    assert _settled("planner_rpc_total", bad + 1, method="Research",
+                    code="INVALID_ARGUMENT") == bad + 1
+    assert _settled("planner_rpc_duration_seconds_count", latency + 2,
+                    method="Research") == latency + 2
     assert _sample("planner_research_sessions_open") == is_open
     assert _sample("planner_research_model_calls_total", provider="offline") == (
         calls + final.model_calls

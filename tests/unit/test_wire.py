@@ -95,3 +95,12 @@ def test_a_deserializer_of_no_message_class_still_never_raises() -> None:
     assert (result.message_type, result.field, result.reason) == (
         "", "", "the 3-byte request does not decode"
     )
+
+
+def test_the_message_the_method_declares_is_named() -> None:
+    result = lenient_deserializer(plan_pb2.PlanRequest.FromString, "other.v2.PlanRequest")(b"\x0a")
+    assert isinstance(result, Undecodable)
+    assert (result.message_type, result.reason) == (
+        "other.v2.PlanRequest",
+        "the 1-byte message is not a valid other.v2.PlanRequest (truncated, or not protobuf)",
+    )
