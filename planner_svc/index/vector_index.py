@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,33 @@ _MIN_FETCH = 32
 #: Version ids in the first liveness query of a round, at least (2k; doubled per query).
 _MIN_LIVE_CHUNK = 16
 
+#: A build or catch-up over at least this many version ids logs its progress.
+_PROGRESS_MIN_IDS = 10_000
+#: It logs each time it passes another tenth of them.
+_PROGRESS_STEPS = 10
+
 _log = structlog.get_logger(__name__)
+
+
+def _progress_log(after: int, target: int) -> Callable[[int], None] | None:
+    """A ``read_rows`` progress callback that logs ``vector_index.progress`` (version id
+    reached, target, share, seconds) each tenth of ``(after, target]``; None when the range
+    is too small to be worth reporting."""
+    span = target - after
+    if span < _PROGRESS_MIN_IDS:
+        return None
+    started = time.perf_counter()
+    step = [1]  # the next tenth to report
+
+    def report(version_id: int) -> None:
+        done = version_id - after
+        if step[0] <= _PROGRESS_STEPS and done * _PROGRESS_STEPS >= span * step[0]:
+            while step[0] <= _PROGRESS_STEPS and done * _PROGRESS_STEPS >= span * step[0]:
+                step[0] += 1
+            _log.info("vector_index.progress", at=version_id, target=target,
+                      share=round(done / span, 2), seconds=round(time.perf_counter() - started, 2))
+
+    return report
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,7 +280,8 @@ class VectorIndex:
     ) -> tuple[_State, int]:
         """Add the store's vectors in ``(after, target]`` to ``base`` (``after`` = 0 on rebuild)."""
         after = 0 if rebuild else base.covered_version_id
-        rows = read_rows(source, after, target, dim=self.dim)
+        rows = read_rows(source, after, target, dim=self.dim,
+                         progress=_progress_log(after, target))
         kept = {} if rebuild else {p.bucket: p for p in base.partitions}
         if rows.skipped:
             _log.debug("vector_index.zero_vectors_skipped", count=rows.skipped)

@@ -41,6 +41,7 @@ from planner_svc.recall.engine import (
     Evidence,
     NodeScore,
     Recalled,
+    filtered_nodes,
     recall_documents,
 )
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
@@ -286,11 +287,11 @@ class EvidencePlanner:
         filtered: dict[str, float] | None = None
         if structured is not None and (structured.labels or structured.properties):
             with clock.stage("structured"):
-                filtered = dict(self._store.search_text(
-                    structured.text, labels=structured.labels,
+                filtered = filtered_nodes(
+                    catalog, structured.text, labels=structured.labels,
                     properties=structured.properties, valid_us=valid_us, tx_us=tx_us,
                     limit=structured.limit,
-                ))
+                )
         access = None
         vector: Vector | None = None
         if semantic is not None:
