@@ -12,6 +12,10 @@ FONT_FILES := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf \
 	/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc \
 	/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
+# The PostgreSQL server the shared-store tests start (initdb and pg_ctl in a temporary
+# directory; Debian package, installed only when its binaries are missing).
+PG_PACKAGE := postgresql
+
 # buf, from the npm package @bufbuild/buf at this version, installed into .cache/npm (never
 # globally). It lints and formats the contract and checks it for breaking changes against the
 # committed baseline image, which `make buf-baseline` moves (README.md, "The contract").
@@ -24,7 +28,7 @@ BUF_BASELINE := protos/baseline/planner-v1.binpb
 TS := clients/ts
 TS_DEPS := $(TS)/node_modules/.package-lock.json
 
-.PHONY: setup fonts protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
+.PHONY: setup system-packages protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
 	buf buf-check buf-baseline check-gen go-tools
 
 $(BIN)/planner-svc: pyproject.toml
@@ -33,16 +37,22 @@ $(BIN)/planner-svc: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-setup: $(BIN)/planner-svc fonts
+setup: $(BIN)/planner-svc system-packages
 
-fonts:
-	@missing=""; for f in $(FONT_FILES); do [ -f "$$f" ] || missing=1; done; \
+# The Debian packages the tests need (fonts, PostgreSQL), installed in one apt-get run when
+# any of their files is missing (through sudo when not root).
+system-packages:
+	@missing=""; \
+	for f in $(FONT_FILES); do [ -f "$$f" ] || missing=" $(FONT_PACKAGES)"; done; \
+	if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		missing="$$missing $(PG_PACKAGE)"; \
+	fi; \
 	if [ -n "$$missing" ]; then \
-		command -v apt-get >/dev/null || { echo "make: install $(FONT_PACKAGES) (Debian packages) for the PDF tests" >&2; exit 1; }; \
+		command -v apt-get >/dev/null || { echo "make: install$$missing (Debian packages) for the PDF and shared-store tests" >&2; exit 1; }; \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		echo "make: installing $(FONT_PACKAGES)"; \
+		echo "make: installing$$missing"; \
 		$$sudo apt-get update -qq && \
-		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(FONT_PACKAGES) >/dev/null; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 $(TS_DEPS): $(TS)/package-lock.json

@@ -186,7 +186,10 @@ class ServerSettings:
     """Everything one server process (or each of its workers) runs with.
 
     Attributes:
-        data_dir: directory holding ``store.sqlite`` and ``index/``.
+        data_dir: directory holding ``store.sqlite`` and ``index/`` (with ``store``: only the
+            replica's derived indexes).
+        store: a shared PostgreSQL store's URL (``postgresql://user@host:port/database``);
+            None = the SQLite store in ``data_dir``.
         semantic: open the vector index and embedder (False: a store-only server).
         model_dir: the embedding model's directory; None = the repository's model.
         models_path: model registry JSON (context windows, tokenizers); None = the packaged
@@ -200,6 +203,7 @@ class ServerSettings:
     """
 
     data_dir: Path = DEFAULT_DATA_DIR
+    store: str | None = None
     semantic: bool = True
     model_dir: Path | None = None
     models_path: Path | None = None
@@ -214,6 +218,9 @@ class ServerSettings:
 
     def __post_init__(self) -> None:
         _check_bounds(self, self.BOUNDS)
+        from planner_svc.store.url import check_store_url
+
+        object.__setattr__(self, "store", check_store_url(self.store))
         if self.workers > 1:
             t = self.transport
             if t.port == 0:
@@ -349,7 +356,11 @@ class Flag:
 
 
 SERVE_FLAGS: tuple[Flag, ...] = (
-    Flag("--data", "data_dir", "data directory (store + index)"),
+    Flag("--data", "data_dir",
+         "data directory (store + index; with --store: this replica's index)"),
+    Flag("--store", "store",
+         "shared store URL, postgresql://user@host:port/database (password from PGPASSWORD "
+         "or ~/.pgpass); default: the SQLite store in --data"),
     Flag("--host", "transport.host", "bind address (default loopback)"),
     Flag("--port", "transport.port", "TCP port; 0 picks a free one"),
     Flag("--threads", "transport.max_workers", "gRPC handler threads per worker"),

@@ -1,13 +1,15 @@
 """The plan golden: every development question's plan hash on the demo corpus.
 
-Usage: python scripts/plan_golden.py [--data DIR] [--write]
+Usage: python scripts/plan_golden.py [--data DIR] [--store URL] [--write]
 
 Plans each question of ``bench/eval/dev.jsonl`` at budgets 500 and 1500 tokens over the demo
 data directory, in process, as of a fixed time after the corpus (so the hashes are equal on
 every machine), and compares the hashes with ``tests/golden/plan_dev.json`` (``--write``
 replaces the file instead). A question recall declines is recorded as ``declined``. The demo
 store is built first when the directory has none (``fetch-corpus`` and ``ingest``, as ``make
-demo`` does).
+demo`` does). With ``--store postgresql://...`` the plans come from that shared store (the
+corpus is ingested into it when it holds no source) and ``--data`` is the replica's directory
+for its derived indexes: the hashes must equal the golden, as on the embedded store.
 
 A change meant to move ranking updates the golden in its own commit, with the development eval
 before and after (README, "Plan quality"); any other change must leave it as it is.
@@ -29,25 +31,33 @@ AS_OF_US = 1_800_000_000_000_000
 """The plans' as-of valid and transaction time (2027-01-15T08:00:00Z), after the corpus."""
 
 
-def ensure_demo_store(data: Path) -> None:
-    """Build the demo store in ``data`` when it holds none (downloads the corpus once)."""
-    if (data / "store.sqlite").exists():
+def ensure_demo_store(data: Path, store: str | None = None) -> None:
+    """Build the demo store (in ``data``, or in the shared ``store``) when it holds none
+    (downloads the corpus once)."""
+    if store is None and (data / "store.sqlite").exists():
         return
+    if store is not None:
+        from planner_svc.store.open import open_store
+
+        with open_store(data, store) as opened:
+            if opened.count_sources():
+                return
     cli = [sys.executable, "-m", "planner_svc.cli"]
     subprocess.run([*cli, "fetch-corpus"], check=True, cwd=ROOT)
     corpus = ROOT / ".cache" / "corpus" / "wiki_en.jsonl"
-    subprocess.run([*cli, "ingest", str(corpus), "--data", str(data)], check=True, cwd=ROOT)
+    where = ["--data", str(data)] if store is None else ["--store", store]
+    subprocess.run([*cli, "ingest", str(corpus), *where], check=True, cwd=ROOT)
 
 
-def plan_hashes(data: Path) -> dict[str, str]:
+def plan_hashes(data: Path, store: str | None = None) -> dict[str, str]:
     """``"<question id>@<budget>"`` -> plan hash (or ``declined``), for every development
-    question and budget, planned in process over ``data``."""
+    question and budget, planned in process over ``data`` (or the shared ``store``)."""
     from planner_svc.core.errors import InsufficientEvidence
     from planner_svc.recall.request import question_query
     from planner_svc.server.services import Services
     from planner_svc.settings import ServerSettings
 
-    services = Services.open(ServerSettings(data_dir=data))
+    services = Services.open(ServerSettings(data_dir=data, store=store))
     try:
         planner = services.planner
         out: dict[str, str] = {}
@@ -68,8 +78,9 @@ def plan_hashes(data: Path) -> dict[str, str]:
         services.close()
 
 
-def golden_document(data: Path) -> dict[str, object]:
-    """The golden file's content for the store in ``data``."""
+def golden_document(data: Path, store: str | None = None) -> dict[str, object]:
+    """The golden file's content for the store in ``data`` (or the shared ``store``, with its
+    derived indexes in ``data``)."""
     from planner_svc.embed import default_embedder
 
     return {
@@ -77,7 +88,7 @@ def golden_document(data: Path) -> dict[str, object]:
         "budgets": list(BUDGETS),
         "asOfUs": str(AS_OF_US),
         "embedder": default_embedder().name,
-        "plans": plan_hashes(data),
+        "plans": plan_hashes(data, store),
     }
 
 
@@ -97,11 +108,13 @@ def differences(expected: dict[str, str], got: dict[str, str]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="data/demo", help="the demo data directory")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="plan over this shared store (postgresql://...) instead")
     parser.add_argument("--write", action="store_true", help="replace the golden file")
     args = parser.parse_args()
     data = Path(args.data) if Path(args.data).is_absolute() else ROOT / args.data
-    ensure_demo_store(data)
-    document = golden_document(data)
+    ensure_demo_store(data, args.store)
+    document = golden_document(data, args.store)
     if args.write:
         GOLDEN.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         plans = document["plans"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
@@ -27,6 +28,7 @@ __all__ = [
     "render_explanations",
     "render_plan",
     "render_recall",
+    "render_timings",
     "wait_serving",
 ]
 
@@ -155,6 +157,14 @@ def render_recall(trace: plan_pb2.RecallTrace, *, documents: int = 12) -> str:
     hidden = len(trace.documents) - documents
     if hidden > 0:
         lines.append(f"... {hidden} more documents")
+    return "\n".join(lines)
+
+
+def render_timings(timings: Sequence[plan_pb2.StageTiming]) -> str:
+    """Each stage's wall time in milliseconds, in the order the stages ran, and their total."""
+    total = sum(t.duration_us for t in timings)
+    lines = [f"stages (ms, {total / 1000:.2f} in all):"]
+    lines.extend(f"{t.stage:>12} {t.duration_us / 1000:>8.2f}" for t in timings)
     return "\n".join(lines)
 
 

@@ -236,6 +236,7 @@ def _run(args: argparse.Namespace) -> int:
         question_files=tuple(args.questions),
         budgets=budgets,
         data_dir=Path(args.data),
+        store=args.store,
         cosine_k=args.k,
         per_question=args.per_question,
         model_dir=read_environment().model_dir,
@@ -283,6 +284,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="also draw quality against budget to this PNG")
     parser.add_argument("--data", default=str(DEFAULT_DATA_DIR),
                         help="the server's data directory (for the baselines and titles)")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="the server's shared store (postgresql://...), when it has one")
     parser.add_argument("--k", type=bounded(int, Bounds(1, LEG_RESULTS.high)),
                         default=DEFAULT_COSINE_K, help="passages the cosine baseline considers")
     parser.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT_S,

@@ -33,6 +33,7 @@ def _plan(args: argparse.Namespace) -> int:
         render_explanations,
         render_plan,
         render_recall,
+        render_timings,
     )
 
     request = question_request(
@@ -70,6 +71,8 @@ def _plan(args: argparse.Namespace) -> int:
     if args.explain:
         print()
         print(render_recall(response.recall))
+        print()
+        print(render_timings(response.timings))
         print()
         print(render_explanations(plan))
     return 0

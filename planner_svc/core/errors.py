@@ -12,6 +12,7 @@ Hierarchy::
     │                         outside the schema, after retries)
     ├── CassetteMiss          a replayed research cassette has no recording for a request
     ├── Overloaded            the server runs as many sessions as it allows; retry later
+    ├── StoreUnavailable      the shared store (PostgreSQL) cannot be reached; retry
     ├── ResponseTooLarge      the answer would exceed the server's message limit
     ├── ShuttingDown          the server is stopping; retry on another
     └── Cancelled             the caller cancelled, or its deadline passed; work stopped
@@ -41,6 +42,7 @@ __all__ = [
     "ProviderError",
     "ResponseTooLarge",
     "ShuttingDown",
+    "StoreUnavailable",
     "clip",
     "echo",
 ]
@@ -122,6 +124,12 @@ class CassetteMiss(PlannerError):
 
 class Overloaded(PlannerError):
     """The server already runs as much of this work as it allows at once; retry later."""
+
+
+class StoreUnavailable(PlannerError):
+    """The shared store's server cannot be reached, or the connection to it broke mid-request;
+    nothing of the failed call was committed, and a retry (on this or another replica) may
+    succeed."""
 
 
 class ResponseTooLarge(PlannerError):

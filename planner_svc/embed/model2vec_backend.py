@@ -15,7 +15,6 @@ before model2vec (and with it huggingface_hub) is imported.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,13 @@ POOLING_VERSION = "ordered-f64"
 
 #: Files a model directory must hold for the loader to use it locally.
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+IN_THREAD_TEXTS = 8
+"""Batches of at most this many texts (a plan's question and its parts, hop residuals) are
+tokenized one text at a time in the calling thread; larger ones (ingest) by the tokenizer's
+parallel batch encoder. Both give the same token ids: the in-thread path only avoids handing a
+few microseconds of work to the tokenizer's thread pool, whose wake-up latency dominates a
+query's embedding on a busy server."""
 
 
 def check_model_dir(path: Path, *, field: str) -> Path:
@@ -84,7 +90,6 @@ class Model2VecEmbedder:
             None if self._model.token_mapping is None else np.asarray(self._model.token_mapping)
         )
         self._max_tokens: int | None = self._model.max_length
-        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``: the mean of the model's token vectors, L2-normalised.
@@ -102,8 +107,7 @@ class Model2VecEmbedder:
         """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            token_ids: list[list[int]] = self._model.tokenize(list(texts))
+        token_ids = self._token_ids(texts)
         sums = np.zeros((len(token_ids), self.dim), dtype=np.float64)
         for i, ids in enumerate(token_ids):
             if self._max_tokens is not None:
@@ -117,3 +121,17 @@ class Model2VecEmbedder:
                 rows64 = rows64 * self._weights[index].astype(np.float64)[:, None]
             sums[i] = ordered_sum(rows64, axis=0)
         return normalize_rows(sums)
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids: no special tokens, the model's unknown token dropped (as
+        ``StaticModel.tokenize``). The tokenizer is only read (never reconfigured), so calls
+        from several threads need no lock."""
+        tokenizer = self._model.tokenizer
+        if len(texts) <= IN_THREAD_TEXTS:
+            encodings = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+        else:
+            encodings = tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        unknown = self._model.unk_token_id
+        if unknown is None:
+            return [list(e.ids) for e in encodings]
+        return [[i for i in e.ids if i != unknown] for e in encodings]

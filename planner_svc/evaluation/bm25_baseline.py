@@ -27,7 +27,7 @@ from planner_svc.core.tokens import estimate_tokens
 from planner_svc.evaluation.packing import Candidate
 
 if TYPE_CHECKING:
-    from planner_svc.store.store import Store
+    from planner_svc.store.open import AnyStore
 
 TOP_DOCUMENTS = 200
 """Documents considered per question."""
@@ -51,7 +51,7 @@ class Document:
     tokens: int
 
 
-def documents_as_of(store: Store, tx_us: int) -> list[Document]:
+def documents_as_of(store: AnyStore, tx_us: int) -> list[Document]:
     """Every source's latest version recorded at or before ``tx_us`` (microseconds), ordered by
     source id; a source with no version then is left out."""
     docs: list[Document] = []
@@ -84,7 +84,7 @@ class Bm25Baseline:
             self._retriever.index(corpus, show_progress=False)
 
     @classmethod
-    def from_store(cls, store: Store, *, tx_us: int) -> Bm25Baseline:
+    def from_store(cls, store: AnyStore, *, tx_us: int) -> Bm25Baseline:
         """The index over :func:`documents_as_of` ``(store, tx_us)``."""
         return cls(documents_as_of(store, tx_us))
 

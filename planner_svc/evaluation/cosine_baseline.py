@@ -17,14 +17,14 @@ from planner_svc.evaluation.packing import Candidate
 if TYPE_CHECKING:
     from planner_svc.embed.base import Embedder
     from planner_svc.index.vector_index import VectorIndex
-    from planner_svc.store.store import Store
+    from planner_svc.store.open import AnyStore
 
 DEFAULT_COSINE_K = 50
 """Passages the cosine baseline considers by default."""
 
 
 def cosine_candidates(
-    store: Store,
+    store: AnyStore,
     index: VectorIndex,
     embedder: Embedder,
     question: str,

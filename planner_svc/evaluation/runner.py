@@ -45,7 +45,8 @@ from planner_svc.evaluation.cosine_baseline import DEFAULT_COSINE_K, cosine_cand
 from planner_svc.evaluation.metrics import Outcome, aggregate, declined, judge, score
 from planner_svc.evaluation.packing import PackedPlan, pack_skipping, pack_until_full
 from planner_svc.evaluation.questions import Question
-from planner_svc.store import Store
+from planner_svc.index.replica import claim_data_dir
+from planner_svc.store.open import open_store, shared_store_id
 
 __all__ = [
     "BASELINES",
@@ -105,6 +106,8 @@ class EvalSettings:
         question_files: the files the questions came from (named in the report).
         budgets: requested budgets, tokens, ascending and distinct.
         data_dir: the server's data directory (read for the baselines and titles).
+        store: the server's shared store URL (``--store``); None = the SQLite store in
+            ``data_dir``.
         cosine_k: passages the cosine baseline considers.
         per_question: include each question's outcome in the report.
         model_dir: the embedding model of the cosine baseline (the server's); None = the
@@ -114,6 +117,7 @@ class EvalSettings:
     question_files: tuple[str, ...]
     budgets: tuple[int, ...]
     data_dir: Path
+    store: str | None = None
     cosine_k: int = DEFAULT_COSINE_K
     per_question: bool = False
     model_dir: Path | None = None
@@ -143,18 +147,21 @@ def run_eval(
     """
     started = time.perf_counter()
     data = settings.data_dir
-    if not (data / "store.sqlite").exists():
-        raise EvalInputError(f"no store under {data} (use --data)")
+    if settings.store is None and not (data / "store.sqlite").exists():
+        raise EvalInputError(f"no store under {data} (use --data, or --store)")
     now_us = clock()
     budgets = settings.budgets
     effective = {b: effective_budget(b, None, True) for b in budgets}
     outcomes: dict[int, dict[str, list[Outcome]]] = {b: {s: [] for s in SYSTEMS} for b in budgets}
     rows: dict[int, list[dict[str, Any]]] = {b: [] for b in budgets}
     try:
-        store = Store.open(data)
+        store = open_store(data, settings.store)
     except (PlannerError, sqlite3.DatabaseError) as exc:
         raise EvalInputError(f"cannot open the store: {exc}") from None
     with store:
+        store_id = shared_store_id(store)
+        if store_id is not None:
+            claim_data_dir(data, store_id)
         embedder = default_embedder(settings.model_dir)
         index = VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
                                           dim=embedder.dim)

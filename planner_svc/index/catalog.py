@@ -83,6 +83,7 @@ class CatalogVersion:
     node_id: str
     source: str | None
     labels: frozenset[str]
+    properties: frozenset[tuple[str, str]]
     confidence: float
     spans: tuple[CoordKey, ...]
     valid_from: int
@@ -188,6 +189,8 @@ class Catalog:
         self._versions: dict[int, CatalogVersion] = {}
         self._by_node: dict[str, list[CatalogVersion]] = defaultdict(list)
         self._by_source: dict[str, list[CatalogVersion]] = defaultdict(list)
+        self._by_label: dict[str, list[CatalogVersion]] = defaultdict(list)
+        self._by_property: dict[tuple[str, str], list[CatalogVersion]] = defaultdict(list)
         self._edges: dict[int, _Edge] = {}
         self._out: dict[str, list[_Edge]] = defaultdict(list)
         self._in: dict[str, list[_Edge]] = defaultdict(list)
@@ -221,7 +224,8 @@ class Catalog:
                 version = CatalogVersion(
                     version_id=n.version_id, node_id=n.node_id,
                     source=n.provenance[0].source_id if n.provenance else None,
-                    labels=frozenset(n.labels), confidence=n.confidence,
+                    labels=frozenset(n.labels), properties=frozenset(n.properties.items()),
+                    confidence=n.confidence,
                     spans=tuple(s.key for s in n.provenance),
                     valid_from=n.valid_from_us, valid_to=_bound(n.valid_to_us),
                     tx_from=n.tx_from_us, tx_to=_bound(n.tx_to_us),
@@ -232,6 +236,10 @@ class Catalog:
                 self._by_node[n.node_id].append(version)
                 if version.source is not None:
                     self._by_source[version.source].append(version)
+                for label in version.labels:
+                    self._by_label[label].append(version)
+                for pair in version.properties:
+                    self._by_property[pair].append(version)
             for edge_id, e in batch.edges:
                 if edge_id in self._edges:
                     continue
@@ -326,6 +334,21 @@ class Catalog:
         """The node versions live at ``(valid_us, tx_us)`` that cite ``source_id`` first, in
         version id order."""
         return [v for v in self._by_source.get(source_id, ()) if v.live(valid_us, tx_us)]
+
+    def matching(self, labels: Iterable[str], properties: Mapping[str, str], valid_us: int,
+                 tx_us: int) -> list[CatalogVersion]:
+        """The node versions live at ``(valid_us, tx_us)`` that carry every label of
+        ``labels`` and every ``key = value`` of ``properties``, in version id order; ``[]``
+        without any filter."""
+        wanted_labels = frozenset(labels)
+        wanted_pairs = frozenset(properties.items())
+        lists = [self._by_label.get(label, []) for label in sorted(wanted_labels)]
+        lists += [self._by_property.get(pair, []) for pair in sorted(wanted_pairs)]
+        if not lists:
+            return []
+        return [v for v in min(lists, key=len)
+                if wanted_labels <= v.labels and wanted_pairs <= v.properties
+                and v.live(valid_us, tx_us)]
 
     def span(self, key: CoordKey) -> SpanInfo | None:
         """Kind, estimate and location of a span, or None when it was never seen."""

@@ -11,7 +11,7 @@ ingest`` on the same data directory) therefore reach every plan of every process
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -102,8 +102,15 @@ class FreshCatalog:
             self.catch_up()
         return self._catalog
 
-    def catch_up(self) -> int:
-        """Read everything past the position and apply it; returns the node versions added."""
+    def catch_up(self, progress: Callable[[str, int, int], None] | None = None) -> int:
+        """Read everything past the position and apply it; returns the node versions added.
+
+        Args:
+            progress: called after each page read with ``(rows, last id read, target id)``
+                for ``rows`` in ``nodes``, ``edges``, ``sources`` (a replica's start-up
+                reports how far its build is).
+        """
+        report = progress or (lambda _rows, _at, _target: None)
         with self._lock, self._feed.snapshot():
             target = self._feed.feed_position()
             before = self._position
@@ -117,6 +124,7 @@ class FreshCatalog:
                     break
                 nodes.extend(v for v in page if v.version_id <= target.node_version_id)
                 after = page[-1].version_id
+                report("nodes", after, target.node_version_id)
             edges: list[tuple[int, Edge]] = []
             after = before.edge_id
             while after < target.edge_id:
@@ -125,6 +133,7 @@ class FreshCatalog:
                     break
                 edges.extend(e for e in edge_page if e[0] <= target.edge_id)
                 after = edge_page[-1][0]
+                report("edges", after, target.edge_id)
             sources: list[SourceVersionRow] = []
             after = before.source_version_id
             while after < target.source_version_id:
@@ -133,6 +142,7 @@ class FreshCatalog:
                     break
                 sources.extend(s for s in source_page if s.row_id <= target.source_version_id)
                 after = source_page[-1].row_id
+                report("sources", after, target.source_version_id)
             since = before.last_tx_us
             closed_nodes = [] if since is None else self._feed.node_versions_closed_since(since)
             closed_edges = [] if since is None else self._feed.edge_versions_closed_since(since)

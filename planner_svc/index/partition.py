@@ -28,7 +28,7 @@ larger new ones (:mod:`planner_svc.index.vector_index`); readers keep using the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -293,9 +293,11 @@ class Rows:
     skipped: int
 
 
-def read_rows(source: VectorSource, after: int, target: int, *, dim: int) -> Rows:
+def read_rows(source: VectorSource, after: int, target: int, *, dim: int,
+              progress: Callable[[int], None] | None = None) -> Rows:
     """The store's vectors with version ids in ``(after, target]``, L2-normalised, ready to
-    partition; zero (or non-finite) vectors are left out and counted.
+    partition; zero (or non-finite) vectors are left out and counted. ``progress`` is called
+    with each row's version id as it is read.
 
     Raises:
         ConfigError: (``index.dim``) a vector's dimension is not ``dim``.
@@ -307,6 +309,8 @@ def read_rows(source: VectorSource, after: int, target: int, *, dim: int) -> Row
     for version_id, node_id, valid_from_us, vector in source.iter_vectors(after):
         if version_id > target:
             break
+        if progress is not None:
+            progress(version_id)
         row = np.asarray(vector, dtype=np.float32).reshape(-1)
         if row.shape[0] != dim:
             raise ConfigError(

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,11 @@ SEAL_ROWS = 131_072
 """Segments of at least this many rows are never merged (a fresh build is cut into runs of this
 size), so no catch-up rewrites more than about ``MERGE_RUN * SEAL_ROWS`` rows."""
 
+#: A build or catch-up over at least this many version ids logs its progress.
+_PROGRESS_MIN_IDS = 10_000
+#: It logs each time it passes another tenth of them.
+_PROGRESS_STEPS = 10
+
 _log = structlog.get_logger(__name__)
 
 
@@ -85,6 +91,27 @@ def _merged(segments: list[Partition], *, bucket_us: int, dim: int) -> list[Part
             break
         out[-MERGE_RUN:] = [merge_partitions(run, bucket_us=bucket_us, dim=dim)]
     return out
+
+
+def _progress_log(after: int, target: int) -> Callable[[int], None] | None:
+    """A ``read_rows`` progress callback that logs ``vector_index.progress`` (version id
+    reached, target, share, seconds) each tenth of ``(after, target]``; None when the range
+    is too small to be worth reporting."""
+    span = target - after
+    if span < _PROGRESS_MIN_IDS:
+        return None
+    started = time.perf_counter()
+    step = [1]  # the next tenth to report
+
+    def report(version_id: int) -> None:
+        done = version_id - after
+        if step[0] <= _PROGRESS_STEPS and done * _PROGRESS_STEPS >= span * step[0]:
+            while step[0] <= _PROGRESS_STEPS and done * _PROGRESS_STEPS >= span * step[0]:
+                step[0] += 1
+            _log.info("vector_index.progress", at=version_id, target=target,
+                      share=round(done / span, 2), seconds=round(time.perf_counter() - started, 2))
+
+    return report
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -317,7 +344,8 @@ class VectorIndex:
         """Add the store's vectors in ``(after, target]`` to ``base`` (``after`` = 0 on rebuild)
         as new segments, then merge each touched bucket's newest segments (:func:`_merged`)."""
         after = 0 if rebuild else base.covered_version_id
-        rows = read_rows(source, after, target, dim=self.dim)
+        rows = read_rows(source, after, target, dim=self.dim,
+                         progress=_progress_log(after, target))
         by_bucket: dict[int, list[Partition]] = {}
         if not rebuild:
             for p in base.partitions:

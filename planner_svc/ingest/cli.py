@@ -70,7 +70,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ingest.add_argument(
         "--data", type=Path, default=DEFAULT_DATA_DIR,
-        help=f"data directory (default {DEFAULT_DATA_DIR})",
+        help=f"data directory (default {DEFAULT_DATA_DIR}); with --store unused: the replicas "
+        "build their indexes from the shared store",
+    )
+    ingest.add_argument(
+        "--store", default=None, metavar="URL",
+        help="shared store, postgresql://user@host:port/database (password from PGPASSWORD or "
+        "~/.pgpass); default: the SQLite store in --data",
     )
     ingest.add_argument(
         "--valid-from",
@@ -236,10 +242,11 @@ def _size(doc: DocumentIn) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from planner_svc.clock import wall_clock_us
-    from planner_svc.core.errors import ConfigError
+    from planner_svc.core.errors import ConfigError, StoreUnavailable
     from planner_svc.ingest.pipeline import ingest_documents
     from planner_svc.settings import read_environment
-    from planner_svc.store import Store
+    from planner_svc.store.open import open_store
+    from planner_svc.store.store import Store
 
     try:
         items, total, handles = _sources(args)
@@ -269,7 +276,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     try:
-        with Store.open(args.data) as store:
+        with open_store(args.data, args.store) as store:
             report = ingest_documents(
                 store,
                 embedder,
@@ -279,8 +286,13 @@ def _ingest(args: argparse.Namespace) -> int:
                 total=total,
                 batch_size=args.batch_size,
             )
-            size = sum(p.stat().st_size for p in store.path.parent.glob(store.path.name + "*"))
-    except ConfigError as exc:
+            if isinstance(store, Store):
+                size = sum(p.stat().st_size
+                           for p in store.path.parent.glob(store.path.name + "*")) / 1e6
+                where = f"store {args.data} {size:.1f} MB"
+            else:
+                where = f"store {store.url}"
+    except (ConfigError, StoreUnavailable) as exc:
         print(f"planner-svc ingest: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -307,7 +319,7 @@ def _ingest(args: argparse.Namespace) -> int:
         f"unchanged {report.unchanged}, skipped {report.skipped}, "
         f"failed {report.failed - report.skipped}; {report.spans} spans, {report.nodes} nodes, "
         f"{report.edges} edges, {report.vectors} vectors in {elapsed:.1f} s "
-        f"({rate:.0f} docs/s, {megabytes:.2f} MB/s); store {args.data} {size / 1e6:.1f} MB"
+        f"({rate:.0f} docs/s, {megabytes:.2f} MB/s); {where}"
     )
     for line in format_lines(report):
         print(line)

@@ -66,6 +66,7 @@ __all__ = [
     "NodeScore",
     "Recalled",
     "SemanticAccess",
+    "filtered_nodes",
     "measure_evidence",
     "recall_documents",
 ]
@@ -335,8 +336,12 @@ class _PassageTable:
         at = 0
         for a, _vector, rows in wanted:
             end = at + rows.shape[0]
-            out[a] = [sim if have else None
-                      for sim, have in zip(sims[at:end], self._has[rows].tolist(), strict=True)]
+            has = self._has[rows]
+            if has.all():
+                out[a] = list(sims[at:end])
+            else:
+                out[a] = [sim if have else None
+                          for sim, have in zip(sims[at:end], has.tolist(), strict=True)]
             at = end
         return out
 
@@ -664,6 +669,41 @@ class _Recall:
             if value > best:
                 best, where = value, " + ".join(chosen)
         return Evidence(coverage=best, best_source=where, similarity=similarity)
+
+
+def filtered_nodes(
+    catalog: Catalog,
+    text: str,
+    *,
+    labels: Sequence[str],
+    properties: Mapping[str, str],
+    valid_us: int,
+    tx_us: int,
+    limit: int,
+) -> dict[str, float]:
+    """The structured leg's hits when a request filters on labels or properties.
+
+    The candidates are the node versions live at ``(valid_us, tx_us)`` carrying every label
+    and every ``key = value`` (:meth:`Catalog.matching`). With query words
+    (:func:`planner_svc.index.analysis.query_terms`), a candidate holding one scores its BM25
+    among the live passages (the catalog's passage index, statistics as of the plan: the
+    same bits on every backend and machine), and the ``limit`` best are kept (ties by node
+    id); without one, every candidate scores 1.0 and the first ``limit`` by node id are kept.
+
+    Returns:
+        node id -> score (higher is better); empty when ``limit`` is 0 or nothing passes.
+    """
+    if limit <= 0:
+        return {}
+    candidates = catalog.matching(labels, properties, valid_us, tx_us)
+    terms = query_terms(text)
+    if not terms:
+        return {node_id: 1.0 for node_id in sorted({v.node_id for v in candidates})[:limit]}
+    view = catalog.passages.view(valid_us=valid_us, tx_us=tx_us)
+    scores = view.score_rows(terms, [v.version_id for v in candidates])
+    ranked = sorted(((v.node_id, scores[v.version_id]) for v in candidates
+                     if v.version_id in scores), key=lambda hit: (-hit[1], hit[0]))
+    return dict(ranked[:limit])
 
 
 def recall_documents(

@@ -41,6 +41,7 @@ from planner_svc.recall.engine import (
     Evidence,
     NodeScore,
     Recalled,
+    filtered_nodes,
     recall_documents,
 )
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
@@ -197,6 +198,12 @@ class EvidencePlanner:
         self.recall = recall or RecallSettings()
         self.catalog = catalog or FreshCatalog(store)
 
+    def warm(self) -> None:
+        """Bring the recall catalog up to the store now, so that the first plan does not pay
+        for reading the whole store (seconds on a large one); later plans only catch up."""
+        with self._store.snapshot():
+            self.catalog.current()
+
     def plan(
         self,
         query: EvidenceQuery,
@@ -280,11 +287,11 @@ class EvidencePlanner:
         filtered: dict[str, float] | None = None
         if structured is not None and (structured.labels or structured.properties):
             with clock.stage("structured"):
-                filtered = dict(self._store.search_text(
-                    structured.text, labels=structured.labels,
+                filtered = filtered_nodes(
+                    catalog, structured.text, labels=structured.labels,
                     properties=structured.properties, valid_us=valid_us, tx_us=tx_us,
                     limit=structured.limit,
-                ))
+                )
         access = None
         vector: Vector | None = None
         if semantic is not None:

@@ -1,9 +1,12 @@
 """The read ports of recall: what Phase A needs from a store, a vector index and an embedder.
 
-These protocols are the contract a store backend implements. The embedded backends
-(:class:`planner_svc.store.Store`, :class:`planner_svc.index.FreshIndex`,
-:mod:`planner_svc.embed`) satisfy them; a second backend (PostgreSQL) implements the same
-methods with the same shapes, units, orderings and sentinels, and then drops in. Token counting
+These protocols are the contract a store backend implements. Both store backends
+(:class:`planner_svc.store.Store`, embedded SQLite, and
+:class:`planner_svc.store.postgres.PostgresStore`, shared PostgreSQL), the vector index
+(:class:`planner_svc.index.FreshIndex`) and :mod:`planner_svc.embed` satisfy them, with the
+same shapes, units, orderings and sentinels. Ranking is not a store's: full-text (BM25) scores,
+the label and property filters included, come from the recall catalog every replica derives
+from the store (:mod:`planner_svc.index.catalog`), so both backends rank identically. Token counting
 is the port :class:`planner_svc.core.tokens.TokenAccounting`; the write ports are in
 :mod:`planner_svc.ingest.ports`.
 
@@ -98,31 +101,6 @@ class RecallStore(Protocol):
         Re-entrant: a nested block joins the running one. Must not block writers: a reader
         holding a snapshot while another thread or process commits is the normal case, and the
         reader keeps seeing the state of its first read.
-        """
-        ...
-
-    def search_text(
-        self,
-        query: str,
-        *,
-        labels: Sequence[str] = (),
-        properties: Mapping[str, str] | None = None,
-        valid_us: int,
-        tx_us: int,
-        limit: int,
-    ) -> list[tuple[str, float]]:
-        """Full-text search over the text of node versions live as of ``(valid_us, tx_us)``.
-
-        ``query`` is user text: no input may raise a syntax error (the embedded store quotes
-        each word and ORs them, English stop words dropped). Filters are conjunctive: the node
-        carries every label of ``labels`` and every ``key = value`` of ``properties``.
-
-        Returns:
-            At most ``limit`` (>= 0) pairs ``(node_id, score)``, each node once, sorted by
-            score descending, then node id ascending. Higher scores are better; the scale is
-            the backend's (BM25 as ``-bm25()`` in the embedded store) and recall only uses
-            ratios to the best score. With filters but no query word every passing node
-            scores 1.0 and the order is node id; with neither, or ``limit == 0``: ``[]``.
         """
         ...
 

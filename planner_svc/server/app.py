@@ -237,6 +237,8 @@ def _serve(settings: ServerSettings, ready: threading.Event | None) -> int:
     transport = settings.transport
     services = Services.open(settings)
     try:
+        # health turns SERVING only once the first plan is as fast as the next one
+        services.planner.warm()
         running = create_server(settings, services)
     except BaseException:
         services.close()

@@ -12,7 +12,7 @@ _FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from planner_svc.core.errors import ConfigError
+    from planner_svc.core.errors import ConfigError, StoreUnavailable
     from planner_svc.server.app import serve_workers
     from planner_svc.server.observe import configure_logging
     from planner_svc.settings import read_environment, settings_from_flags
@@ -24,6 +24,9 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # a flag, the model registry or the data directory
         print(f"planner-svc serve: invalid setting {exc.field}: {exc.reason}", file=sys.stderr)
         return 2
+    except StoreUnavailable as exc:  # the shared store's server cannot be reached
+        print(f"planner-svc serve: {exc}", file=sys.stderr)
+        return 1
     except RuntimeError as exc:  # the address could not be bound
         print(f"planner-svc serve: {exc}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ BackendUnavailable     FAILED_PRECONDITION + google.rpc.ErrorInfo{BACKEND_UNAVAI
 CassetteMiss           FAILED_PRECONDITION (the replayed cassette lacks a recording)
 ProviderError          UNAVAILABLE (the planning model's endpoint is down or answers garbage)
 Overloaded             RESOURCE_EXHAUSTED (retry later)
+StoreUnavailable       UNAVAILABLE (the shared store is unreachable; retry, on any replica)
 ResponseTooLarge       RESOURCE_EXHAUSTED (the answer exceeds the message limit; logged as an
                        error, so operators see it)
 ShuttingDown           UNAVAILABLE (the server is stopping; retry on another)
@@ -49,6 +50,7 @@ from planner_svc.core.errors import (
     ProviderError,
     ResponseTooLarge,
     ShuttingDown,
+    StoreUnavailable,
 )
 
 __all__ = [
@@ -127,6 +129,8 @@ def status_for(exc: BaseException) -> tuple[status_pb2.Status, bool]:
         return rich(code_pb2.UNAVAILABLE, f"planner model: {exc}"), False
     if isinstance(exc, Overloaded | ResponseTooLarge):
         return rich(code_pb2.RESOURCE_EXHAUSTED, str(exc)), False
+    if isinstance(exc, StoreUnavailable):
+        return rich(code_pb2.UNAVAILABLE, f"store: {exc}"), False
     if isinstance(exc, ShuttingDown):
         return rich(code_pb2.UNAVAILABLE, str(exc)), False
     if isinstance(exc, Cancelled):

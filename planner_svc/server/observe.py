@@ -2,7 +2,8 @@
 
 Every RPC gets a request id (the caller's ``x-request-id`` metadata or a new one), echoed in the
 trailing metadata; one JSON log line per RPC with the method, status, duration in microseconds
-and, for plans, the plan hash.
+and, for plans, the plan hash. Each Plan's wall time per stage (:mod:`planner_svc.recall.timing`)
+goes to the ``planner_plan_stage_duration_seconds`` histogram, labelled by stage.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import grpc
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
+from planner_svc.recall.timing import StageClock
+
 __all__ = [
     "PLAN_SPANS",
+    "PLAN_STAGE_SECONDS",
     "PLAN_USED_TOKENS",
     "RESEARCH_MODEL_CALLS",
     "RESEARCH_SESSIONS_OPEN",
@@ -26,6 +30,7 @@ __all__ = [
     "RPC_TOTAL",
     "RpcTimer",
     "configure_logging",
+    "observe_stages",
     "request_id",
 ]
 
@@ -46,6 +51,12 @@ RPC_LATENCY = Histogram(
 RPC_TOTAL = Counter("planner_rpc_total", "RPCs handled", ["method", "code"])
 PLAN_SPANS = Histogram(
     "planner_plan_spans", "Spans per returned plan", buckets=(0, 1, 2, 4, 8, 16, 32, 64, 128)
+)
+PLAN_STAGE_SECONDS = Histogram(
+    "planner_plan_stage_duration_seconds",
+    "Wall time of one stage of a Plan in seconds (stage names: planner_svc.recall.timing)",
+    ["stage"],
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
 )
 PLAN_USED_TOKENS = Histogram(
     "planner_plan_used_tokens", "Tokens used per plan",
@@ -124,3 +135,10 @@ class RpcTimer:
     def elapsed_us(self) -> int:
         """Microseconds since the RPC started."""
         return int((time.perf_counter() - self.started) * 1_000_000)
+
+
+def observe_stages(clock: StageClock) -> None:
+    """Add each stage's wall time of one plan to :data:`PLAN_STAGE_SECONDS` (the stages that
+    ran; a stage that ran several times is observed once, with its sum)."""
+    for stage, seconds in clock.seconds.items():
+        PLAN_STAGE_SECONDS.labels(stage=stage).observe(seconds)

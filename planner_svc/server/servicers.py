@@ -22,9 +22,16 @@ from planner_svc.core.errors import ResponseTooLarge
 from planner_svc.ingest.service import IngestService
 from planner_svc.memory.service import MemoryService
 from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.recall.timing import StageClock
 from planner_svc.server import convert
 from planner_svc.server.errors import abort_with, code_name
-from planner_svc.server.observe import PLAN_SPANS, PLAN_USED_TOKENS, RpcTimer, request_id
+from planner_svc.server.observe import (
+    PLAN_SPANS,
+    PLAN_USED_TOKENS,
+    RpcTimer,
+    observe_stages,
+    request_id,
+)
 
 __all__ = ["EvidencePlannerServicer", "MemoryServicer"]
 
@@ -61,14 +68,20 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServiceServicer):
         cancels or its deadline passes."""
         rid = request_id(context)
         context.set_trailing_metadata((("x-request-id", rid),))
+        stages = StageClock()
         with RpcTimer("Plan") as timer:
             try:
-                query = convert.evidence_query_from_proto(
-                    request, now_us=self._clock(), config=self._planner.config,
-                    recall=self._planner.recall,
-                )
-                result = self._planner.plan(query, cancelled=lambda: not context.is_active())
-                response = convert.evidence_result_to_proto(result)
+                with stages.stage("request"):
+                    query = convert.evidence_query_from_proto(
+                        request, now_us=self._clock(), config=self._planner.config,
+                        recall=self._planner.recall,
+                    )
+                result = self._planner.plan(query, cancelled=lambda: not context.is_active(),
+                                            clock=stages)
+                with stages.stage("response"):
+                    response = convert.evidence_result_to_proto(result)
+                if query.explain:
+                    response.timings.extend(convert.stage_timings_to_proto(stages))
                 size = response.ByteSize()
                 if size > self._max_response_bytes:
                     lower = "lower budget_tokens" + (
@@ -81,8 +94,10 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServiceServicer):
                     )
             except Exception as exc:
                 timer.code = code_name(exc)
+                observe_stages(stages)
                 abort_with(context, exc, request_id=rid, method="Plan",
                            duration_us=timer.elapsed_us)
+            observe_stages(stages)
             plan = response.plan
             PLAN_SPANS.observe(len(plan.spans))
             PLAN_USED_TOKENS.observe(plan.used)

@@ -8,7 +8,10 @@ nothing else.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
+
+import structlog
 
 from planner_svc.clock import Clock, wall_clock_us
 from planner_svc.core.errors import ConfigError
@@ -23,9 +26,36 @@ from planner_svc.research.evidence import PlannerEvidence
 from planner_svc.research.graph import CatalogGraph
 from planner_svc.research.providers import ProviderFactory, make_provider_factory
 from planner_svc.settings import ServerSettings
-from planner_svc.store.store import STORE_FILE, Store
+from planner_svc.store.open import AnyStore, open_store, shared_store_id
+from planner_svc.store.store import STORE_FILE
 
-__all__ = ["Services"]
+__all__ = ["Services", "build_catalog"]
+
+_log = structlog.get_logger("planner_svc.server")
+_PROGRESS_EVERY = 0.1
+"""A start-up build logs its progress each time it passes another tenth of the rows."""
+
+
+def build_catalog(planner: EvidencePlanner) -> None:
+    """Build the planner's recall catalog from the store now (a replica's start-up, rather
+    than its first plan), logging progress (``startup.catalog_progress``: rows read, last id,
+    target id) and the result (``startup.catalog``)."""
+    started = time.perf_counter()
+    shown: dict[str, float] = {}
+
+    def progress(rows: str, at: int, target: int) -> None:
+        share = at / target if target else 1.0
+        last = shown.get(rows, 0.0)
+        if share - last >= _PROGRESS_EVERY or (share >= 1.0 and last < 1.0):
+            shown[rows] = share
+            _log.info("startup.catalog_progress", rows=rows, at=at, target=target,
+                      seconds=round(time.perf_counter() - started, 2))
+
+    added = planner.catalog.catch_up(progress=progress)
+    position = planner.catalog.position
+    _log.info("startup.catalog", node_versions=added, edges=position.edge_id,
+              source_versions=position.source_version_id,
+              seconds=round(time.perf_counter() - started, 2))
 
 
 @dataclass(slots=True, kw_only=True)
@@ -34,7 +64,7 @@ class Services:
 
     Attributes:
         settings: what they were opened with.
-        store: the embedded store.
+        store: the store (embedded SQLite, or the shared PostgreSQL store).
         embedder: embeds query and document text; None on a store-only server.
         index: the vector index, caught up before each search; None on a store-only server.
         planner: the evidence planner (Plan RPC).
@@ -48,7 +78,7 @@ class Services:
     """
 
     settings: ServerSettings
-    store: Store
+    store: AnyStore
     embedder: Embedder | None
     index: FreshIndex | None
     planner: EvidencePlanner
@@ -60,25 +90,34 @@ class Services:
 
     @classmethod
     def open(cls, settings: ServerSettings, *, clock: Clock = wall_clock_us) -> Services:
-        """Open (creating if needed) the store under ``settings.data_dir``, the embedder and
-        the vector index (rebuilt or caught up from the store when it lags), and the services.
+        """Open (creating if needed) the store (the SQLite store under ``settings.data_dir``,
+        or the shared store ``settings.store``), the embedder and the vector index under
+        ``settings.data_dir`` (rebuilt or caught up from the store when it lags), and the
+        services.
 
         Raises:
-            ConfigError: (``data_dir``) a folder holding other files but no store; a bad model
-                registry, embedding model or index configuration.
+            ConfigError: (``data_dir``) a folder holding other files but no store; (``store``)
+                a store with a newer schema; a bad model registry, embedding model or index
+                configuration.
+            StoreUnavailable: the shared store cannot be reached.
         """
+        from planner_svc.index.replica import claim_data_dir
         from planner_svc.recall.tokens import default_counter
 
         data = settings.data_dir
-        if data.is_dir() and any(data.iterdir()) and not (data / STORE_FILE).exists():
+        if (settings.store is None and data.is_dir() and any(data.iterdir())
+                and not (data / STORE_FILE).exists()):
             raise ConfigError(
                 "data_dir",
                 f"{data} holds other files but no {STORE_FILE}: not a planner-svc data "
                 "directory (give an empty or new directory to start a store there)",
             )
         data.mkdir(parents=True, exist_ok=True)
-        store = Store.open(data)
+        store = open_store(data, settings.store)
         try:
+            store_id = shared_store_id(store)
+            if store_id is not None:
+                claim_data_dir(data, store_id)
             embedder: Embedder | None = None
             index: FreshIndex | None = None
             if settings.semantic:
@@ -86,15 +125,19 @@ class Services:
                 from planner_svc.index import VectorIndex
 
                 embedder = default_embedder(settings.model_dir)
+                started = time.perf_counter()
                 index = FreshIndex(
                     VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
                                               dim=embedder.dim),
                     store,
                 )
+                _log.info("startup.vector_index", vectors=index.size,
+                          seconds=round(time.perf_counter() - started, 2))
             planner = EvidencePlanner(
                 store, index=index, embedder=embedder, config=settings.selection,
                 counter=default_counter(settings.models_path), recall=settings.recall,
             )
+            build_catalog(planner)
         except BaseException:
             store.close()
             raise
@@ -106,7 +149,7 @@ class Services:
         cls,
         settings: ServerSettings,
         *,
-        store: Store,
+        store: AnyStore,
         embedder: Embedder | None,
         index: FreshIndex | None,
         planner: EvidencePlanner,

@@ -8,7 +8,7 @@ Public surface: :class:`Store` and the records it reads and writes.
 from planner_svc.store.feed import FeedPosition, SourceVersionRow
 from planner_svc.store.records import Edge, EdgeWrite, NodeVersion, NodeWrite, NodeWriteResult
 from planner_svc.store.store import STORE_FILE, Store
-from planner_svc.store.text import canonicalize, fts_or_query
+from planner_svc.store.text import canonicalize
 
 __all__ = [
     "STORE_FILE",
@@ -21,5 +21,4 @@ __all__ = [
     "SourceVersionRow",
     "Store",
     "canonicalize",
-    "fts_or_query",
 ]

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.store.db import Database
-from planner_svc.store.text import check_time
+from planner_svc.store.rules import check_not_before, stamp_time
 
 RESERVED_META = ("generation", "last_tx")
 """Metadata keys the store maintains itself (:meth:`TransactionClock.set_meta` refuses them)."""
@@ -54,13 +54,7 @@ class TransactionClock(Database):
         """
         row = conn.execute("SELECT value FROM meta WHERE key = 'last_tx'").fetchone()
         last = None if row is None else int(row[0])
-        if last is not None and tx_us < last:
-            raise InvalidRequest(
-                field,
-                f"{tx_us} is earlier than the latest transaction time {last} the store has "
-                "recorded; transaction time never moves backwards (a time known about the "
-                "content belongs on the valid axis)",
-            )
+        check_not_before(last, tx_us, field=field)
         if last is None or tx_us > last:
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_tx', ?)", (tx_us,)
@@ -94,30 +88,10 @@ class TransactionClock(Database):
             InvalidRequest: (``field``) the proposal is in the future or earlier than the
                 latest recorded transaction time (unless ``or_clock``).
         """
-        check_time(now_us, field="now_us")
         with self._write() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = 'last_tx'").fetchone()
             last = None if row is None else int(row[0])
-            if or_clock and proposed_us is not None and not (
-                (last is None or last <= proposed_us) and proposed_us <= now_us
-            ):
-                proposed_us = None
-            if proposed_us is None:
-                tx = now_us if last is None else max(now_us, last + 1)
-            else:
-                tx = check_time(proposed_us, field=field)
-                if tx > now_us:
-                    raise InvalidRequest(
-                        field, f"{tx} is in the future (now {now_us}); it must be <= now"
-                    )
-                if last is not None and tx < last:
-                    raise InvalidRequest(
-                        field,
-                        f"{tx} is earlier than the latest transaction time {last} the store "
-                        "has recorded; transaction time never moves backwards (a time known "
-                        "about the content belongs on the valid axis)",
-                    )
-            yield tx
+            yield stamp_time(last, proposed_us, now_us=now_us, field=field, or_clock=or_clock)
 
     def get_meta(self, key: str) -> str | None:
         """A free-form metadata value (e.g. the embedder name), or None when unset."""

@@ -15,6 +15,7 @@ from planner_svc.core.model import Direction
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.db import live
 from planner_svc.store.records import Edge, EdgeWrite
+from planner_svc.store.rules import edge_changes, edge_sources
 from planner_svc.store.text import check_time
 
 EDGE_COLUMNS = "src, dst, relation, weight, valid_from, valid_to, tx_from, tx_to"
@@ -103,14 +104,9 @@ class Edges(TransactionClock):
                 store has recorded. Nothing is written then.
         """
         check_time(tx_us, field="tx")
-        by_key: dict[tuple[str, str, str], EdgeWrite] = {}
-        for w in writes:
-            by_key[w.key] = w
-        replace = set(replace_out_of)
-        srcs = sorted({k[0] for k in by_key} | replace)
+        listed, replace, srcs = edge_sources(writes, replace_out_of)
         if not srcs:
             return 0
-        created = 0
         with self._write() as conn:
             current: dict[tuple[str, str, str], tuple[int, Edge]] = {}
             for row in self._read_batch(
@@ -120,27 +116,7 @@ class Edges(TransactionClock):
             ):
                 edge = edge_from_row(row[1:])
                 current[edge.key] = (row[0], edge)
-            changes: list[tuple[tuple[str, str, str], EdgeWrite]] = []
-            for key in sorted(by_key):
-                w = by_key[key]
-                found = current.get(key)
-                if found is not None:
-                    e = found[1]
-                    if (e.weight, e.valid_from_us, e.valid_to_us) == (
-                        w.weight,
-                        w.valid_from_us,
-                        w.valid_to_us,
-                    ):
-                        continue
-                changes.append((key, w))
-            closing = [
-                edge_id
-                for key, (edge_id, _e) in sorted(current.items())
-                if (key[0] in replace and key not in by_key)
-            ]
-            for key, _w in changes:
-                if key in current:
-                    closing.append(current[key][0])
+            changes, closing = edge_changes(listed, current, replace)
             if closing or changes:
                 self._record_tx(conn, tx_us, field="tx")
             if closing:
@@ -154,13 +130,12 @@ class Edges(TransactionClock):
                     "tx_from, tx_to) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
                     [
                         (w.src, w.dst, w.relation, w.weight, w.valid_from_us, w.valid_to_us, tx_us)
-                        for _k, w in changes
+                        for w in changes
                     ],
                 )
-                created = len(changes)
             if closing or changes:
                 self._changed()
-        return created
+        return len(changes)
 
     def edges_as_of(
         self,

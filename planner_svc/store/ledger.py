@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from planner_svc.core.errors import InvalidRequest, echo
-from planner_svc.core.model import NOWHERE, SPAN_KINDS, CoordKey, Location
+from planner_svc.core.model import CoordKey, Location
 from planner_svc.store.clock import TransactionClock
-from planner_svc.store.records import LedgerRow, LedgerSpan, decode_location, encode_location
-from planner_svc.store.text import on_boundary
+from planner_svc.store.records import LedgerRow, LedgerSpan, decode_location
+from planner_svc.store.rules import checked_spans
 
 
 class SpanLedger(TransactionClock):
@@ -39,38 +38,13 @@ class SpanLedger(TransactionClock):
             InvalidRequest: (``source_version_tx``) unknown version; (``spans[i]``) a span is
                 out of range, not on a boundary, or has an unknown kind. Nothing is written then.
         """
-        rows: list[tuple[str, int, int, int, str, str | None]] = []
         with self._write() as conn:
             found = conn.execute(
                 "SELECT text FROM source_versions WHERE source_id = ? AND tx = ?",
                 (source_id, tx_us),
             ).fetchone()
-            if found is None:
-                raise InvalidRequest(
-                    "source_version_tx", f"source {echo(source_id)} has no version {tx_us}"
-                )
-            data = bytes(found[0])
-            for i, span in enumerate(spans):
-                start, end, kind = span[0], span[1], span[2]
-                location = span[3] if len(span) > 3 else NOWHERE  # type: ignore[misc]
-                if not isinstance(location, Location):
-                    raise InvalidRequest(
-                        f"spans[{i}].location",
-                        f"expected a Location, got {type(location).__name__}",
-                    )
-                if kind not in SPAN_KINDS:
-                    raise InvalidRequest(
-                        f"spans[{i}].kind", f"{echo(kind)} is not one of {', '.join(SPAN_KINDS)}"
-                    )
-                if not (0 <= start < end <= len(data)):
-                    raise InvalidRequest(
-                        f"spans[{i}]", f"[{start}, {end}) is outside [0, {len(data)}) or empty"
-                    )
-                if not (on_boundary(data, start) and on_boundary(data, end)):
-                    raise InvalidRequest(
-                        f"spans[{i}]", f"[{start}, {end}) is not on code point boundaries"
-                    )
-                rows.append((source_id, tx_us, start, end, kind, encode_location(location)))
+            rows = checked_spans(source_id, tx_us,
+                                 None if found is None else bytes(found[0]), spans)
             conn.executemany(
                 "INSERT OR REPLACE INTO spans (source_id, tx, byte_start, byte_end, kind, "
                 "location) VALUES (?, ?, ?, ?, ?, ?)",

@@ -19,6 +19,7 @@ from planner_svc.core.model import SpanRef
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.db import PAGE_ROWS, live, to_json
 from planner_svc.store.records import NodeVersion, NodeWrite, NodeWriteResult
+from planner_svc.store.rules import provenance_json, same_node
 from planner_svc.store.text import check_time
 
 NODE_COLUMNS = (
@@ -43,22 +44,6 @@ def node_from_row(row: Sequence[Any]) -> NodeVersion:
         tx_from_us=row[9],
         tx_to_us=row[10],
     )
-
-
-def _same_node(write: NodeWrite, current: NodeVersion) -> bool:
-    return (
-        write.labels == current.labels
-        and dict(write.properties) == dict(current.properties)
-        and write.text == current.text
-        and write.confidence == current.confidence
-        and write.provenance == current.provenance
-        and write.valid_from_us == current.valid_from_us
-        and write.valid_to_us == current.valid_to_us
-    )
-
-
-def _provenance_json(spans: Sequence[SpanRef]) -> str:
-    return to_json([[s.source_id, s.source_version_tx, s.start, s.end] for s in spans])
 
 
 class Nodes(TransactionClock):
@@ -98,13 +83,13 @@ class Nodes(TransactionClock):
         with self._write() as conn:
             current = self.current_nodes(ids)
             if any(
-                w.node_id not in current or not _same_node(w, current[w.node_id]) for w in writes
+                w.node_id not in current or not same_node(w, current[w.node_id]) for w in writes
             ):
                 self._record_tx(conn, tx_us, field="tx")
             results: list[NodeWriteResult] = []
             for w in writes:
                 cur = current.get(w.node_id)
-                if cur is not None and _same_node(w, cur):
+                if cur is not None and same_node(w, cur):
                     results.append(
                         NodeWriteResult(
                             node_id=w.node_id,
@@ -124,7 +109,8 @@ class Nodes(TransactionClock):
                         node_id=w.node_id, version_id=version_id, tx_us=tx_us, created=True
                     )
                 )
-            self._changed()
+            if any(r.created for r in results):
+                self._changed()
         return results
 
     def _insert_node(self, conn: sqlite3.Connection, w: NodeWrite, tx_us: int) -> int:
@@ -137,7 +123,7 @@ class Nodes(TransactionClock):
                 to_json(dict(w.properties)),
                 w.text,
                 w.confidence,
-                _provenance_json(w.provenance),
+                provenance_json(w.provenance),
                 w.valid_from_us,
                 w.valid_to_us,
                 tx_us,

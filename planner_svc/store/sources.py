@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from planner_svc.core.errors import InvalidRequest, echo
 from planner_svc.core.model import CoordKey, SpanRef
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.db import PAGE_ROWS
-from planner_svc.store.text import (
-    canonicalize,
-    check_id,
-    check_time,
-    encode_text,
-    on_boundary,
-    slice_utf8,
+from planner_svc.store.rules import (
+    check_cited,
+    check_later_version,
+    slices_of,
+    source_version_bytes,
 )
 
 _VERSION_TEXTS = (
@@ -55,14 +52,8 @@ class SourceVersions(TransactionClock):
                 UTF-8; ``version_tx`` not later than the latest version's tx, or earlier than
                 the latest transaction time the store has recorded.
         """
-        check_id(source_id, field="source_id")
-        check_time(tx_us, field="version_tx")
-        if not isinstance(title, str) or not isinstance(media_type, str):
-            raise InvalidRequest("title", "title and media_type must be strings")
-        canonical = canonicalize(text)
-        data = encode_text(canonical, field="text")
-        if not canonical.strip():
-            raise InvalidRequest("text", "is empty (no non-whitespace character)")
+        data = source_version_bytes(source_id, text, title=title, media_type=media_type,
+                                    tx_us=tx_us)
         with self._write() as conn:
             row = conn.execute(
                 "SELECT s.latest_tx, v.text FROM sources s JOIN source_versions v "
@@ -73,12 +64,7 @@ class SourceVersions(TransactionClock):
                 latest_tx, latest_text = row
                 if bytes(latest_text) == data:
                     return latest_tx, False
-                if tx_us <= latest_tx:
-                    raise InvalidRequest(
-                        "version_tx",
-                        f"{tx_us} is not later than the latest version {latest_tx} "
-                        f"of source {echo(source_id)}",
-                    )
+                check_later_version(source_id, tx_us, latest_tx)
             self._record_tx(conn, tx_us, field="version_tx")
             conn.execute(
                 "INSERT INTO source_versions (source_id, tx, title, media_type, text) "
@@ -220,16 +206,7 @@ class SourceVersions(TransactionClock):
         """
         wanted = sorted(set(keys))
         rows = self._read_batch(_VERSION_TEXTS, ((k[0], k[1]) for k in wanted))
-        texts = {(r[0], r[1]): bytes(r[2]) for r in rows}
-        out: dict[CoordKey, str] = {}
-        for key in wanted:
-            data = texts.get((key[0], key[1]))
-            if data is None:
-                continue
-            piece = slice_utf8(data, key[2], key[3])
-            if piece is not None:
-                out[key] = piece
-        return out
+        return slices_of(wanted, {(r[0], r[1]): bytes(r[2]) for r in rows})
 
     def check_provenance(self, spans: Sequence[SpanRef], *, field: str) -> None:
         """Refuse provenance that a plan could not cite.
@@ -243,22 +220,4 @@ class SourceVersions(TransactionClock):
                 (``{field}[i].end`` / ``.start``) out of range or inside a character.
         """
         rows = self._read_batch(_VERSION_TEXTS, ((s.source_id, s.source_version_tx) for s in spans))
-        texts = {(r[0], r[1]): bytes(r[2]) for r in rows}
-        for i, span in enumerate(spans):
-            where = f"{field}[{i}]"
-            data = texts.get((span.source_id, span.source_version_tx))
-            if data is None:
-                raise InvalidRequest(
-                    f"{where}.source_version_tx",
-                    f"source {echo(span.source_id)} has no version {span.source_version_tx}",
-                )
-            if span.end > len(data):
-                raise InvalidRequest(
-                    f"{where}.end",
-                    f"{span.end} is past the end of the version's text ({len(data)} bytes)",
-                )
-            for name, offset in (("start", span.start), ("end", span.end)):
-                if not on_boundary(data, offset):
-                    raise InvalidRequest(
-                        f"{where}.{name}", f"{offset} falls inside a multi-byte character"
-                    )
+        check_cited(spans, {(r[0], r[1]): bytes(r[2]) for r in rows}, field=field)

@@ -1,4 +1,4 @@
-"""Text rules of the store: canonical text, identifier validation and safe FTS5 queries.
+"""Text rules of the store: canonical text, identifier validation and safe FTS5 phrase queries.
 
 Canonical text (docs/architecture.md, "Store") is what every span offset points into:
 
@@ -22,9 +22,6 @@ from planner_svc.core.limits import INT64
 
 MAX_ID_CHARS = 1024
 """Longest accepted source or node id, in characters."""
-
-MAX_QUERY_TERMS = 32
-"""At most this many distinct terms of a user query reach FTS5 (the first ones, in order)."""
 
 _STOPWORD_TEXT = """
     a about above after again against all am an and any are as at be because been before being
@@ -117,39 +114,6 @@ def check_unit_weight(value: object, *, field: str) -> float:
     if not math.isfinite(number) or not 0.0 <= number <= 1.0:
         raise InvalidRequest(field, f"{echo(value)} is outside the allowed range [0, 1]")
     return number
-
-
-def query_terms(query: str) -> list[str]:
-    """Distinct lowercase word terms of a user query, in first-occurrence order.
-
-    Words are ``\\w+`` runs of the NFC-normalised, lowercased query. Stopwords
-    (:data:`STOPWORDS`) are dropped unless that would leave nothing. At most
-    :data:`MAX_QUERY_TERMS` terms are kept.
-    """
-    words = _WORD.findall(unicodedata.normalize("NFC", query).lower())
-    seen: dict[str, None] = {}
-    for word in words:
-        seen.setdefault(word, None)
-    terms = list(seen)
-    content = [t for t in terms if t not in STOPWORDS]
-    return (content or terms)[:MAX_QUERY_TERMS]
-
-
-def fts_or_query(query: str) -> str | None:
-    """Turn user text into an FTS5 query that cannot raise a syntax error.
-
-    Each term of :func:`query_terms` becomes a double-quoted FTS5 string (quotes cannot occur
-    inside a ``\\w+`` word, so nothing needs escaping) and the terms are joined with ``OR``.
-    Operators in the input (``AND``, ``NEAR``, ``*``, ``^``, parentheses, quotes, column
-    filters) are thereby plain words or dropped punctuation.
-
-    Returns:
-        The FTS5 query string, or None when the query holds no word at all.
-    """
-    terms = query_terms(query)
-    if not terms:
-        return None
-    return " OR ".join(f'"{term}"' for term in terms)
 
 
 def fts_phrase_query(phrase: str) -> str | None:

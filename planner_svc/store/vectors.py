@@ -16,7 +16,13 @@ from planner_svc.store.clock import TransactionClock
 from planner_svc.store.db import PAGE_ROWS, live
 
 
-def _vector_array(vector: npt.ArrayLike, *, field: str) -> npt.NDArray[np.float32]:
+def vector_array(vector: npt.ArrayLike, *, field: str) -> npt.NDArray[np.float32]:
+    """``vector`` as a contiguous little-endian float32 array, validated.
+
+    Raises:
+        InvalidRequest: (``field``) not a numpy array, not 1-D and non-empty, not float32, or
+            holding a non-finite value.
+    """
     if not isinstance(vector, np.ndarray):
         raise InvalidRequest(field, f"expected a numpy array, got {type(vector).__name__}")
     if vector.ndim != 1 or vector.shape[0] == 0:
@@ -52,7 +58,7 @@ class Vectors(TransactionClock):
 
     def put_vectors(self, items: Iterable[tuple[int, npt.NDArray[np.float32]]]) -> int:
         """Batched :meth:`put_vector`, atomically. Returns the number stored."""
-        pairs = [(vid, _vector_array(vec, field="vector")) for vid, vec in items]
+        pairs = [(vid, vector_array(vec, field="vector")) for vid, vec in items]
         if not pairs:
             return 0
         dims = {vec.shape[0] for _vid, vec in pairs}

@@ -15,6 +15,7 @@ from planner_svc.api.planner.v1 import plan_pb2, plan_pb2_grpc
 from planner_svc.core.config import SelectionSettings
 from planner_svc.recall.planner import EvidencePlanner, EvidenceResult
 from planner_svc.recall.request import EvidenceQuery
+from planner_svc.recall.timing import StageClock
 from planner_svc.server.app import create_server
 from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings, TransportSettings
@@ -92,10 +93,10 @@ class WatchedPlanner(EvidencePlanner):
         super().__init__(*args, **kwargs)
         self.checks: list[Callable[[], bool]] = []
 
-    def plan(self, query: EvidenceQuery, *, cancelled: Callable[[], bool] = lambda: False
-             ) -> EvidenceResult:
+    def plan(self, query: EvidenceQuery, *, cancelled: Callable[[], bool] = lambda: False,
+             clock: StageClock | None = None) -> EvidenceResult:
         self.checks.append(cancelled)
-        return super().plan(query, cancelled=cancelled)
+        return super().plan(query, cancelled=cancelled, clock=clock)
 
 
 def _wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:

@@ -7,10 +7,12 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
+from prometheus_client import REGISTRY
 
 from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.client.common import question_request
 from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
+from planner_svc.recall.timing import PLAN_STAGES
 from planner_svc.server.convert import plan_from_proto
 from tests.integration.conftest import Live
 
@@ -115,6 +117,33 @@ def test_explain_lists_every_candidate_with_its_fate(live: Live) -> None:
     plain = live.planner.Plan(question_request(question, budget_tokens=300), timeout=30)
     assert plain.plan.plan_hash == plan.plan_hash
     assert not plain.HasField("recall")
+
+
+def _stage_count(stage: str) -> float:
+    return REGISTRY.get_sample_value("planner_plan_stage_duration_seconds_count",
+                                     {"stage": stage}) or 0.0
+
+
+def test_each_stage_is_timed_in_the_explain_response_and_the_stage_histogram(live: Live) -> None:
+    question = "In which present-day country did goats first get domesticated?"
+    before = {stage: _stage_count(stage) for stage in PLAN_STAGES}
+    response = live.planner.Plan(question_request(question, budget_tokens=300, explain=True),
+                                 timeout=30)
+    timings = [(t.stage, t.duration_us) for t in response.timings]
+    names = [stage for stage, _ in timings]
+    # every stage a question plan runs, once each, in the order the stages first run
+    assert names == [s for s in PLAN_STAGES if s in names]
+    assert {"request", "catalog", "semantic", "structured", "hops", "passages", "abstention",
+            "trace", "pool", "tokens", "select", "hash", "texts", "response"} == set(names)
+    assert sum(us for _, us in timings) > 0
+    # the histogram counted one observation for each of them (the servicer observes every plan)
+    after = {stage: _stage_count(stage) for stage in PLAN_STAGES}
+    assert {s for s in PLAN_STAGES if after[s] - before[s] == 1} == set(names)
+    # without explain the response carries no timings, yet the stages are still observed
+    plain = live.planner.Plan(question_request(question, budget_tokens=300), timeout=30)
+    assert not plain.timings
+    assert _stage_count("select") == after["select"] + 1
+    assert _stage_count("trace") == after["trace"]
 
 
 def test_a_question_the_store_cannot_answer_is_declined_with_its_evidence(live: Live) -> None:

@@ -1,9 +1,9 @@
-"""What ``planner-svc plan --explain`` prints of the recall trace."""
+"""What ``planner-svc plan --explain`` prints of the recall trace and the stage timings."""
 
 from __future__ import annotations
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.client.common import location_text, render_plan, render_recall
+from planner_svc.client.common import location_text, render_plan, render_recall, render_timings
 
 
 def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
@@ -27,6 +27,16 @@ def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
     declined = plan_pb2.RecallTrace(abstention=plan_pb2.Abstention(coverage=0.1, declined=True))
     assert render_recall(declined).startswith(
         "abstention: declined: coverage 0.100 (min 0.00, no document), similarity n/a")
+
+
+def test_stage_timings_print_in_milliseconds_with_their_total() -> None:
+    timings = [plan_pb2.StageTiming(stage="semantic", duration_us=1250),
+               plan_pb2.StageTiming(stage="select", duration_us=300)]
+    assert render_timings(timings).splitlines() == [
+        "stages (ms, 1.55 in all):",
+        "    semantic     1.25",
+        "      select     0.30",
+    ]
 
 
 def test_plan_table_shows_each_span_location() -> None:

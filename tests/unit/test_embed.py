@@ -22,6 +22,7 @@ from planner_svc.embed import (
     default_model_dir,
     normalize_rows,
 )
+from planner_svc.embed.model2vec_backend import IN_THREAD_TEXTS
 from planner_svc.settings import ENV_MODEL_DIR, read_environment
 
 REPO_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / DEFAULT_MODEL_NAME
@@ -196,14 +197,20 @@ def test_model_semantics_close_beats_unrelated(
 
 
 def test_model_embedding_is_thread_safe(model: Embedder) -> None:
+    # small batches are tokenized in the calling thread, large ones by the batch encoder: both
+    # at once from several threads, with no lock
     texts = ["parallel request one", "parallel request two", "another query"]
+    large = [f"bulk text {i} about a river delta and its towns" for i in range(3 * IN_THREAD_TEXTS)]
     expected = model.embed(texts)
+    expected_large = model.embed(large)
+    np.testing.assert_array_equal(expected_large[:3], model.embed(large[:3]))
     failures: list[BaseException] = []
 
     def work() -> None:
         try:
             for _ in range(30):
                 np.testing.assert_array_equal(model.embed(texts), expected)
+                np.testing.assert_array_equal(model.embed(large), expected_large)
         except BaseException as exc:
             failures.append(exc)
 

@@ -17,6 +17,7 @@ from planner_svc.core.errors import (
     ProviderError,
     ResponseTooLarge,
     ShuttingDown,
+    StoreUnavailable,
     echo,
 )
 from planner_svc.server.errors import (
@@ -39,6 +40,7 @@ from planner_svc.server.errors import (
         (CassetteMiss("no recording"), code_pb2.FAILED_PRECONDITION, False),
         (ProviderError("HTTP 503"), code_pb2.UNAVAILABLE, False),
         (Overloaded("2 sessions are open"), code_pb2.RESOURCE_EXHAUSTED, False),
+        (StoreUnavailable("connection refused"), code_pb2.UNAVAILABLE, False),
         (ResponseTooLarge("the plan response is 2 bytes"), code_pb2.RESOURCE_EXHAUSTED, False),
         (ShuttingDown("the server is shutting down"), code_pb2.UNAVAILABLE, False),
         (Cancelled("gone"), code_pb2.CANCELLED, False),

@@ -81,7 +81,7 @@ def test_a_missing_store_or_plot_folder_exits_2(
     code, _, err = run([str(questions), "--budget", "500", "--data", str(tmp_path / "none")],
                        capsys)
     assert (code, err) == (2, f"planner-svc eval: no store under {tmp_path / 'none'} "
-                              "(use --data)\n")
+                              "(use --data, or --store)\n")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "store.sqlite").write_bytes(b"")
     plot = tmp_path / "nowhere" / "sweep.png"

@@ -626,3 +626,36 @@ def test_approximate_segments_keep_the_as_of_filter_exact(
         tx_us = int(rng.integers(0, max_tx + 10))
         assert_exact(pairs(reopened.search(q, 10, valid_us=valid_us, tx_us=tx_us, source=src)),
                      brute_force(src, q, valid_us, tx_us), 10)
+
+
+class _Events:
+    """Stands in for a module's structlog logger and keeps what it was asked to log."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, object]] = []
+
+    def _keep(self, event: str, **fields: object) -> None:
+        self.events.append({"event": event, **fields})
+
+    info = debug = warning = _keep
+
+
+def test_a_large_build_logs_its_progress_and_a_small_catch_up_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planner_svc.index import vector_index
+
+    src = MemoryVectorSource()
+    rng = np.random.default_rng(5)
+    for i in range(10_000):
+        src.add(f"n{i}", rng.standard_normal(DIM), valid_from_us=i, tx_from_us=0)
+    log = _Events()
+    monkeypatch.setattr(vector_index, "_log", log)
+    built = VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM)
+    steps = [e for e in log.events if e["event"] == "vector_index.progress"]
+    assert [e["at"] for e in steps] == [1_000 * k for k in range(1, 11)]
+    assert steps[-1]["share"] == 1.0 and steps[-1]["target"] == built.covered_version_id
+    src.add("late", rng.standard_normal(DIM), valid_from_us=0, tx_from_us=1)
+    log.events.clear()
+    VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM)
+    assert not [e for e in log.events if e["event"] == "vector_index.progress"]

@@ -7,9 +7,11 @@ from pathlib import Path
 
 from planner_svc.demo.corpus import CORPUS_TIME_US, wiki_source_id
 from planner_svc.embed import HashingEmbedder
+from planner_svc.index.catalog_sync import FreshCatalog
 from planner_svc.ingest import ingest_documents
 from planner_svc.ingest.jsonl import read_jsonl
 from planner_svc.ingest.pipeline import DocumentIn
+from planner_svc.recall.engine import filtered_nodes
 from planner_svc.store import Store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "wiki_fixture.jsonl"
@@ -60,13 +62,11 @@ def test_fixture_ingests_completely(tmp_path: Path) -> None:
         # one vector per passage; a heading merges with the short description after it, so
         # there are fewer passages than ledger spans but at least one per article
         assert len(docs) <= report.vectors < report.spans
-        hits = store.search_text(
-            "Tennessee Three backing band",
-            labels=["passage"],
-            valid_us=CORPUS_TIME_US,
-            tx_us=CORPUS_TIME_US,
-            limit=3,
-        )
-        assert hits[0][0].startswith("psg:wiki/Johnny_Cash:")
+        catalog = FreshCatalog(store)
+        catalog.catch_up()
+        hits = filtered_nodes(catalog.current(), "Tennessee Three backing band",
+                              labels=["passage"], properties={}, valid_us=CORPUS_TIME_US,
+                              tx_us=CORPUS_TIME_US, limit=3)
+        assert next(iter(hits)).startswith("psg:wiki/Johnny_Cash:")
         again = ingest_documents(store, HashingEmbedder(dim=32), docs, now_us=CORPUS_TIME_US + 1)
         assert again.unchanged == len(docs) and again.ingested == 0

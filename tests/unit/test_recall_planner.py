@@ -132,6 +132,20 @@ def test_documents_score_by_bm25_over_the_whole_text_then_passages_by_rank(
                                               result.plan.spans)
 
 
+def test_warm_reads_the_store_into_the_catalog_before_any_plan(store: Store) -> None:
+    planner = _planner(store)
+    assert planner.catalog.position.generation != store.generation()
+    planner.warm()
+    position = planner.catalog.position
+    assert position.generation == store.generation()
+    assert position == store.feed_position()
+    # the first plan has nothing left to read
+    assert planner.catalog.catch_up() == 0
+    cold = _planner(store).plan(_query(structured=StructuredLeg(text="Paris capital")))
+    warm = planner.plan(_query(structured=StructuredLeg(text="Paris capital")))
+    assert warm.plan.plan_hash == cold.plan.plan_hash
+
+
 def test_filter_only_structured_recall_scores_every_document_one(store: Store) -> None:
     result = _planner(store).plan(
         _query(structured=StructuredLeg(text="", labels=("passage",)))

@@ -1,4 +1,9 @@
-"""Unit tests of the embedded store: sources, ledger, bitemporal nodes and edges, FTS, vectors."""
+"""The store contract: every test here that takes a store runs against both backends, the
+embedded SQLite store and the shared PostgreSQL store (a real server, :mod:`tests.pgserver`),
+and asserts the same results: sources, ledger, bitemporal nodes and edges on half-open
+intervals, vectors, the transaction clock across writers, snapshots, unchanged re-ingest,
+provenance validation and the durability of acknowledged writes. Two tests open an older store
+of one backend and check its schema migration (span locations added to the ledger)."""
 
 from __future__ import annotations
 
@@ -16,16 +21,21 @@ import pytest
 
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import NOWHERE, Location, SpanRef
-from planner_svc.store import STORE_FILE, EdgeWrite, NodeWrite, Store, canonicalize, fts_or_query
+from planner_svc.embed import HashingEmbedder
+from planner_svc.ingest import ingest_documents
+from planner_svc.ingest.pipeline import DocumentIn
+from planner_svc.store import STORE_FILE, EdgeWrite, NodeWrite, Store, canonicalize
+from planner_svc.store.open import AnyStore
 from planner_svc.store.records import LedgerRow, decode_location, encode_location
 from planner_svc.store.schema import DDL, SCHEMA_VERSION
+from tests.pgserver import Backend, SchemaPerTest
 
 T0 = 1_700_000_000_000_000  # microseconds
 
 
 @pytest.fixture()
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "data") as s:
+def store(backend: Backend) -> Iterator[AnyStore]:
+    with backend.open() as s:
         yield s
 
 
@@ -38,7 +48,7 @@ def _node(node_id: str, text: str = "", **kw: object) -> NodeWrite:
 # ---------------------------------------------------------------- sources
 
 
-def test_source_versions_and_unchanged_reingest(store: Store) -> None:
+def test_source_versions_and_unchanged_reingest(store: AnyStore) -> None:
     assert store.put_source_version(
         "a", "one\r\ntwo", title="A", media_type="text/plain", tx_us=T0
     ) == (T0, True)
@@ -59,7 +69,7 @@ def test_source_versions_and_unchanged_reingest(store: Store) -> None:
     assert store.latest_versions(["a", "zz"]) == {"a": T0 + 10}
 
 
-def test_new_version_must_be_later(store: Store) -> None:
+def test_new_version_must_be_later(store: AnyStore) -> None:
     store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=T0)
     for tx in (T0, T0 - 1):
         with pytest.raises(InvalidRequest) as err:
@@ -78,14 +88,14 @@ def test_new_version_must_be_later(store: Store) -> None:
         ("ok", "bad \ud800 surrogate", "text"),
     ],
 )
-def test_bad_source_rejected(store: Store, source_id: str, text: str, field: str) -> None:
+def test_bad_source_rejected(store: AnyStore, source_id: str, text: str, field: str) -> None:
     with pytest.raises(InvalidRequest) as err:
         store.put_source_version(source_id, text, title="t", media_type="text/plain", tx_us=T0)
     assert err.value.field == field
     assert store.count_sources() == 0
 
 
-def test_version_as_of_boundaries(store: Store) -> None:
+def test_version_as_of_boundaries(store: AnyStore) -> None:
     store.put_source_version("a", "v1", title="A", media_type="text/plain", tx_us=100)
     store.put_source_version("a", "v2", title="A", media_type="text/plain", tx_us=200)
     assert store.version_as_of("a", 99) is None
@@ -95,7 +105,7 @@ def test_version_as_of_boundaries(store: Store) -> None:
     assert store.version_as_of("missing", 500) is None
 
 
-def test_titles(store: Store) -> None:
+def test_titles(store: AnyStore) -> None:
     store.put_source_version("b", "x", title="Same", media_type="text/plain", tx_us=1)
     store.put_source_version("a", "y", title="Same", media_type="text/plain", tx_us=1)
     store.put_source_version("c", "z", title="Other", media_type="text/plain", tx_us=1)
@@ -109,7 +119,7 @@ def test_canonicalize_nfc_and_newlines() -> None:
     assert canonicalize(canonicalize("a\r\n")) == "a\n"
 
 
-def test_slices_on_multibyte_text(store: Store) -> None:
+def test_slices_on_multibyte_text(store: AnyStore) -> None:
     text = "h\u00e9llo \u4e16\u754c \U0001f600!"  # é 2 bytes, 世界 3 bytes each, emoji 4 bytes
     store.put_source_version("m", text, title="M", media_type="text/plain", tx_us=T0)
     data = text.encode("utf-8")
@@ -137,7 +147,7 @@ def test_slices_on_multibyte_text(store: Store) -> None:
 # ---------------------------------------------------------------- ledger
 
 
-def test_span_ledger(store: Store) -> None:
+def test_span_ledger(store: AnyStore) -> None:
     store.put_source_version(
         "s", "# T\n\n\u00e9t\u00e9 body", title="T", media_type="text/markdown", tx_us=T0
     )
@@ -164,7 +174,23 @@ def test_span_ledger(store: Store) -> None:
     assert store.span_kind("s", T0, 0, 1) is None  # the failed batches wrote nothing
 
 
-def test_span_ledger_keeps_each_span_location(store: Store) -> None:
+def _stored_locations(backend: Backend, store: AnyStore) -> dict[int, str | None]:
+    """The span ledger's raw location column, by span start, read past the store."""
+    if backend.url is None:
+        assert isinstance(store, Store)
+        conn = sqlite3.connect(store.path)
+        try:
+            return dict(conn.execute("SELECT byte_start, location FROM spans").fetchall())
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(backend.url) as pg:
+        return {int(r[0]): r[1]
+                for r in pg.execute("SELECT byte_start, location FROM spans").fetchall()}
+
+
+def test_span_ledger_keeps_each_span_location(backend: Backend, store: AnyStore) -> None:
     text = "Intro\n\nbody one\n\nbody two"
     store.put_source_version("doc.pdf", text, title="T", media_type="application/pdf",
                              tx_us=T0)
@@ -187,9 +213,7 @@ def test_span_ledger_keeps_each_span_location(store: Store) -> None:
     assert rows == {("doc.pdf", T0, 7, 15): LedgerRow("paragraph", page2),
                     ("doc.pdf", T0, 0, 25): LedgerRow("body", NOWHERE)}
     # the stored value is a plain JSON object with the keys that are set, NULL for none
-    conn = sqlite3.connect(store.path)
-    stored = dict(conn.execute("SELECT byte_start, location FROM spans").fetchall())
-    conn.close()
+    stored = _stored_locations(backend, store)
     assert stored == {0: None, 7: '{"page":2,"headingPath":["Intro","Café › menu"]}',
                       17: '{"cellIndex":0}'}
     assert encode_location(page2) == stored[7]
@@ -232,7 +256,7 @@ def test_a_schema_3_store_gains_span_locations_when_opened(tmp_path: Path) -> No
 # ---------------------------------------------------------------- nodes
 
 
-def test_node_as_of_on_both_axes(store: Store) -> None:
+def test_node_as_of_on_both_axes(store: AnyStore) -> None:
     w = _node("n", "first", valid_from_us=100, valid_to_us=200)
     assert store.put_node(w, tx_us=1000) == 1000
     assert store.get_as_of("n", 100, 1000) is not None
@@ -251,7 +275,7 @@ def test_node_as_of_on_both_axes(store: Store) -> None:
     )
 
 
-def test_supersession_and_noop(store: Store) -> None:
+def test_supersession_and_noop(store: AnyStore) -> None:
     span = SpanRef("s", 5, 0, 4)
     first = _node("n", "old", provenance=(span,), properties={"k": "v"}, confidence=0.5)
     assert store.put_node(first, tx_us=1000) == 1000
@@ -282,7 +306,7 @@ def test_supersession_and_noop(store: Store) -> None:
         store.put_node(_node("n", "again"), tx_us=2400)  # earlier than the retirement
 
 
-def test_get_many_as_of_and_prefix(store: Store) -> None:
+def test_get_many_as_of_and_prefix(store: AnyStore) -> None:
     results = store.write_nodes([_node(f"p:{i}", f"text {i}") for i in range(5)], tx_us=10)
     assert [r.created for r in results] == [True] * 5
     assert len({r.version_id for r in results}) == 5
@@ -319,7 +343,7 @@ def test_node_write_validation(kw: dict[str, object], field: str) -> None:
 # ---------------------------------------------------------------- edges
 
 
-def test_edges_supersession_and_directions(store: Store) -> None:
+def test_edges_supersession_and_directions(store: AnyStore) -> None:
     assert store.put_edge("a", "b", "next", 0.5, valid_from_us=0, tx_us=100) == 100
     assert store.put_edge("a", "b", "next", 0.5, valid_from_us=0, tx_us=150) == 100  # no-op
     assert store.put_edge("a", "c", "mentions", 0.8, valid_from_us=0, tx_us=100) == 100
@@ -347,7 +371,7 @@ def test_edges_supersession_and_directions(store: Store) -> None:
         store.edges_as_of(["a"], 5, 200, direction="sideways")  # type: ignore[arg-type]
 
 
-def test_edge_valid_interval_and_replace(store: Store) -> None:
+def test_edge_valid_interval_and_replace(store: AnyStore) -> None:
     store.put_edges(
         [
             EdgeWrite(src="a", dst="b", relation="r", weight=1.0, valid_from_us=10, valid_to_us=20),
@@ -373,139 +397,10 @@ def test_edge_valid_interval_and_replace(store: Store) -> None:
     assert store.count_edges(current_only=False) == 3
 
 
-# ---------------------------------------------------------------- full text
-
-
-def _fts_fixture(store: Store) -> None:
-    store.write_nodes(
-        [
-            _node(
-                "d:cash",
-                "Johnny Cash and the Tennessee Three",
-                labels=("document",),
-                properties={"topic": "People"},
-            ),
-            _node("p:cash", "Cash recorded with the Tennessee Three band", labels=("passage",)),
-            _node(
-                "p:goat",
-                "Goats were domesticated in Iran",
-                labels=("passage",),
-                properties={"topic": "Biology"},
-            ),
-            _node("p:empty", "", labels=("passage",)),
-        ],
-        tx_us=100,
-    )
-
-
-def test_search_text_ranks_and_filters(store: Store) -> None:
-    _fts_fixture(store)
-    hits = store.search_text("Tennessee Three", valid_us=T0, tx_us=100, limit=10)
-    assert {h[0] for h in hits} == {"d:cash", "p:cash"}
-    assert all(score > 0 for _id, score in hits)
-    assert hits == sorted(hits, key=lambda h: (-h[1], h[0]))
-    assert (
-        store.search_text("tennessee", labels=["passage"], valid_us=T0, tx_us=100, limit=10)[0][0]
-        == "p:cash"
-    )
-    # stemming: "domestication" matches "domesticated"
-    assert [
-        h[0] for h in store.search_text("domestication of goats", valid_us=T0, tx_us=100, limit=10)
-    ] == ["p:goat"]
-    assert store.search_text("Tennessee", valid_us=T0, tx_us=99, limit=10) == []
-    assert store.search_text("Tennessee", valid_us=T0 - 1, tx_us=100, limit=10) == []
-    assert len(store.search_text("Tennessee", valid_us=T0, tx_us=100, limit=1)) == 1
-    assert store.search_text("Tennessee", valid_us=T0, tx_us=100, limit=0) == []
-
-
-def test_search_filter_only(store: Store) -> None:
-    _fts_fixture(store)
-    assert store.search_text("", labels=["passage"], valid_us=T0, tx_us=100, limit=10) == [
-        ("p:cash", 1.0),
-        ("p:empty", 1.0),
-        ("p:goat", 1.0),
-    ]
-    assert store.search_text(
-        "  ", properties={"topic": "Biology"}, valid_us=T0, tx_us=100, limit=10
-    ) == [("p:goat", 1.0)]
-    assert store.search_text("", valid_us=T0, tx_us=100, limit=10) == []
-    assert store.search_text("goats", labels=["document"], valid_us=T0, tx_us=100, limit=10) == []
-
-
-def test_search_with_many_filters_is_one_bounded_query(store: Store) -> None:
-    # One subquery per filter used to build an SQL expression deeper than SQLite allows
-    # ("Expression tree is too large") past about a thousand filters.
-    _fts_fixture(store)
-    many = [f"l{i}" for i in range(1100)]
-    assert store.search_text("Tennessee", labels=many, valid_us=T0, tx_us=100, limit=10) == []
-    assert store.search_text("", labels=many, valid_us=T0, tx_us=100, limit=10) == []
-    props = {f"k{i}": "v" for i in range(1100)}
-    assert store.search_text("cash", properties=props, valid_us=T0, tx_us=100, limit=10) == []
-    # Every filter must hold (AND), whatever their number; duplicates count once.
-    assert [
-        h[0]
-        for h in store.search_text(
-            "cash", labels=["document", "document"], properties={"topic": "People"},
-            valid_us=T0, tx_us=100, limit=10,
-        )
-    ] == ["d:cash"]
-    assert store.search_text(
-        "cash", labels=["document", "passage"], valid_us=T0, tx_us=100, limit=10
-    ) == []
-    assert store.search_text(
-        "", labels=["passage"], properties={"topic": "Biology"}, valid_us=T0, tx_us=100,
-        limit=10,
-    ) == [("p:goat", 1.0)]
-    assert store.search_text(
-        "", labels=["passage"], properties={"topic": "People"}, valid_us=T0, tx_us=100,
-        limit=10,
-    ) == []
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        '"',
-        "AND",
-        "*",
-        ")",
-        "(",
-        "OR OR",
-        "NEAR(",
-        "tennessee*",
-        "text:goat",
-        "^three",
-        '"unbalanced',
-        "a AND (b OR",
-        "-",
-        "+",
-        "{col}",
-        "x NOT y",
-        "'",
-        ":",
-        "\x00",
-        "\ud800",
-        "the of and",
-        "три",
-        "naïve café",
-    ],
-)
-def test_search_text_hostile_input(store: Store, query: str) -> None:
-    _fts_fixture(store)
-    hits = store.search_text(query, valid_us=T0, tx_us=100, limit=5)
-    assert isinstance(hits, list)
-
-
-def test_fts_query_building() -> None:
-    assert fts_or_query('What is the "Tennessee" AND three*?') == '"tennessee" OR "three"'
-    assert fts_or_query("the of") == '"the" OR "of"'  # only stopwords: keep them
-    assert fts_or_query("()*:^") is None
-
-
 # ---------------------------------------------------------------- vectors and generation
 
 
-def test_vectors_and_liveness(store: Store) -> None:
+def test_vectors_and_liveness(store: AnyStore) -> None:
     r1, r2 = store.write_nodes([_node("a", "x"), _node("b", "y", valid_from_us=T0 + 50)], tx_us=100)
     r3 = store.write_nodes([_node("a", "x2")], tx_us=200)[0]
     gen = store.generation()
@@ -545,7 +440,7 @@ def test_vectors_and_liveness(store: Store) -> None:
     assert err.value.field == "version_id"
 
 
-def test_generation_counts_only_real_writes(store: Store) -> None:
+def test_generation_counts_only_real_writes(store: AnyStore) -> None:
     g0 = store.generation()
     store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=1)
     g1 = store.generation()
@@ -554,7 +449,7 @@ def test_generation_counts_only_real_writes(store: Store) -> None:
     assert store.generation() == g1
 
 
-def test_transaction_rolls_back_everything(store: Store) -> None:
+def test_transaction_rolls_back_everything(store: AnyStore) -> None:
     with pytest.raises(RuntimeError), store.transaction():
         store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=1)
         store.put_node(_node("n", "x"), tx_us=1)
@@ -563,28 +458,28 @@ def test_transaction_rolls_back_everything(store: Store) -> None:
     assert store.get_as_of("n", T0, 1) is None
 
 
-def test_reopen_keeps_data(tmp_path: Path) -> None:
-    with Store.open(tmp_path) as s:
+def test_reopen_keeps_data(backend: Backend) -> None:
+    with backend.open() as s:
         s.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=1)
-    with Store.open(tmp_path) as s:
+    with backend.open() as s:
         assert s.latest_version("a") == 1
     s.close()  # idempotent
     with pytest.raises(RuntimeError):
         s.latest_version("a")
 
 
-def test_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
+def test_acknowledged_write_survives_kill_9(backend: Backend) -> None:
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from planner_svc.store import Store\n"
-        "s = Store.open(Path(sys.argv[1]))\n"
+        "from planner_svc.store.open import open_store\n"
+        "s = open_store(Path(sys.argv[1]), sys.argv[2] or None)\n"
         "s.put_source_version('k', 'durable', title='K', media_type='text/plain', tx_us=7)\n"
         "print('acked', flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
+        [sys.executable, "-c", script, str(backend.data_dir), backend.url or ""],
         capture_output=True,
         text=True,
         timeout=60,
@@ -592,11 +487,11 @@ def test_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
     )
     assert proc.returncode == -signal.SIGKILL
     assert proc.stdout.strip() == "acked"
-    with Store.open(tmp_path) as s:
+    with backend.open() as s:
         assert s.source_text("k", 7) == "durable"
 
 
-def test_threads_read_while_one_writes(store: Store) -> None:
+def test_threads_read_while_one_writes(store: AnyStore) -> None:
     store.write_nodes([_node(f"n:{i}", f"alpha word{i}") for i in range(50)], tx_us=1)
     errors: list[BaseException] = []
     stop = threading.Event()
@@ -606,8 +501,7 @@ def test_threads_read_while_one_writes(store: Store) -> None:
             while not stop.is_set():
                 got = store.get_many_as_of([f"n:{i}" for i in range(50)], T0, 1)
                 assert len(got) == 50
-                hits = store.search_text("alpha", valid_us=T0, tx_us=1, limit=100)
-                assert len(hits) == 50
+                assert len(store.current_node_ids("n:")) == 50
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -633,7 +527,7 @@ def test_threads_read_while_one_writes(store: Store) -> None:
     assert store.count_nodes() == 90
 
 
-def test_snapshot_is_per_thread_reentrant_and_does_not_block_writers(store: Store) -> None:
+def test_snapshot_is_per_thread_reentrant_and_does_not_block_writers(store: AnyStore) -> None:
     store.write_nodes([_node("a", "alpha one"), _node("b", "alpha two")], tx_us=1)
     seen_by_other_thread: list[int] = []
 
@@ -644,7 +538,7 @@ def test_snapshot_is_per_thread_reentrant_and_does_not_block_writers(store: Stor
         seen_by_other_thread.append(len(store.get_many_as_of(["a", "b", "c"], T0, 10)))
 
     with store.snapshot():
-        assert len(store.search_text("alpha", valid_us=T0, tx_us=10, limit=10)) == 2
+        assert sorted(store.current_nodes(["a", "b", "c"])) == ["a", "b"]
         writer = threading.Thread(target=write)
         writer.start()
         writer.join(timeout=10)
@@ -653,10 +547,8 @@ def test_snapshot_is_per_thread_reentrant_and_does_not_block_writers(store: Stor
         # This thread still reads the state of its first read, through every method.
         assert sorted(store.get_many_as_of(["a", "b", "c"], T0, 10)) == ["a", "b"]
         with store.snapshot():  # nested: joins, and leaving it keeps the outer snapshot
-            assert {h[0] for h in store.search_text("alpha", valid_us=T0, tx_us=10,
-                                                    limit=10)} == {"a", "b"}
-        assert {h[0] for h in store.search_text("alpha", valid_us=T0, tx_us=10,
-                                                limit=10)} == {"a", "b"}
+            assert sorted(store.current_nodes(["a", "b", "c"])) == ["a", "b"]
+        assert sorted(store.current_nodes(["a", "b", "c"])) == ["a", "b"]
         assert store.count_nodes() == 2
         with pytest.raises(RuntimeError):
             store.put_node(_node("d", "x"), tx_us=6)
@@ -665,7 +557,7 @@ def test_snapshot_is_per_thread_reentrant_and_does_not_block_writers(store: Stor
     store.put_node(_node("d", "x"), tx_us=6)  # writes work again after the block
 
 
-def test_one_slice_and_batched_slices_agree_on_every_range(store: Store) -> None:
+def test_one_slice_and_batched_slices_agree_on_every_range(store: AnyStore) -> None:
     text = "h\u00e9 \u4e16\u754c \U0001f600!"
     store.put_source_version("m", text, title="M", media_type="text/plain", tx_us=T0)
     size = len(text.encode("utf-8"))
@@ -674,3 +566,177 @@ def test_one_slice_and_batched_slices_agree_on_every_range(store: Store) -> None
     for key in keys:
         assert store.canonical_slice(*key) == batched.get(key), key
     assert batched[("m", T0, 0, size)] == text
+
+
+# ---------------------------------------------------------------- clock, feed and durability
+
+
+def test_stamped_proposals_and_the_clock(store: AnyStore) -> None:
+    with store.stamped(None, now_us=T0) as tx:
+        assert tx == T0
+        store.put_source_version("a", "x", title="A", media_type="text/plain", tx_us=tx)
+    assert store.last_tx() == T0
+    for proposed, field in ((T0 - 1, "version_tx"), (T0 + 100, "doc.version_tx")):
+        with pytest.raises(InvalidRequest) as err, store.stamped(proposed, now_us=T0 + 50,
+                                                                 field=field):
+            pass
+        assert err.value.field == field  # backdated, then in the future
+    with store.stamped(T0, now_us=T0 + 50) as tx:  # equal to the latest: allowed
+        assert tx == T0
+    with store.stamped(T0 - 1, now_us=T0, or_clock=True) as tx:  # the clock instead
+        assert tx == T0 + 1
+    with pytest.raises(InvalidRequest) as err:
+        store.put_node(_node("n", "x"), tx_us=T0 - 1)  # a write refuses a backdated time
+    assert err.value.field == "tx"
+    assert store.last_tx() == T0
+
+
+def test_provenance_must_be_citable(store: AnyStore) -> None:
+    store.put_source_version("s", "h\u00e9llo world", title="S", media_type="text/plain",
+                             tx_us=T0)
+    store.check_provenance([SpanRef("s", T0, 0, 6), SpanRef("s", T0, 7, 12)], field="p")
+    for span, field in (
+        (SpanRef("s", T0 + 1, 0, 1), "p[0].source_version_tx"),
+        (SpanRef("nope", T0, 0, 1), "p[0].source_version_tx"),
+        (SpanRef("s", T0, 0, 13), "p[0].end"),
+        (SpanRef("s", T0, 0, 2), "p[0].end"),
+        (SpanRef("s", T0, 2, 4), "p[0].start"),
+    ):
+        with pytest.raises(InvalidRequest) as err:
+            store.check_provenance([span], field="p")
+        assert err.value.field == field, span
+
+
+def test_transaction_time_grows_in_commit_order_across_writers(backend: Backend) -> None:
+    """Writers on separate connections (replicas) stamp concurrently with a stopped wall
+    clock, so every time comes from the store's clock; a reader follows the change feed by
+    its watermark meanwhile and must meet every row exactly once, in id order."""
+    writers = [backend.open() for _ in range(3)]
+    reader = backend.open()
+    committed: list[tuple[int, int]] = []
+    seen: list[int] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write(store: AnyStore, w: int) -> None:
+        try:
+            for j in range(25):
+                with store.stamped(None, now_us=T0) as tx:
+                    result = store.write_nodes([_node(f"w{w}:{j}", "x")], tx_us=tx)[0]
+                committed.append((result.version_id, result.tx_us))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def follow() -> None:
+        try:
+            after = 0
+            while True:
+                finished = done.is_set()
+                with reader.snapshot():
+                    target = reader.feed_position().node_version_id
+                    rows = reader.node_versions_after(after, 10_000)
+                assert [r.version_id for r in rows] == sorted(r.version_id for r in rows)
+                assert all(after < r.version_id <= target for r in rows)
+                seen.extend(r.version_id for r in rows)
+                after = target
+                if finished:
+                    return
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(s, i)) for i, s in enumerate(writers)]
+    follower = threading.Thread(target=follow)
+    for t in [follower, *threads]:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    done.set()
+    follower.join(timeout=60)
+    for s in [*writers, reader]:
+        s.close()
+    assert errors == []
+    assert len(committed) == 75
+    assert sorted(seen) == sorted(vid for vid, _tx in committed) == seen  # none skipped
+    by_id = sorted(committed)
+    times = [tx for _vid, tx in by_id]
+    assert times == sorted(times) and len(set(times)) == len(times)  # strictly increasing
+    assert times[0] == T0 and times[-1] == T0 + 74
+    with backend.open() as s:
+        assert s.last_tx() == T0 + 74
+
+
+def test_unchanged_reingest_writes_nothing(store: AnyStore) -> None:
+    docs = [DocumentIn(source_id=f"doc{i}", title=f"Title {i}", media_type="text/markdown",
+                       text=f"# Title {i}\n\nParagraph {i} names Title {(i + 1) % 6}.\n",
+                       valid_from_us=T0, version_tx_us=T0) for i in range(6)]
+    first = ingest_documents(store, HashingEmbedder(dim=16), docs, now_us=T0 + 1)
+    assert first.ingested == 6 and first.failed == 0
+    counts = (store.last_tx(), store.generation(), store.count_nodes(current_only=False),
+              store.count_edges(current_only=False), store.count_vectors(),
+              store.feed_position())
+    again = ingest_documents(store, HashingEmbedder(dim=16), docs, now_us=T0 + 2)
+    assert (again.unchanged, again.ingested, again.nodes, again.edges) == (6, 0, 0, 0)
+    assert (store.last_tx(), store.generation(), store.count_nodes(current_only=False),
+            store.count_edges(current_only=False), store.count_vectors(),
+            store.feed_position()) == counts
+
+
+def test_acknowledged_batches_survive_kill_9_and_a_torn_one_vanishes(backend: Backend) -> None:
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from planner_svc.store.open import open_store\n"
+        "s = open_store(Path(sys.argv[1]), sys.argv[2] or None)\n"
+        "for batch in range(4):\n"
+        "    with s.transaction():\n"
+        "        for i in range(20):\n"
+        "            s.put_source_version(f'b{batch}:{i}', f'text {batch} {i}', title='T',\n"
+        "                                 media_type='text/plain', tx_us=100 + batch)\n"
+        "            if batch == 3 and i == 10:\n"
+        "                os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    print('acked', batch, flush=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(backend.data_dir), backend.url or ""],
+        capture_output=True, text=True, timeout=60, env={**os.environ},
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["acked 0", "acked 1", "acked 2"]
+    with backend.open() as s:
+        assert s.count_sources() == 60  # three whole batches, nothing of the fourth
+        assert s.latest_versions([f"b{b}:{i}" for b in range(4) for i in range(20)]) == {
+            f"b{b}:{i}": 100 + b for b in range(3) for i in range(20)}
+        assert s.last_tx() == 102
+
+
+def test_a_schema_1_postgresql_store_gains_span_locations_when_opened(
+    postgres_schemas: SchemaPerTest,
+) -> None:
+    """A shared store written before span locations (its schema 1) opens, keeps its ledger
+    rows (no location) and records locations from then on."""
+    import psycopg
+
+    from planner_svc.store.postgres import PostgresStore
+    from planner_svc.store.postgres.schema import MIGRATIONS
+    from planner_svc.store.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
+
+    url = postgres_schemas.url()
+    with psycopg.connect(url, autocommit=True) as pg:
+        for statement in MIGRATIONS[1].split(";"):
+            if statement.strip():
+                pg.execute(statement)  # type: ignore[call-overload]
+        pg.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
+        pg.execute("INSERT INTO sources VALUES ('s', 'S', 'text/markdown', %s)", (T0,))
+        pg.execute("INSERT INTO source_versions VALUES (1, 's', %s, 'S', 'text/markdown', %s)",
+                   (T0, b"# S\n\nbody"))
+        pg.execute("INSERT INTO spans VALUES ('s', %s, 2, 3, 'heading')", (T0,))
+    with PostgresStore.open(url) as store:
+        assert store.ledger_rows([("s", T0, 2, 3)]) == {("s", T0, 2, 3): LedgerRow("heading")}
+        store.add_spans("s", T0, [(5, 9, "paragraph", Location(heading_path=("S",)))])
+        assert store.locations_of_version("s", T0) == [
+            (2, 3, "heading", NOWHERE), (5, 9, "paragraph", Location(heading_path=("S",)))]
+    with psycopg.connect(url) as pg:
+        row = pg.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert row is not None and int(row[0]) == PG_SCHEMA_VERSION == 2
+    with PostgresStore.open(url) as store:  # opening again changes nothing
+        assert len(store.locations_of_version("s", T0)) == 2

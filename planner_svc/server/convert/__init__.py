@@ -34,6 +34,7 @@ from planner_svc.server.convert.plan import (
     recall_trace_to_proto,
     span_ref_from_proto,
     span_ref_to_proto,
+    stage_timings_to_proto,
     stats_to_proto,
 )
 from planner_svc.server.convert.research import (
@@ -66,6 +67,7 @@ __all__ = [
     "recall_trace_to_proto",
     "span_ref_from_proto",
     "span_ref_to_proto",
+    "stage_timings_to_proto",
     "start_from_proto",
     "stats_to_proto",
     "summary_to_proto",

@@ -36,6 +36,7 @@ from planner_svc.core.model import (
 from planner_svc.recall.planner import Abstention, EvidenceResult, LegTrace
 from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.recall.timing import StageClock
 
 
 def span_ref_from_proto(msg: plan_pb2.SpanRef) -> SpanRef:
@@ -388,6 +389,13 @@ def recall_trace_to_proto(trace: LegTrace) -> plan_pb2.RecallTrace:
     if trace.abstention is not None:
         msg.abstention.CopyFrom(abstention_to_proto(trace.abstention))
     return msg
+
+
+def stage_timings_to_proto(clock: StageClock) -> list[plan_pb2.StageTiming]:
+    """StageTiming messages: each stage of ``clock`` that ran, in the order the stages first run,
+    with its wall time in microseconds."""
+    return [plan_pb2.StageTiming(stage=stage, duration_us=us)
+            for stage, us in clock.durations_us.items()]
 
 
 def evidence_result_to_proto(result: EvidenceResult) -> plan_pb2.PlanResponse:

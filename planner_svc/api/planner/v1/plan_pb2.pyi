@@ -639,6 +639,7 @@ class PlanResponse(_message.Message):
 
     PLAN_FIELD_NUMBER: _builtins.int
     RECALL_FIELD_NUMBER: _builtins.int
+    TIMINGS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def plan(self) -> Global___EvidencePlan:
         """The evidence plan, its hash and counters (and explanations when asked for)."""
@@ -649,19 +650,56 @@ class PlanResponse(_message.Message):
         decision. Not hashed.
         """
 
+    @_builtins.property
+    def timings(self) -> _containers.RepeatedCompositeFieldContainer[Global___StageTiming]:
+        """Present only when PlanRequest.explain is set: the wall time of each stage of this plan
+        that ran, in the order the stages first run. Not hashed.
+        """
+
     def __init__(
         self,
         *,
         plan: Global___EvidencePlan | None = ...,
         recall: Global___RecallTrace | None = ...,
+        timings: _abc.Iterable[Global___StageTiming] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan", "recall", b"recall"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan", "recall", b"recall"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan", "recall", b"recall", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PlanResponse: _TypeAlias = PlanResponse  # noqa: Y015
+
+@_typing.final
+class StageTiming(_message.Message):
+    """The wall time one stage of a plan took (a stage that runs several times, such as a recall
+    leg over the parts of a comparison, reports the sum).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STAGE_FIELD_NUMBER: _builtins.int
+    DURATION_US_FIELD_NUMBER: _builtins.int
+    stage: _builtins.str
+    """The stage: request, catalog, semantic, structured, hops, passages, abstention, trace,
+    pool, tokens, select, hash, texts or response.
+    """
+    duration_us: _builtins.int
+    """Its wall time in microseconds."""
+    def __init__(
+        self,
+        *,
+        stage: _builtins.str = ...,
+        duration_us: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duration_us", b"duration_us", "stage", b"stage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StageTiming: _TypeAlias = StageTiming  # noqa: Y015
 
 @_typing.final
 class LegScores(_message.Message):

@@ -1092,7 +1092,10 @@ type PlanResponse struct {
 	Plan *EvidencePlan `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
 	// Present only when PlanRequest.explain is set: the candidate documents and the abstention
 	// decision. Not hashed.
-	Recall        *RecallTrace `protobuf:"bytes,2,opt,name=recall,proto3" json:"recall,omitempty"`
+	Recall *RecallTrace `protobuf:"bytes,2,opt,name=recall,proto3" json:"recall,omitempty"`
+	// Present only when PlanRequest.explain is set: the wall time of each stage of this plan
+	// that ran, in the order the stages first run. Not hashed.
+	Timings       []*StageTiming `protobuf:"bytes,3,rep,name=timings,proto3" json:"timings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1141,6 +1144,70 @@ func (x *PlanResponse) GetRecall() *RecallTrace {
 	return nil
 }
 
+func (x *PlanResponse) GetTimings() []*StageTiming {
+	if x != nil {
+		return x.Timings
+	}
+	return nil
+}
+
+// The wall time one stage of a plan took (a stage that runs several times, such as a recall
+// leg over the parts of a comparison, reports the sum).
+type StageTiming struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stage: request, catalog, semantic, structured, hops, passages, abstention, trace,
+	// pool, tokens, select, hash, texts or response.
+	Stage string `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	// Its wall time in microseconds.
+	DurationUs    uint64 `protobuf:"varint,2,opt,name=duration_us,json=durationUs,proto3" json:"duration_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StageTiming) Reset() {
+	*x = StageTiming{}
+	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StageTiming) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StageTiming) ProtoMessage() {}
+
+func (x *StageTiming) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StageTiming.ProtoReflect.Descriptor instead.
+func (*StageTiming) Descriptor() ([]byte, []int) {
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *StageTiming) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *StageTiming) GetDurationUs() uint64 {
+	if x != nil {
+		return x.DurationUs
+	}
+	return 0
+}
+
 // Why a candidate's node has its score; each score dimensionless in [0, 1]. Recall scores
 // documents, then the passages (nodes) within them (README, "Plan quality").
 type LegScores struct {
@@ -1168,7 +1235,7 @@ type LegScores struct {
 
 func (x *LegScores) Reset() {
 	*x = LegScores{}
-	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	mi := &file_planner_v1_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1247,7 @@ func (x *LegScores) String() string {
 func (*LegScores) ProtoMessage() {}
 
 func (x *LegScores) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[10]
+	mi := &file_planner_v1_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1260,7 @@ func (x *LegScores) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LegScores.ProtoReflect.Descriptor instead.
 func (*LegScores) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{10}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LegScores) GetStructured() float64 {
@@ -1270,7 +1337,7 @@ type DocumentScore struct {
 
 func (x *DocumentScore) Reset() {
 	*x = DocumentScore{}
-	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	mi := &file_planner_v1_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1349,7 @@ func (x *DocumentScore) String() string {
 func (*DocumentScore) ProtoMessage() {}
 
 func (x *DocumentScore) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[11]
+	mi := &file_planner_v1_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1362,7 @@ func (x *DocumentScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocumentScore.ProtoReflect.Descriptor instead.
 func (*DocumentScore) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{11}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DocumentScore) GetSourceId() string {
@@ -1372,7 +1439,7 @@ type Abstention struct {
 
 func (x *Abstention) Reset() {
 	*x = Abstention{}
-	mi := &file_planner_v1_plan_proto_msgTypes[12]
+	mi := &file_planner_v1_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1451,7 @@ func (x *Abstention) String() string {
 func (*Abstention) ProtoMessage() {}
 
 func (x *Abstention) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[12]
+	mi := &file_planner_v1_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1464,7 @@ func (x *Abstention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abstention.ProtoReflect.Descriptor instead.
 func (*Abstention) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{12}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Abstention) GetCoverage() float64 {
@@ -1455,7 +1522,7 @@ type RecallTrace struct {
 
 func (x *RecallTrace) Reset() {
 	*x = RecallTrace{}
-	mi := &file_planner_v1_plan_proto_msgTypes[13]
+	mi := &file_planner_v1_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1534,7 @@ func (x *RecallTrace) String() string {
 func (*RecallTrace) ProtoMessage() {}
 
 func (x *RecallTrace) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[13]
+	mi := &file_planner_v1_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1547,7 @@ func (x *RecallTrace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallTrace.ProtoReflect.Descriptor instead.
 func (*RecallTrace) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{13}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RecallTrace) GetDocuments() []*DocumentScore {
@@ -1516,7 +1583,7 @@ type CandidateExplanation struct {
 
 func (x *CandidateExplanation) Reset() {
 	*x = CandidateExplanation{}
-	mi := &file_planner_v1_plan_proto_msgTypes[14]
+	mi := &file_planner_v1_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1595,7 @@ func (x *CandidateExplanation) String() string {
 func (*CandidateExplanation) ProtoMessage() {}
 
 func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[14]
+	mi := &file_planner_v1_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1608,7 @@ func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CandidateExplanation.ProtoReflect.Descriptor instead.
 func (*CandidateExplanation) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{14}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CandidateExplanation) GetCandidate() *PlannedSpan {
@@ -1600,7 +1667,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_planner_v1_plan_proto_msgTypes[15]
+	mi := &file_planner_v1_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1679,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_v1_plan_proto_msgTypes[15]
+	mi := &file_planner_v1_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1692,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_planner_v1_plan_proto_rawDescGZIP(), []int{15}
+	return file_planner_v1_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SelectRequest) GetPlanModel() string {
@@ -1761,10 +1828,15 @@ const file_planner_v1_plan_proto_rawDesc = "" +
 	"\x06_at_txB\x10\n" +
 	"\x0e_budget_tokensB\x16\n" +
 	"\x14_max_frac_per_sourceB\x10\n" +
-	"\x0e_dedup_overlapR\x05query\"m\n" +
+	"\x0e_dedup_overlapR\x05query\"\xa0\x01\n" +
 	"\fPlanResponse\x12,\n" +
 	"\x04plan\x18\x01 \x01(\v2\x18.planner.v1.EvidencePlanR\x04plan\x12/\n" +
-	"\x06recall\x18\x02 \x01(\v2\x17.planner.v1.RecallTraceR\x06recall\"\xf4\x01\n" +
+	"\x06recall\x18\x02 \x01(\v2\x17.planner.v1.RecallTraceR\x06recall\x121\n" +
+	"\atimings\x18\x03 \x03(\v2\x17.planner.v1.StageTimingR\atimings\"D\n" +
+	"\vStageTiming\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x1f\n" +
+	"\vduration_us\x18\x02 \x01(\x04R\n" +
+	"durationUs\"\xf4\x01\n" +
 	"\tLegScores\x12#\n" +
 	"\n" +
 	"structured\x18\x01 \x01(\x01H\x00R\n" +
@@ -1849,7 +1921,7 @@ func file_planner_v1_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_planner_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_planner_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_planner_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_planner_v1_plan_proto_goTypes = []any{
 	(SpanClass)(0),               // 0: planner.v1.SpanClass
 	(CandidateFate)(0),           // 1: planner.v1.CandidateFate
@@ -1863,13 +1935,14 @@ var file_planner_v1_plan_proto_goTypes = []any{
 	(*VectorQuery)(nil),          // 9: planner.v1.VectorQuery
 	(*PlanRequest)(nil),          // 10: planner.v1.PlanRequest
 	(*PlanResponse)(nil),         // 11: planner.v1.PlanResponse
-	(*LegScores)(nil),            // 12: planner.v1.LegScores
-	(*DocumentScore)(nil),        // 13: planner.v1.DocumentScore
-	(*Abstention)(nil),           // 14: planner.v1.Abstention
-	(*RecallTrace)(nil),          // 15: planner.v1.RecallTrace
-	(*CandidateExplanation)(nil), // 16: planner.v1.CandidateExplanation
-	(*SelectRequest)(nil),        // 17: planner.v1.SelectRequest
-	nil,                          // 18: planner.v1.StructuredRecall.PropertiesEntry
+	(*StageTiming)(nil),          // 12: planner.v1.StageTiming
+	(*LegScores)(nil),            // 13: planner.v1.LegScores
+	(*DocumentScore)(nil),        // 14: planner.v1.DocumentScore
+	(*Abstention)(nil),           // 15: planner.v1.Abstention
+	(*RecallTrace)(nil),          // 16: planner.v1.RecallTrace
+	(*CandidateExplanation)(nil), // 17: planner.v1.CandidateExplanation
+	(*SelectRequest)(nil),        // 18: planner.v1.SelectRequest
+	nil,                          // 19: planner.v1.StructuredRecall.PropertiesEntry
 }
 var file_planner_v1_plan_proto_depIdxs = []int32{
 	2,  // 0: planner.v1.PlannedSpan.span:type_name -> planner.v1.SpanRef
@@ -1877,27 +1950,28 @@ var file_planner_v1_plan_proto_depIdxs = []int32{
 	4,  // 2: planner.v1.PlannedSpan.location:type_name -> planner.v1.SpanLocation
 	3,  // 3: planner.v1.EvidencePlan.spans:type_name -> planner.v1.PlannedSpan
 	5,  // 4: planner.v1.EvidencePlan.stats:type_name -> planner.v1.PlanStats
-	16, // 5: planner.v1.EvidencePlan.explanations:type_name -> planner.v1.CandidateExplanation
-	18, // 6: planner.v1.StructuredRecall.properties:type_name -> planner.v1.StructuredRecall.PropertiesEntry
+	17, // 5: planner.v1.EvidencePlan.explanations:type_name -> planner.v1.CandidateExplanation
+	19, // 6: planner.v1.StructuredRecall.properties:type_name -> planner.v1.StructuredRecall.PropertiesEntry
 	9,  // 7: planner.v1.SemanticRecall.vector:type_name -> planner.v1.VectorQuery
 	7,  // 8: planner.v1.PlanRequest.structured:type_name -> planner.v1.StructuredRecall
 	8,  // 9: planner.v1.PlanRequest.semantic:type_name -> planner.v1.SemanticRecall
 	6,  // 10: planner.v1.PlanResponse.plan:type_name -> planner.v1.EvidencePlan
-	15, // 11: planner.v1.PlanResponse.recall:type_name -> planner.v1.RecallTrace
-	13, // 12: planner.v1.RecallTrace.documents:type_name -> planner.v1.DocumentScore
-	14, // 13: planner.v1.RecallTrace.abstention:type_name -> planner.v1.Abstention
-	3,  // 14: planner.v1.CandidateExplanation.candidate:type_name -> planner.v1.PlannedSpan
-	1,  // 15: planner.v1.CandidateExplanation.fate:type_name -> planner.v1.CandidateFate
-	2,  // 16: planner.v1.CandidateExplanation.deduped_by:type_name -> planner.v1.SpanRef
-	12, // 17: planner.v1.CandidateExplanation.legs:type_name -> planner.v1.LegScores
-	3,  // 18: planner.v1.SelectRequest.pool:type_name -> planner.v1.PlannedSpan
-	10, // 19: planner.v1.EvidencePlannerService.Plan:input_type -> planner.v1.PlanRequest
-	11, // 20: planner.v1.EvidencePlannerService.Plan:output_type -> planner.v1.PlanResponse
-	20, // [20:21] is the sub-list for method output_type
-	19, // [19:20] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	16, // 11: planner.v1.PlanResponse.recall:type_name -> planner.v1.RecallTrace
+	12, // 12: planner.v1.PlanResponse.timings:type_name -> planner.v1.StageTiming
+	14, // 13: planner.v1.RecallTrace.documents:type_name -> planner.v1.DocumentScore
+	15, // 14: planner.v1.RecallTrace.abstention:type_name -> planner.v1.Abstention
+	3,  // 15: planner.v1.CandidateExplanation.candidate:type_name -> planner.v1.PlannedSpan
+	1,  // 16: planner.v1.CandidateExplanation.fate:type_name -> planner.v1.CandidateFate
+	2,  // 17: planner.v1.CandidateExplanation.deduped_by:type_name -> planner.v1.SpanRef
+	13, // 18: planner.v1.CandidateExplanation.legs:type_name -> planner.v1.LegScores
+	3,  // 19: planner.v1.SelectRequest.pool:type_name -> planner.v1.PlannedSpan
+	10, // 20: planner.v1.EvidencePlannerService.Plan:input_type -> planner.v1.PlanRequest
+	11, // 21: planner.v1.EvidencePlannerService.Plan:output_type -> planner.v1.PlanResponse
+	21, // [21:22] is the sub-list for method output_type
+	20, // [20:21] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_planner_v1_plan_proto_init() }
@@ -1912,16 +1986,16 @@ func file_planner_v1_plan_proto_init() {
 		(*SemanticRecall_Vector)(nil),
 	}
 	file_planner_v1_plan_proto_msgTypes[8].OneofWrappers = []any{}
-	file_planner_v1_plan_proto_msgTypes[10].OneofWrappers = []any{}
-	file_planner_v1_plan_proto_msgTypes[12].OneofWrappers = []any{}
-	file_planner_v1_plan_proto_msgTypes[15].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[11].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[13].OneofWrappers = []any{}
+	file_planner_v1_plan_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_planner_v1_plan_proto_rawDesc), len(file_planner_v1_plan_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

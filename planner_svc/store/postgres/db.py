@@ -1,0 +1,383 @@
+"""The database under every part of the PostgreSQL store: connections, write transactions
+serialised by the clock row, snapshots.
+
+Driver: psycopg 3 (``psycopg[binary]``), the maintained PostgreSQL adapter (the psycopg2
+successor: typed, thread-safe connections, pipelined ``executemany``). Every thread gets its own
+connection in autocommit mode (``threading.local``), opened on first use and opened again when
+the server dropped it between calls. Transactions are explicit:
+
+- **Writes** (:meth:`PgDatabase._write`, :meth:`transaction`, ``stamped``): ``BEGIN`` at READ
+  COMMITTED, then the one row of ``clock`` is locked (``SELECT ... FOR UPDATE``) before anything
+  else, and held until ``COMMIT``. Every writer of every replica takes that lock first, so write
+  transactions run one at a time in the order they commit: transaction times and row ids grow
+  in commit order, and a reader that has seen a transaction time or an id has seen every row
+  committed before it (PostgreSQL has no commit-time clock, and sequences hand out values in
+  start order, not commit order; the lock gives both). Nested blocks are savepoints.
+- **Snapshots** (:meth:`snapshot`): ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY``; every
+  read of the block sees the state of its first read, and writers are never blocked.
+
+Durability: a write returns after ``COMMIT``, which the server makes durable before it answers
+(``synchronous_commit = on``, PostgreSQL's default). A connection that breaks is reported as
+:class:`~planner_svc.core.errors.StoreUnavailable` (nothing of the failed call was committed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import psycopg
+from psycopg import pq
+
+from planner_svc.core.errors import ConfigError, StoreUnavailable
+from planner_svc.store.postgres.schema import INIT_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES
+from planner_svc.store.url import redacted
+
+PAGE_ROWS = 2048
+"""Rows per page of the iterators that read a whole table (no long-lived read transaction)."""
+
+Row = tuple[Any, ...]
+
+
+def live(alias: str = "") -> str:
+    """SQL condition: the row's valid and tx intervals contain (%s valid, %s tx), half-open;
+    four parameters: valid, valid, tx, tx."""
+    a = f"{alias}." if alias else ""
+    return (
+        f"{a}valid_from <= %s AND ({a}valid_to IS NULL OR {a}valid_to > %s) "
+        f"AND {a}tx_from <= %s AND ({a}tx_to IS NULL OR {a}tx_to > %s)"
+    )
+
+
+@dataclass(slots=True)
+class _WriteState:
+    """What a write transaction keeps between its statements: the clock row it locked (the
+    latest transaction time, advanced by the writes and stored once at commit), the next id
+    of each table it inserted into, whether it changed anything, the settled facts it read or
+    wrote (facts that never change once set, kept by the store after the commit), and what it
+    wrote that its own later statements would otherwise read back (the node versions it
+    created, the source texts it stored)."""
+
+    last_tx: int | None
+    committed_tx: int | None
+    next_ids: dict[str, int] = field(default_factory=dict)
+    changed: bool = False
+    settled: dict[str, int] = field(default_factory=dict)
+    created_nodes: set[int] = field(default_factory=set)
+    written_texts: dict[tuple[str, int], bytes] = field(default_factory=dict)
+
+    def copy(self) -> _WriteState:
+        return _WriteState(last_tx=self.last_tx, committed_tx=self.committed_tx,
+                           next_ids=dict(self.next_ids), changed=self.changed,
+                           settled=dict(self.settled), created_nodes=set(self.created_nodes),
+                           written_texts=dict(self.written_texts))
+
+
+class PgDatabase:
+    """Connections, write transactions and snapshots of one PostgreSQL store.
+
+    Use :meth:`planner_svc.store.postgres.PostgresStore.open`; this constructor neither
+    connects nor creates the schema.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._conns: list[psycopg.Connection[Row]] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._settled: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        """The store's URL, password left out."""
+        return redacted(self._url)
+
+    def _init_schema(self) -> None:
+        """Create or migrate the schema (one transaction under an advisory lock).
+
+        Raises:
+            ConfigError: (``store``) the database holds a newer schema, or tables of these
+                names that are not a planner-svc store.
+        """
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN")
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INIT_LOCK,))
+                version = self._schema_version(conn)
+                if version > SCHEMA_VERSION:
+                    raise ConfigError("store", f"{self.url} has schema version {version}; this "
+                                               f"build reads up to {SCHEMA_VERSION}")
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    for statement in MIGRATIONS[step].split(";"):
+                        if statement.strip():
+                            conn.execute(statement)  # type: ignore[call-overload]
+                    conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(step),))
+                conn.execute("COMMIT")
+            except BaseException:
+                self._rollback(conn)
+                raise
+
+    def _schema_version(self, conn: psycopg.Connection[Row]) -> int:
+        found = {
+            r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND table_name = ANY(%s)", (list(TABLES),))
+        }
+        if "meta" not in found:
+            if found:
+                raise ConfigError("store", f"{self.url} holds tables named "
+                                           f"{', '.join(sorted(found))} but no planner-svc "
+                                           "store: give the store a database (or schema) of "
+                                           "its own")
+            return 0
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            raise ConfigError("store", f"{self.url}: table meta holds no schema_version: not a "
+                                       "planner-svc store")
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close every connection of every thread. Idempotent; later calls raise RuntimeError."""
+        with self._conns_lock:
+            self._closed = True
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _connect(self) -> psycopg.Connection[Row]:
+        try:
+            return psycopg.connect(self._url, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot connect to {self.url}: {exc}") from exc
+
+    def _conn(self) -> psycopg.Connection[Row]:
+        conn: psycopg.Connection[Row] | None = getattr(self._local, "conn", None)
+        if conn is not None and not self._closed:
+            if not conn.closed:
+                return conn
+            if self._local.depth > 0 or self._local.snapshot:
+                raise StoreUnavailable(f"the connection to {self.url} was lost")
+        with self._conns_lock:
+            if self._closed:
+                raise RuntimeError(f"store {self.url} is closed")
+        conn = self._connect()
+        with self._conns_lock:
+            if self._closed:
+                conn.close()
+                raise RuntimeError(f"store {self.url} is closed")
+            self._conns = [c for c in self._conns if not c.closed]
+            self._conns.append(conn)
+        self._local.conn = conn
+        self._local.depth = 0
+        self._local.snapshot = False
+        self._local.memo = {}
+        self._local.tx = None
+        return conn
+
+    # ------------------------------------------------------------------ statements
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        """All rows of one statement.
+
+        Raises:
+            StoreUnavailable: the connection broke.
+        """
+        try:
+            return self._conn().execute(sql, params).fetchall()  # type: ignore[arg-type]
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"{self.url}: {exc}") from exc
+
+    def _row(self, sql: str, params: Sequence[object] = ()) -> Row | None:
+        """The first row of one statement, or None."""
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    def _snapshot_constant(self, sql: str) -> Row | None:
+        """The first row of a parameterless statement, read once per snapshot: inside one
+        REPEATABLE READ snapshot its answer cannot change (the vector index asks for the
+        newest node version before every search, a plan searches many times)."""
+        self._conn()
+        local = self._local
+        if not local.snapshot:
+            return self._row(sql)
+        if sql not in local.memo:
+            local.memo[sql] = self._row(sql)
+        found: Row | None = local.memo[sql]
+        return found
+
+    def _run(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run one statement; returns the rows it changed."""
+        try:
+            cur = self._conn().execute(sql, params)  # type: ignore[arg-type]
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"{self.url}: {exc}") from exc
+        return max(cur.rowcount, 0)
+
+    def _run_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        """Run one statement per parameter row (pipelined)."""
+        if not rows:
+            return
+        try:
+            with self._conn().cursor() as cur:
+                cur.executemany(sql, rows)  # type: ignore[arg-type]
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"{self.url}: {exc}") from exc
+
+    def _next_id(self, table: str, column: str, count: int = 1) -> int:
+        """The first of ``count`` new ids of ``table`` (``max(column) + 1`` when the write
+        transaction first asks, then counted on): inside a write, under the clock lock, so no
+        other writer allocates concurrently; a rolled-back savepoint gives its ids back."""
+        tx = self._tx()
+        first = tx.next_ids.get(table)
+        if first is None:
+            row = self._row(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}")
+            assert row is not None
+            first = int(row[0])
+        tx.next_ids[table] = first + count
+        return first
+
+    # ------------------------------------------------------------------ transactions
+
+    @staticmethod
+    def _rollback(conn: psycopg.Connection[Row]) -> None:
+        if conn.closed:
+            return
+        if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            with suppress(psycopg.OperationalError):
+                conn.execute("ROLLBACK")
+
+    def _tx(self) -> _WriteState:
+        state: _WriteState | None = getattr(self._local, "tx", None)
+        if state is None or self._local.depth == 0:
+            raise RuntimeError("not inside a write transaction")
+        return state
+
+    @contextmanager
+    def _write(self, *, savepoint: bool = True) -> Iterator[None]:
+        """A write transaction; nested, a savepoint (restoring the clock and the id counters
+        on rollback), or with ``savepoint=False`` a block that joins the running transaction
+        (for a method that refuses before it writes anything, saving two round trips)."""
+        self._conn()
+        local = self._local
+        if local.depth > 0:
+            if not savepoint:
+                local.depth += 1
+                try:
+                    yield
+                finally:
+                    local.depth -= 1
+                return
+            name = f"sp{local.depth}"
+            saved = local.tx.copy()
+            self._run(f"SAVEPOINT {name}")
+            local.depth += 1
+            try:
+                yield
+            except BaseException:
+                self._run(f"ROLLBACK TO SAVEPOINT {name}")
+                self._run(f"RELEASE SAVEPOINT {name}")
+                local.tx = saved
+                raise
+            else:
+                self._run(f"RELEASE SAVEPOINT {name}")
+            finally:
+                local.depth -= 1
+            return
+        if local.snapshot:
+            raise RuntimeError("a write cannot run inside Store.snapshot()")
+        with self._write_lock:
+            conn = local.conn
+            local.depth = 1
+            try:
+                self._run("BEGIN ISOLATION LEVEL READ COMMITTED")
+                row = self._row("SELECT last_tx FROM clock FOR UPDATE")
+                assert row is not None
+                last = None if row[0] is None else int(row[0])
+                local.tx = _WriteState(last_tx=last, committed_tx=last)
+                yield
+                tx = local.tx
+                if tx.changed or tx.last_tx != tx.committed_tx:
+                    self._run("UPDATE clock SET last_tx = %s, generation = generation + %s",
+                              (tx.last_tx, 1 if tx.changed else 0))
+                self._run("COMMIT")
+                self._settled.update(tx.settled)
+            except BaseException:
+                self._rollback(conn)
+                raise
+            finally:
+                local.depth = 0
+                local.tx = None
+
+    def _changed(self) -> None:
+        self._tx().changed = True
+
+    def _settled_fact(self, key: str) -> int | None:
+        """A fact that never changes once committed (the vector dimension), if known."""
+        known = self._settled.get(key)
+        if known is None and getattr(self._local, "depth", 0) > 0:
+            known = self._tx().settled.get(key)
+        return known
+
+    def _settle(self, key: str, value: int) -> None:
+        """Remember a settled fact: at once outside a write, at its commit inside one."""
+        if getattr(self._local, "depth", 0) > 0:
+            self._tx().settled[key] = value
+        else:
+            self._settled[key] = value
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group the writes made inside the block into one atomic commit (a savepoint when
+        nested).
+
+        Raises:
+            RuntimeError: called inside :meth:`snapshot`.
+            StoreUnavailable: the connection broke (nothing was committed).
+        """
+        with self._write():
+            yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Run the reads inside the block against one consistent snapshot (REPEATABLE READ,
+        taken at the first read). Writes are not allowed inside (RuntimeError). Nested use (or
+        use inside :meth:`transaction`) joins the running transaction."""
+        self._conn()
+        local = self._local
+        if local.snapshot or local.depth > 0:
+            yield
+            return
+        self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        local.snapshot = True
+        local.memo = {}
+        try:
+            yield
+        finally:
+            local.snapshot = False
+            local.memo = {}
+            conn = local.conn
+            if not conn.closed and conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                with suppress(psycopg.OperationalError):
+                    conn.execute("COMMIT")
