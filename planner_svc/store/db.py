@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from planner_svc.core.errors import ConfigError
+from planner_svc.core.errors import ConfigError, ShuttingDown
 from planner_svc.store.schema import ADDED_COLUMNS, DDL, LAST_TX_BACKFILL, SCHEMA_VERSION
 
 SYNC_MODES = ("NORMAL", "FULL", "EXTRA")
@@ -135,7 +135,7 @@ class Database:
             return conn
         with self._conns_lock:
             if self._closed:
-                raise RuntimeError(f"store {self._path} is closed")
+                raise ShuttingDown("the store is closed: the process is shutting down")
             conn = sqlite3.connect(
                 self._path, timeout=30.0, isolation_level=None, check_same_thread=False
             )

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner_svc.core.errors import InvalidRequest
+from planner_svc.core.errors import InvalidRequest, ShuttingDown
 from planner_svc.core.model import NOWHERE, Location, SpanRef
 from planner_svc.embed import HashingEmbedder
 from planner_svc.ingest import ingest_documents
@@ -464,7 +464,7 @@ def test_reopen_keeps_data(backend: Backend) -> None:
     with backend.open() as s:
         assert s.latest_version("a") == 1
     s.close()  # idempotent
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ShuttingDown, match="the store is closed"):  # UNAVAILABLE to a client
         s.latest_version("a")
 
 

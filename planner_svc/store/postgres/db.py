@@ -33,7 +33,7 @@ from typing import Any, Self
 import psycopg
 from psycopg import pq
 
-from planner_svc.core.errors import ConfigError, StoreUnavailable
+from planner_svc.core.errors import ConfigError, ShuttingDown, StoreUnavailable
 from planner_svc.store.postgres.schema import INIT_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES
 from planner_svc.store.url import redacted
 
@@ -181,12 +181,12 @@ class PgDatabase:
                 raise StoreUnavailable(f"the connection to {self.url} was lost")
         with self._conns_lock:
             if self._closed:
-                raise RuntimeError(f"store {self.url} is closed")
+                raise ShuttingDown("the store is closed: the process is shutting down")
         conn = self._connect()
         with self._conns_lock:
             if self._closed:
                 conn.close()
-                raise RuntimeError(f"store {self.url} is closed")
+                raise ShuttingDown("the store is closed: the process is shutting down")
             self._conns = [c for c in self._conns if not c.closed]
             self._conns.append(conn)
         self._local.conn = conn
