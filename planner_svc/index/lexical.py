@@ -192,6 +192,8 @@ class _Column:
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     size: int
+    generation: int  # the index's generation when the snapshot was taken
+    max_event: int
     segments: tuple[_Segment, ...]
     row_ids: Int64s
     lengths: Int64s
@@ -214,6 +216,7 @@ class _Stats:
     live: npt.NDArray[np.bool_]
     count: int
     mean_length: float
+    generation: int  # the index generation the mask was computed at
     terms: dict[int, _TermScores] = field(default_factory=dict)
 
 
@@ -250,6 +253,7 @@ class LexicalIndex:
         self._size = 0
         self._max_event = -OPEN - 1  # the largest finite interval bound
         self._current: _Stats | None = None  # statistics past every event, while unchanged
+        self._generation = 0  # advanced by every change of rows or intervals
 
     # ---------------------------------------------------------------- writes
 
@@ -296,6 +300,7 @@ class LexicalIndex:
             cols["tx_to"].put(base, [OPEN if r.tx_to_us is None else r.tx_to_us for r in fresh])
             self._segments = self._tiered((*self._segments, _build(base, per_row)))
             self._current = None
+            self._generation += 1
             self._size = base + len(fresh)  # published last
         return len(fresh)
 
@@ -329,6 +334,7 @@ class LexicalIndex:
             self._columns["tx_to"].data[position] = tx_to_us
             self._max_event = max(self._max_event, tx_to_us)
             self._current = None
+            self._generation += 1
             return True
 
     # ---------------------------------------------------------------- reads
@@ -339,21 +345,29 @@ class LexicalIndex:
         with self._lock:
             size = self._size
             cols = {name: col.data[:size] for name, col in self._columns.items()}
-            snap = _Snapshot(size=size, segments=self._segments, **cols)
+            snap = _Snapshot(size=size, generation=self._generation,
+                             max_event=self._max_event, segments=self._segments, **cols)
         return LexicalView(self, snap, valid_us, tx_us)
 
     def _stats(self, snap: _Snapshot, valid_us: int, tx_us: int) -> _Stats:
+        """The live rows of ``snap`` as of ``(valid_us, tx_us)``; past every event, shared
+        with every view of the same generation. A change made while the mask is computed
+        advances the generation, so the mask is then used by this view only (never published
+        as the shared statistics of a state it may not describe)."""
+        past_events = valid_us >= snap.max_event and tx_us >= snap.max_event
         current = self._current
-        past_events = valid_us >= self._max_event and tx_us >= self._max_event
-        if past_events and current is not None and current.live.shape[0] == snap.size:
+        if past_events and current is not None and current.generation == snap.generation:
             return current
         live = ((snap.valid_from <= valid_us) & (snap.valid_to > valid_us)
                 & (snap.tx_from <= tx_us) & (snap.tx_to > tx_us))
         count = int(np.count_nonzero(live))
         total = int(snap.lengths[live].sum(dtype=np.int64))  # exact integer sum
-        stats = _Stats(live=live, count=count, mean_length=total / count if count else 0.0)
+        stats = _Stats(live=live, count=count, mean_length=total / count if count else 0.0,
+                       generation=snap.generation)
         if past_events:
-            self._current = stats
+            with self._lock:
+                if self._generation == snap.generation:
+                    self._current = stats
         return stats
 
     def search(self, terms: Sequence[str], *, valid_us: int, tx_us: int,

@@ -125,3 +125,44 @@ def test_a_view_reads_one_snapshot() -> None:
     fresh = index.view(valid_us=0, tx_us=0)
     assert fresh.live_rows == 3
     assert [i for i, _ in fresh.search(["river"], limit=10)] == [3, 1]
+
+
+def test_a_close_during_a_plans_statistics_is_not_cached_as_the_new_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plan 'now' computes the live rows while the catalog closes a superseded version:
+    its mask predates the close and must not become the statistics every later plan reuses."""
+    import threading
+
+    import numpy as np
+
+    import planner_svc.index.lexical as lexical
+
+    index = LexicalIndex()
+    index.add([_row(1, "apple orchard", tx=(10, None)), _row(2, "pear orchard", tx=(10, None))])
+    index.add([_row(3, "banana orchard", tx=(20, None))])
+    computing, resume = threading.Event(), threading.Event()
+    real_count = np.count_nonzero
+
+    class _PausingNumpy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(np, name)
+
+        @staticmethod
+        def count_nonzero(mask: object) -> int:
+            if threading.current_thread().name == "plan":
+                computing.set()
+                resume.wait(10)
+            return int(real_count(mask))
+
+    monkeypatch.setattr(lexical, "np", _PausingNumpy())
+    plan = threading.Thread(target=lambda: index.view(valid_us=100, tx_us=100), name="plan")
+    plan.start()
+    assert computing.wait(10)
+    assert index.close(1, 20)  # the newer version of row 1's document superseded it
+    resume.set()
+    plan.join(10)
+    monkeypatch.undo()
+    later = index.view(valid_us=100, tx_us=100)
+    assert later.search(query_terms("apple"), limit=5) == []
+    assert sorted(row for row, _ in later.search(query_terms("orchard"), limit=5)) == [2, 3]
