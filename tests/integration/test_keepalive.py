@@ -33,6 +33,7 @@ CLIENT_PINGS = (
     ("grpc.http2.max_pings_without_data", 0),
 )
 WAIT_S = 5.0
+REFUSAL_WAIT_S = 30.0
 
 
 def test_default_policy_accepts_a_client_pinging_every_10_s() -> None:
@@ -46,9 +47,10 @@ def test_default_policy_accepts_a_client_pinging_every_10_s() -> None:
     )
 
 
-def _hold_a_session(address: str, result: dict[str, object]) -> None:
-    """Open a session, then wait ``WAIT_S`` with the stream idle (the server waits for lead
-    results); record whether the stream ended during the wait, and how the session ended."""
+def _hold_a_session(address: str, result: dict[str, object], wait_s: float) -> None:
+    """Open a session, then wait up to ``wait_s`` with the stream idle (the server waits for
+    lead results); record whether the stream ended during the wait, and how the session
+    ended."""
     pending: queue.Queue[research_pb2.ResearchRequest | None] = queue.Queue()
     start_event = research_pb2.ResearchRequest()
     start_event.start.question = "Who painted the Mona Lisa?"
@@ -65,7 +67,7 @@ def _hold_a_session(address: str, result: dict[str, object]) -> None:
         assert next(call).WhichOneof("update") == "initial"
         ended = threading.Event()
         call.add_done_callback(lambda _: ended.set())
-        result["ended_while_waiting"] = ended.wait(WAIT_S)
+        result["ended_while_waiting"] = ended.wait(wait_s)
         pending.put(None)
         try:
             updates = list(call)
@@ -90,8 +92,11 @@ def test_idle_stream_survives_pings_the_policy_allows_and_not_faster_ones() -> N
     strict, strict_address = _research_server(2.0)
     kept: dict[str, object] = {}
     refused: dict[str, object] = {}
-    threads = [threading.Thread(target=_hold_a_session, args=(allowed_address, kept)),
-               threading.Thread(target=_hold_a_session, args=(strict_address, refused))]
+    # the refused stream ends after its third ping (~3 s); a busy machine may delay the
+    # client's ping timer, so that side waits up to REFUSAL_WAIT_S for the end
+    threads = [threading.Thread(target=_hold_a_session, args=(allowed_address, kept, WAIT_S)),
+               threading.Thread(target=_hold_a_session,
+                                args=(strict_address, refused, REFUSAL_WAIT_S))]
     try:
         for thread in threads:
             thread.start()
