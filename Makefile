@@ -12,6 +12,19 @@ FONT_FILES := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf \
 	/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc \
 	/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
+# The one font the demo's mixed corpus writes its PDF with.
+DEMO_FONT_FILE := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+
+# Install the Debian packages in $$missing (one apt-get run, through sudo when not root), or
+# stop naming them when there is no apt-get.
+APT_INSTALL = if [ -n "$$missing" ]; then \
+		command -v apt-get >/dev/null || { echo "make: install$$missing (Debian packages)$(1)" >&2; exit 1; }; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "make: installing$$missing"; \
+		$$sudo apt-get update -qq && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
 # The PostgreSQL server the shared-store tests start (initdb and pg_ctl in a temporary
 # directory; Debian package, installed only when its binaries are missing).
 PG_PACKAGE := postgresql
@@ -28,7 +41,7 @@ BUF_BASELINE := protos/baseline/planner-v1.binpb
 TS := clients/ts
 TS_DEPS := $(TS)/node_modules/.package-lock.json
 
-.PHONY: setup system-packages protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
+.PHONY: setup system-packages demo-packages protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
 	buf buf-check buf-baseline check-gen go-tools
 
 $(BIN)/planner-svc: pyproject.toml
@@ -47,13 +60,12 @@ system-packages:
 	if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		missing="$$missing $(PG_PACKAGE)"; \
 	fi; \
-	if [ -n "$$missing" ]; then \
-		command -v apt-get >/dev/null || { echo "make: install$$missing (Debian packages) for the PDF and shared-store tests" >&2; exit 1; }; \
-		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		echo "make: installing$$missing"; \
-		$$sudo apt-get update -qq && \
-		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call APT_INSTALL, for the PDF and shared-store tests)
+
+# The demo needs only the font of its mixed corpus's PDF.
+demo-packages:
+	@missing=""; [ -f "$(DEMO_FONT_FILE)" ] || missing=" fonts-dejavu-core"; \
+	$(call APT_INSTALL, for the demo's PDF)
 
 $(TS_DEPS): $(TS)/package-lock.json
 	cd $(TS) && npm ci --no-audit --no-fund
@@ -117,7 +129,7 @@ test-fast: setup
 fetch-corpus: setup
 	$(BIN)/planner-svc fetch-corpus
 
-demo: setup
+demo: $(BIN)/planner-svc demo-packages
 	$(BIN)/python scripts/demo.py --data $(DATA) --mixed-data $(MIXED_DATA) --port $(PORT)
 
 bench: setup
