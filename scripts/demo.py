@@ -10,8 +10,9 @@
 Usage: python scripts/demo.py [--data DIR] [--mixed-data DIR] [--port PORT] [--budget N]
 
 Every step is idempotent: the corpus download is cached, and re-ingesting unchanged documents
-writes no new versions, so a second run prints the same plans and the same plan hashes for the
-first act (the second act's plans cite versions stamped at its first ingest).
+writes no new versions, so a second run prints the same plans and the same plan hashes. Both
+acts stamp their documents with the corpus's fixed time, so the hashes are the same on every
+machine too.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import grpc
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
 from planner_svc.client.common import NotServing, question_request, render_plan, wait_serving
+from planner_svc.demo.corpus import CORPUS_TIME_US
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = (
@@ -148,7 +150,9 @@ def main() -> int:
     print(f"== ingesting {mixed.relative_to(ROOT)}/ (three files are meant to be refused)",
           flush=True)
     ingest = subprocess.run(
-        _cli("ingest", str(mixed.relative_to(ROOT)), "--data", args.mixed_data, "--quiet"),
+        _cli("ingest", str(mixed.relative_to(ROOT)), "--data", args.mixed_data, "--quiet",
+             # the corpus's fixed time, as for act 1: the same plans and hashes on every machine
+             "--version-tx", str(CORPUS_TIME_US), "--valid-from", str(CORPUS_TIME_US)),
         cwd=ROOT, env=env,
     )
     if ingest.returncode != 0:
