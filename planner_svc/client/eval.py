@@ -37,6 +37,7 @@ from planner_svc.settings import DEFAULT_DATA_DIR
 
 if TYPE_CHECKING:
     import grpc
+    from google.rpc import error_details_pb2
 
     from planner_svc.evaluation.runner import ServerPlan
 
@@ -100,8 +101,8 @@ def _positive_seconds(value: str) -> float:
     return seconds
 
 
-def error_reasons(err: grpc.RpcError) -> list[str]:
-    """The ``ErrorInfo.reason`` of every ErrorInfo in the rich status details of ``err``
+def error_infos(err: grpc.RpcError) -> list[error_details_pb2.ErrorInfo]:
+    """Every ``google.rpc.ErrorInfo`` in the rich status details of ``err``
     (``grpc-status-details-bin``), in order; empty when there are none or the details are
     malformed or disagree with the call's code and message."""
     from google.protobuf.message import DecodeError
@@ -114,13 +115,18 @@ def error_reasons(err: grpc.RpcError) -> list[str]:
         return []
     if status is None:
         return []
-    reasons: list[str] = []
+    infos: list[error_details_pb2.ErrorInfo] = []
     for detail in status.details:
         if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
             info = error_details_pb2.ErrorInfo()
             detail.Unpack(info)
-            reasons.append(info.reason)
-    return reasons
+            infos.append(info)
+    return infos
+
+
+def error_reasons(err: grpc.RpcError) -> list[str]:
+    """The ``ErrorInfo.reason`` of every ErrorInfo of ``err`` (:func:`error_infos`)."""
+    return [info.reason for info in error_infos(err)]
 
 
 def is_decline(err: grpc.RpcError) -> bool:

@@ -35,6 +35,7 @@ def _plan(args: argparse.Namespace) -> int:
         render_recall,
         render_timings,
     )
+    from planner_svc.client.eval import error_infos
 
     request = question_request(
         args.question,
@@ -59,8 +60,16 @@ def _plan(args: argparse.Namespace) -> int:
             response = stub.Plan(request, timeout=args.timeout, metadata=metadata)
         except grpc.RpcError as err:
             code = err.code()  # type: ignore[attr-defined]
-            print(f"planner-svc plan: {code.name}: {err.details()}"  # type: ignore[attr-defined]
+            details = str(err.details())  # type: ignore[attr-defined]
+            declined = [info for info in error_infos(err)
+                        if info.reason == "INSUFFICIENT_EVIDENCE"]
+            if declined:  # the request field, as this command spells it
+                details = details.replace("set allow_ungrounded", "pass --allow-ungrounded")
+            print(f"planner-svc plan: {code.name}: {details}"
                   f"{unavailable_hint(code.name, args.address)}", file=sys.stderr)
+            if declined and args.explain:
+                for key, value in sorted(declined[0].metadata.items()):
+                    print(f"  {key} = {value}", file=sys.stderr)
             return 1
     plan = response.plan
     if args.json:
@@ -87,8 +96,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
                       help="server HOST:PORT")
     plan.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
+                      # "%(default).0s" prints nothing and keeps the formatter from
+                      # appending "(default: None)"
                       help="budget in tokens (default: the server's, "
-                           f"{SelectionSettings().default_budget_tokens} unless configured)")
+                           f"{SelectionSettings().default_budget_tokens} unless configured)"
+                           "%(default).0s")
     plan.add_argument("--expand-depth", type=bounded(int, EXPAND_DEPTH),
                       default=QUESTION_EXPAND_DEPTH,
                       help="hop expansion depth")

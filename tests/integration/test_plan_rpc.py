@@ -270,3 +270,20 @@ def test_request_id_is_echoed_on_success_and_on_error(live: Live) -> None:
     trailers = dict(info.value.trailing_metadata())  # type: ignore[attr-defined]
     assert trailers.get("x-request-id") == "req-bad-1"
     assert _field_violation(info.value)[0] == "question"  # rich details survive too
+
+
+def test_plan_command_names_its_flag_and_explains_a_decline(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from planner_svc.cli import main
+
+    question = "What is the refund window of the Qorvlith Fenmarsh web shop?"
+    assert main(["plan", question, "--address", live.address, "--explain"]) == 1
+    lines = capsys.readouterr().err.splitlines()  # the in-process server logs there too
+    said = [line for line in lines if line.startswith("planner-svc plan: ")]
+    assert len(said) == 1
+    assert said[0].startswith("planner-svc plan: FAILED_PRECONDITION: insufficient evidence")
+    assert said[0].endswith("; pass --allow-ungrounded for an empty plan")
+    shown = dict(line.strip().split(" = ", 1) for line in lines if line.startswith("  "))
+    assert float(shown["coverage"]) < float(shown["min_coverage"])
+    assert float(shown["similarity"]) < float(shown["min_similarity"])
