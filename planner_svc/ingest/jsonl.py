@@ -69,9 +69,12 @@ def document_from_json(
         raise InvalidRequest("document", f"expected a JSON object, got {type(obj).__name__}")
     source_id = _field(obj, "sourceId", "source_id")
     if not isinstance(source_id, str):
-        raise InvalidRequest("sourceId", f"expected a string, got {source_id!r}")
+        raise InvalidRequest("sourceId", "expected a string, got "
+                             + ("nothing" if source_id is None else type(source_id).__name__))
     content = _content(obj.get("content"))
     text = obj.get("text", "" if content is not None else None)
+    if text is None:
+        raise InvalidRequest("text", "a document needs text (a string) or content (base64)")
     if not isinstance(text, str):
         raise InvalidRequest("text", f"expected a string, got {type(text).__name__}")
     title = obj.get("title") or ""

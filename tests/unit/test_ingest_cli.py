@@ -126,7 +126,7 @@ def test_ingest_jsonl_with_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert "  JSON Lines  read 0, skipped 0, failed 3 (" in captured.out
     assert "error: line 2: invalid JSON" in captured.err
-    assert "error: x/2: text: expected a string" in captured.err
+    assert "error: x/2: text: a document needs text (a string) or content (base64)" in captured.err
     assert "error: line 5: not valid UTF-8" in captured.err
     with Store.open(tmp_path / "d") as store:
         assert store.latest_version("x/1") == T1
@@ -293,3 +293,23 @@ def test_ingest_mixed_directory_reports_each_format(
         assert {where.page for *_, where in rows} == {1, 2, 3}
     assert main([*args[:4], "--no-vectors", "--quiet"]) == 0
     assert "ingested 0, replaced 0, unchanged 6, skipped 3, failed 0;" in _summary(capsys)
+
+
+@pytest.mark.parametrize(
+    ("record", "field", "reason"),
+    [
+        ({"sourceId": "bad"}, "text", "a document needs text (a string) or content (base64)"),
+        ({"sourceId": "bad", "text": 3}, "text", "expected a string, got int"),
+        ({"text": "x"}, "sourceId", "expected a string, got nothing"),
+        ({"sourceId": 7, "text": "x"}, "sourceId", "expected a string, got int"),
+    ],
+)
+def test_a_json_lines_record_without_its_fields_names_what_it_needs(
+    record: dict[str, object], field: str, reason: str
+) -> None:
+    from planner_svc.core.errors import InvalidRequest
+    from planner_svc.ingest.jsonl import document_from_json
+
+    with pytest.raises(InvalidRequest) as info:
+        document_from_json(record)
+    assert (info.value.field, info.value.reason) == (field, reason)
