@@ -266,3 +266,23 @@ def test_every_format_round_trips_its_sentences(data: st.DataObject) -> None:
         doc = read_document(raw, name=name, max_passage_bytes=120)
         assert doc.media_type, fmt
         _check(doc, _expectations(blocks, fmt, pages, heading_pages), fmt)
+
+
+def test_a_pdf_line_pdfium_runs_into_the_next_is_read_as_two_lines() -> None:
+    """A found case: at the top of page 2 PDFium reports the first line's glyphs one by one
+    and runs the next line into it without a break; the reader must not merge their
+    characters into one line by position."""
+    blocks: list[Block] = [
+        Heading(1, HEADINGS[5]),
+        Para((LTR[12], LTR[7], LTR[2])),
+        Para((LTR[13], LTR[11], LTR[6])),
+        Heading(1, HEADINGS[0]),
+        Para((LTR[0],)),
+    ]
+    options = PdfOptions(width_pt=220.0, lines_per_page=6, hyphenate=(False,) * 5,
+                         breaks_after=frozenset(), blank_after=frozenset(), footer=False)
+    raw, name, pages, heading_pages = _write("pdf", blocks, options)
+    assert pages[-1] == (2, 2)  # the sentence is on page 2, as in the case found
+    doc = read_document(raw, name=name, max_passage_bytes=120)
+    _check(doc, _expectations(blocks, "pdf", pages, heading_pages), "pdf")
+    assert doc.text.endswith("Overview\n\nThe quick brown fox jumps over the lazy dog.")

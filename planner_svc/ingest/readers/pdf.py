@@ -124,10 +124,24 @@ class _Chars:
     def segments(self) -> list[list[int]]:
         """Indexes of each line PDFium found (line breaks left out), lines without ink
         dropped. PDFium joins a line that ends in a hyphen with the text that follows it in
-        the content (the next line, or a footer); the line is cut after the hyphen marker."""
+        the content (the next line, or a footer); the line is cut after the hyphen marker.
+        PDFium may also run two lines together without a break (after a line whose glyphs
+        it placed one by one): a line is cut where the baseline moves by more than
+        :data:`_SAME_BASELINE` of the font size."""
         out: list[list[int]] = []
         current: list[int] = []
+        last_baseline: float | None = None
         for i, unit in enumerate([*self.units, 0x0A]):
+            inked = (i < self.count and unit not in _LINE_BREAKS and unit not in _BLANKS
+                     and unit not in _HYPHEN_MARKERS)
+            if inked:
+                baseline = self.origin(i)[1]
+                moved = (last_baseline is not None
+                         and abs(baseline - last_baseline) > _SAME_BASELINE * self.size(i))
+                if moved and any(self.units[j] not in _BLANKS for j in current):
+                    out.append(current)
+                    current = []
+                last_baseline = baseline
             if unit not in _LINE_BREAKS:
                 current.append(i)
             if unit in _LINE_BREAKS or unit in _HYPHEN_MARKERS:
