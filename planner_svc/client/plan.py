@@ -72,6 +72,10 @@ def _plan(args: argparse.Namespace) -> int:
                     print(f"  {key} = {value}", file=sys.stderr)
             return 1
     plan = response.plan
+    if args.model and plan.stats.token_estimate:
+        print(f"planner-svc plan: note: the server has no tokenizer for model {args.model!r}; "
+              "token counts are estimates (its model registry lists the models it counts "
+              "exactly)", file=sys.stderr)
     if args.json:
         shown = response if args.explain else plan
         print(json.dumps(json_format.MessageToDict(shown), ensure_ascii=False, indent=2))

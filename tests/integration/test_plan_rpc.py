@@ -287,3 +287,21 @@ def test_plan_command_names_its_flag_and_explains_a_decline(
     shown = dict(line.strip().split(" = ", 1) for line in lines if line.startswith("  "))
     assert float(shown["coverage"]) < float(shown["min_coverage"])
     assert float(shown["similarity"]) < float(shown["min_similarity"])
+
+
+def test_plan_command_notes_a_model_the_server_cannot_count(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from planner_svc.cli import main
+
+    question = "Who painted the Mona Lisa?"
+    assert main(["plan", question, "--address", live.address, "--model", "gpt-4o-typo"]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if line.startswith("planner-svc plan: ")]
+    assert notes == ["planner-svc plan: note: the server has no tokenizer for model "
+                     "'gpt-4o-typo'; token counts are estimates (its model registry lists the "
+                     "models it counts exactly)"]
+    assert "(token estimate)" in captured.out
+    assert main(["plan", question, "--address", live.address]) == 0  # no model asked: no note
+    assert not [line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("planner-svc plan: ")]
