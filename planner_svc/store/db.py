@@ -23,10 +23,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-from planner_svc.core.errors import ConfigError, ShuttingDown
+from planner_svc.core.errors import ConfigError
+from planner_svc.store.connections import ConnectionSet
 from planner_svc.store.schema import ADDED_COLUMNS, DDL, LAST_TX_BACKFILL, SCHEMA_VERSION
 
 SYNC_MODES = ("NORMAL", "FULL", "EXTRA")
@@ -52,7 +52,7 @@ def live(alias: str) -> str:
     )
 
 
-class Database:
+class Database(ConnectionSet[sqlite3.Connection]):
     """Connections, write transactions and snapshots of one store file.
 
     Use :meth:`planner_svc.store.Store.open`; this constructor neither creates the file nor the
@@ -67,13 +67,11 @@ class Database:
             raise ConfigError(
                 "synchronous", f"{synchronous!r} is not one of {', '.join(SYNC_MODES)}"
             )
+        super().__init__()
         self._path = path
         self._synchronous = synchronous.upper()
         self._local = threading.local()
         self._write_lock = threading.RLock()
-        self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
-        self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -110,32 +108,13 @@ class Database:
         """Path of the SQLite file."""
         return self._path
 
-    def close(self) -> None:
-        """Close every connection of every thread. Idempotent; later calls raise RuntimeError."""
-        with self._conns_lock:
-            self._closed = True
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None and not self._closed:
             return conn
         with self._conns_lock:
             if self._closed:
-                raise ShuttingDown("the store is closed: the process is shutting down")
+                raise self.closed_error()
             conn = sqlite3.connect(
                 self._path, timeout=30.0, isolation_level=None, check_same_thread=False
             )

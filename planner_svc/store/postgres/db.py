@@ -27,13 +27,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import psycopg
 from psycopg import pq
 
-from planner_svc.core.errors import ConfigError, ShuttingDown, StoreUnavailable
+from planner_svc.core.errors import ConfigError, StoreUnavailable
+from planner_svc.store.connections import ConnectionSet
 from planner_svc.store.postgres.schema import INIT_LOCK, MIGRATIONS, SCHEMA_VERSION, TABLES
 from planner_svc.store.url import redacted
 
@@ -77,7 +77,7 @@ class _WriteState:
                            written_texts=dict(self.written_texts))
 
 
-class PgDatabase:
+class PgDatabase(ConnectionSet[psycopg.Connection[Row]]):
     """Connections, write transactions and snapshots of one PostgreSQL store.
 
     Use :meth:`planner_svc.store.postgres.PostgresStore.open`; this constructor neither
@@ -85,12 +85,10 @@ class PgDatabase:
     """
 
     def __init__(self, url: str) -> None:
+        super().__init__()
         self._url = url
         self._local = threading.local()
         self._write_lock = threading.RLock()
-        self._conns: list[psycopg.Connection[Row]] = []
-        self._conns_lock = threading.Lock()
-        self._closed = False
         self._settled: dict[str, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -147,25 +145,6 @@ class PgDatabase:
                                        "planner-svc store")
         return int(row[0])
 
-    def close(self) -> None:
-        """Close every connection of every thread. Idempotent; later calls raise RuntimeError."""
-        with self._conns_lock:
-            self._closed = True
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def _connect(self) -> psycopg.Connection[Row]:
         try:
             return psycopg.connect(self._url, autocommit=True)
@@ -181,12 +160,12 @@ class PgDatabase:
                 raise StoreUnavailable(f"the connection to {self.url} was lost")
         with self._conns_lock:
             if self._closed:
-                raise ShuttingDown("the store is closed: the process is shutting down")
+                raise self.closed_error()
         conn = self._connect()
         with self._conns_lock:
             if self._closed:
                 conn.close()
-                raise ShuttingDown("the store is closed: the process is shutting down")
+                raise self.closed_error()
             self._conns = [c for c in self._conns if not c.closed]
             self._conns.append(conn)
         self._local.conn = conn
