@@ -1,9 +1,10 @@
 """Index catch-up: vector search that first brings the index up to the store.
 
 Writes can come from elsewhere (``planner-svc ingest`` on the same data directory, another
-worker process), so every search compares the store's newest node version with the index's
-coverage (one indexed SQL lookup) and catches up, forward only, when it lags. Every process and
-worker therefore answers from the same data.
+worker process), so the index compares the store's newest node version with its coverage (one
+indexed SQL lookup) and catches up, forward only, when it lags. Every process and worker
+therefore answers from the same data. A plan checks once, at its start
+(:meth:`FreshIndex.current`), and then searches that pinned state as often as it needs.
 """
 
 from __future__ import annotations
@@ -14,20 +15,71 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from planner_svc.index.source import VectorHit, VectorSource
-from planner_svc.index.vector_index import VectorIndex
+from planner_svc.index.source import LiveVersions, VectorHit, VectorSource
+from planner_svc.index.vector_index import IndexView, VectorIndex
 
 _log = structlog.get_logger("planner_svc.index")
 
 
+class PinnedIndex:
+    """One state of a :class:`FreshIndex`, caught up once and then fixed (for one plan).
+
+    Satisfies :class:`planner_svc.recall.ports.VectorSearch`. Searches and vector reads
+    through it neither ask the store whether the index is current nor see a catch-up that runs
+    meanwhile, so every search of a plan reads the same segments.
+
+    Args:
+        view: the index state.
+        source: the store, for liveness when a search is given none.
+    """
+
+    __slots__ = ("_source", "_view")
+
+    def __init__(self, view: IndexView, source: VectorSource) -> None:
+        self._view = view
+        self._source = source
+
+    @property
+    def covered_version_id(self) -> int:
+        """Every store version with an id <= this is in the pinned state."""
+        return self._view.covered_version_id
+
+    def current(self) -> PinnedIndex:
+        """This pinned state itself (it is already current for its plan)."""
+        return self
+
+    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """:meth:`IndexView.vectors_of` of the pinned state."""
+        return self._view.vectors_of(version_ids)
+
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+        live: LiveVersions | None = None,
+    ) -> list[VectorHit]:
+        """:meth:`IndexView.search` of the pinned state.
+
+        Args:
+            query: a float32 ``(dim,)`` unit vector (an embedder's row, or a caller's vector
+                once validated and normalised), used as it is; anything else is checked and
+                normalised first.
+            live: which versions are live (default: the store); a version it does not know
+                is not live.
+
+        Raises:
+            InvalidRequest: as :meth:`IndexView.search`.
+        """
+        return self._view.search(query, k, valid_us=valid_us, tx_us=tx_us,
+                                 live=self._source if live is None else live, unit=True)
+
+
 class FreshIndex:
-    """A :class:`VectorIndex` bound to the store it is derived from, caught up before each search.
+    """A :class:`VectorIndex` bound to the store it is derived from, caught up before use.
 
     Satisfies :class:`planner_svc.recall.ports.VectorSearch`.
 
     Args:
         index: the index (persisted or in memory).
-        source: the store it indexes, also asked for liveness on every search.
+        source: the store it indexes, also asked for liveness when a search is given none.
     """
 
     def __init__(self, index: VectorIndex, source: VectorSource) -> None:
@@ -52,10 +104,20 @@ class FreshIndex:
         """
         return self._index.sync(self._source, catch_up_only=True)
 
-    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        """:meth:`VectorIndex.vectors_of` on an up-to-date index."""
+    def current(self) -> PinnedIndex:
+        """Catch up (one store lookup; a sync only when the index lags), then the index as it
+        stands, pinned.
+
+        Call it inside the plan's store snapshot: the catch-up then only ever moves forward to
+        what that snapshot sees. When it fails the index is used as it is (and the failure is
+        logged).
+        """
         self._catch_up()
-        return self._index.vectors_of(version_ids)
+        return PinnedIndex(self._index.view(), self._source)
+
+    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """:meth:`PinnedIndex.vectors` of an up-to-date index."""
+        return self.current().vectors(version_ids)
 
     def _catch_up(self) -> None:
         if self._source.max_version_id() > self._index.covered_version_id:
@@ -65,15 +127,12 @@ class FreshIndex:
                 _log.exception("vector_index.catch_up_failed")
 
     def search(
-        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int
+        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+        live: LiveVersions | None = None,
     ) -> list[VectorHit]:
-        """:meth:`VectorIndex.search` against the bound store, on an up-to-date index.
-
-        Runs inside the plan's store snapshot, so the catch-up only ever moves forward to what
-        that snapshot sees; when it fails the search uses the index as it is (and logs why).
+        """:meth:`PinnedIndex.search` of an up-to-date index (see :meth:`current`).
 
         Raises:
-            InvalidRequest: as :meth:`VectorIndex.search`.
+            InvalidRequest: as :meth:`IndexView.search`.
         """
-        self._catch_up()
-        return self._index.search(query, k, valid_us=valid_us, tx_us=tx_us, source=self._source)
+        return self.current().search(query, k, valid_us=valid_us, tx_us=tx_us, live=live)

@@ -36,7 +36,18 @@ class VectorHit:
     vector: npt.NDArray[np.float32]
 
 
-class VectorSource(Protocol):
+class LiveVersions(Protocol):
+    """Which node versions are live as of a bitemporal point (the store, or a read model of
+    it such as the recall catalog)."""
+
+    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int) -> set[int]:
+        """Return the subset of ``version_ids`` whose valid interval contains ``valid_us`` and
+        whose transaction interval contains ``tx_us`` (both microseconds since the epoch);
+        unknown ids are not live."""
+        ...
+
+
+class VectorSource(LiveVersions, Protocol):
     """Read access to node-version vectors and their bitemporal liveness."""
 
     def iter_vectors(self, after_version_id: int = 0) -> Iterator[VectorRecord]:
@@ -46,11 +57,6 @@ class VectorSource(Protocol):
             ``(version_id, node_id, valid_from_us, vector)`` in ascending ``version_id``;
             ``valid_from_us`` in microseconds since the Unix epoch; ``vector`` float32 ``(dim,)``.
         """
-        ...
-
-    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int) -> set[int]:
-        """Return the subset of ``version_ids`` whose valid interval contains ``valid_us`` and
-        whose transaction interval contains ``tx_us`` (both microseconds since the epoch)."""
         ...
 
     def max_version_id(self) -> int:

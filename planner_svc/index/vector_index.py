@@ -36,13 +36,12 @@ from planner_svc.index.partition import (
     SCAN_SLACK,
     Float32s,
     Int64s,
-    NodeIds,
     Partition,
     build_partition,
     merge_partitions,
     read_rows,
 )
-from planner_svc.index.source import VectorHit, VectorSource
+from planner_svc.index.source import LiveVersions, VectorHit, VectorSource
 
 #: Default partition width: 30 days in microseconds.
 DEFAULT_BUCKET_US = 30 * 86_400 * 1_000_000
@@ -403,7 +402,62 @@ class VectorIndex:
 
     # ------------------------------------------------------------------ search
 
-    def _check_query(self, query: npt.ArrayLike | Sequence[float]) -> Float32s:
+    def view(self) -> IndexView:
+        """The index as it stands now, fixed: searches and reads through the view keep seeing
+        these segments whatever catch-up runs meanwhile (one index state for a whole plan)."""
+        state = self._state
+        return IndexView(state.partitions, dim=self.dim,
+                         covered_version_id=state.covered_version_id)
+
+    def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
+        """:meth:`IndexView.vectors_of` over the current segments."""
+        return self.view().vectors_of(version_ids)
+
+    def search(
+        self,
+        query: npt.ArrayLike,
+        k: int,
+        *,
+        valid_us: int,
+        tx_us: int,
+        source: LiveVersions,
+        exact: bool = False,
+    ) -> list[VectorHit]:
+        """:meth:`IndexView.search` over the current segments, liveness from ``source`` (the
+        store).
+
+        Raises:
+            InvalidRequest: as :meth:`IndexView.search`.
+        """
+        return self.view().search(query, k, valid_us=valid_us, tx_us=tx_us, live=source,
+                                  exact=exact)
+
+
+class IndexView:
+    """One state of a :class:`VectorIndex` (its segments and coverage), fixed; see
+    :meth:`VectorIndex.view`. Immutable, so any number of threads may search it at once.
+
+    Attributes:
+        dim: vector dimension.
+        covered_version_id: every store version with an id <= this is in the view (or was
+            skipped as a zero vector).
+    """
+
+    __slots__ = ("_partitions", "covered_version_id", "dim")
+
+    def __init__(self, partitions: tuple[Partition, ...], *, dim: int,
+                 covered_version_id: int) -> None:
+        self._partitions = partitions
+        self.dim = dim
+        self.covered_version_id = covered_version_id
+
+    def check_query(self, query: npt.ArrayLike | Sequence[float]) -> Float32s:
+        """``query`` as a float32 ``(1, dim)`` unit vector (divided by its float64 norm).
+
+        Raises:
+            InvalidRequest: (``semantic.vector``) not numbers, another shape than ``(dim,)``,
+                non-finite values or norm 0.
+        """
         try:
             vector = np.asarray(query, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -421,19 +475,20 @@ class VectorIndex:
         return (vector / norm).astype(np.float32).reshape(1, self.dim)
 
     def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
-        """The indexed unit vectors of ``version_ids`` (float32 ``(dim,)``, read-only), bit for
-        bit as searched; versions not indexed are absent."""
-        wanted = np.asarray(list(version_ids), dtype=np.int64)
+        """The indexed unit vectors of ``version_ids`` (float32 ``(dim,)``, read-only views of
+        the segments), bit for bit as searched; versions not indexed are absent."""
+        ids = list(version_ids)
         out: dict[int, Float32s] = {}
-        if wanted.shape[0] == 0:
+        if not ids:
             return out
-        for part in self._state.partitions:
+        wanted = np.asarray(ids, dtype=np.int64)
+        for part in self._partitions:
             positions, rows = part.rows_of(wanted)
             if rows.shape[0] == 0:
                 continue
-            for position, vec in zip(positions.tolist(), part.row_vectors(rows), strict=True):
-                vec.setflags(write=False)
-                out[int(wanted[position])] = vec
+            stored = part.stored  # read-only, so are its rows
+            for position, row in zip(positions.tolist(), rows.tolist(), strict=True):
+                out[ids[position]] = stored[row]
         return out
 
     def search(
@@ -443,8 +498,9 @@ class VectorIndex:
         *,
         valid_us: int,
         tx_us: int,
-        source: VectorSource,
+        live: LiveVersions,
         exact: bool = False,
+        unit: bool = False,
     ) -> list[VectorHit]:
         """The ``k`` nodes most similar to ``query`` among versions live at ``(valid_us, tx_us)``.
 
@@ -455,7 +511,7 @@ class VectorIndex:
         those with ``valid_from_us <= valid_us`` (``f`` from an exact segment; from approximate
         ones :data:`APPROXIMATE_FETCH_FACTOR` ``* f`` spread by eligible rows); re-score them
         from their float32 vectors; walk them by that score, asking
-        ``source.live_version_ids`` in chunks, while it is strictly above ``T``, the largest
+        ``live.live_version_ids`` in chunks, while it is strictly above ``T``, the largest
         ``f``-th code score plus code error bound of an exact segment that had more eligible
         rows than ``f`` (no unfetched row of an exact segment can beat such a candidate, ties
         included); double ``f`` and repeat when fewer than ``k`` nodes were settled, until every
@@ -470,10 +526,14 @@ class VectorIndex:
             k: number of nodes wanted, >= 1.
             valid_us: as-of valid time, microseconds since the Unix epoch.
             tx_us: as-of transaction time, microseconds since the Unix epoch.
-            source: the store, for liveness.
+            live: which versions are live (the store, or a read model of it taken in the same
+                state); a version it does not know is not live.
             exact: score every eligible row from its float32 vector (a brute-force scan of
                 every segment, exact like the search over exact segments; for measuring the
                 recall of approximate segments).
+            unit: ``query`` is a float32 ``(dim,)`` unit vector already (as an embedder
+                returns it, or a caller's vector once validated and normalised): it is used as
+                it is. A query of another dtype or shape is still checked and normalised.
 
         Returns:
             Up to ``k`` hits, score descending, ties by node id ascending; a node appears once
@@ -484,11 +544,15 @@ class VectorIndex:
             InvalidRequest: (``semantic.vector``) wrong shape, non-finite values or zero norm;
                 (``semantic.k``) ``k < 1``.
         """
-        q = self._check_query(query)
+        if (unit and isinstance(query, np.ndarray) and query.dtype == np.float32
+                and query.shape == (self.dim,)):
+            q: Float32s = query.reshape(1, self.dim)
+        else:
+            q = self.check_query(query)
         if k < 1:
             raise InvalidRequest("semantic.k", f"{k} is outside the allowed range >= 1")
         eligible: list[tuple[Partition, int]] = []
-        for part in self._state.partitions:
+        for part in self._partitions:
             if part.start_us > valid_us:
                 break
             prefix = part.eligible(valid_us)
@@ -498,37 +562,34 @@ class VectorIndex:
             return []
         largest = max(prefix for _, prefix in eligible)
         fetch = min(largest, max(_MIN_FETCH, 2 * k))
-        live: dict[int, bool] = {}
+        known: dict[int, bool] = {}
         while True:
-            found, exhausted = self._round(q, k, eligible, fetch, live, valid_us, tx_us, source,
+            found, exhausted = self._round(q, k, eligible, fetch, known, valid_us, tx_us, live,
                                            exact=exact)
             if len(found) >= k or exhausted:
                 return found
             fetch = min(largest, fetch * 2)
 
+    @staticmethod
     def _round(
-        self,
         q: Float32s,
         k: int,
         eligible: list[tuple[Partition, int]],
         fetch: int,
-        live: dict[int, bool],
+        known: dict[int, bool],
         valid_us: int,
         tx_us: int,
-        source: VectorSource,
+        live: LiveVersions,
         *,
         exact: bool,
     ) -> tuple[list[VectorHit], bool]:
-        """One widening round; returns (settled hits, whether every eligible row was seen)."""
-        sims_parts: list[Float32s] = []
-        vids_parts: list[Int64s] = []
-        nids_parts: list[NodeIds] = []
-        where_parts: list[Int64s] = []
-        rows_parts: list[Int64s] = []
+        """One widening round; returns (settled hits, whether every eligible row was seen).
+        ``known`` caches liveness across rounds."""
+        picked: list[Int64s] = []
         threshold = -math.inf
         complete = True
         approximate_rows = sum(prefix for part, prefix in eligible if not part.exact)
-        for p_index, (part, prefix) in enumerate(eligible):
+        for part, prefix in eligible:
             if exact:
                 n = min(fetch, prefix)
                 codes, rows = part.scan(q, n, prefix)
@@ -547,44 +608,59 @@ class VectorIndex:
                     complete = False
                 else:  # widened to every eligible row: the lists not probed are scanned too
                     _codes, rows = part.scan(q, n, prefix)
-            # float32 products summed by one loop per row (einsum, no BLAS): equal vectors
-            # score equal wherever they sit, so ties fall to the node id
-            sims_parts.append(np.einsum("ij,j->i", part.stored[rows], q[0]))
-            vids_parts.append(part.version_ids[rows])
-            nids_parts.append(part.node_ids[rows])
-            where_parts.append(np.full(rows.shape[0], p_index, dtype=np.int64))
-            rows_parts.append(rows)
-        sims = np.concatenate(sims_parts)
-        keep = np.flatnonzero(sims > threshold)  # settled: no unfetched exact row outranks them
-        sims = sims[keep]
-        vids = np.concatenate(vids_parts)[keep]
-        nids = np.concatenate(nids_parts)[keep]
-        where = np.concatenate(where_parts)[keep]
-        rows_all = np.concatenate(rows_parts)[keep]
-        order = np.lexsort((vids, nids, -sims.astype(np.float64)))
-        sims_sorted: list[float] = sims[order].tolist()
-        vids_sorted: list[int] = vids[order].tolist()
-        nids_sorted: list[bytes] = nids[order].tolist()
-        where_sorted: list[int] = where[order].tolist()
-        rows_sorted: list[int] = rows_all[order].tolist()
-        found: list[VectorHit] = []
+            picked.append(rows)
+        # float32 products summed by one loop per row (einsum, no BLAS): equal vectors score
+        # equal wherever they sit, so ties fall to the node id
+        if len(eligible) == 1:
+            part, rows = eligible[0][0], picked[0]
+            sims = np.einsum("ij,j->i", part.stored[rows], q[0])
+            vids = part.version_ids[rows]
+            nids = part.node_ids[rows]
+            where = np.zeros(rows.shape[0], dtype=np.int64)
+        else:
+            sims = np.concatenate([np.einsum("ij,j->i", part.stored[rows], q[0])
+                                   for (part, _prefix), rows in zip(eligible, picked,
+                                                                    strict=True)])
+            vids = np.concatenate([part.version_ids[rows]
+                                   for (part, _prefix), rows in zip(eligible, picked,
+                                                                    strict=True)])
+            nids = np.concatenate([part.node_ids[rows]
+                                   for (part, _prefix), rows in zip(eligible, picked,
+                                                                    strict=True)])
+            where = np.repeat(np.arange(len(picked), dtype=np.int64),
+                              [rows.shape[0] for rows in picked])
+            rows = np.concatenate(picked)
+        # settled: no unfetched exact row outranks them
+        keep = np.flatnonzero(sims > threshold)
+        order = keep[np.lexsort((vids[keep], nids[keep], -sims[keep].astype(np.float64)))]
+        ordered_vids: list[int] = vids[order].tolist()
+        ordered_nids: list[bytes] = nids[order].tolist()
+        chosen: list[int] = []
         seen: set[bytes] = set()
         start, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
-        while start < len(vids_sorted):
-            stop = min(start + chunk, len(vids_sorted))
-            unknown = [v for v in vids_sorted[start:stop] if v not in live]
+        while start < len(ordered_vids) and len(chosen) < k:
+            stop = min(start + chunk, len(ordered_vids))
+            unknown = [v for v in ordered_vids[start:stop] if v not in known]
             if unknown:
-                alive = source.live_version_ids(unknown, valid_us, tx_us)
+                alive = live.live_version_ids(unknown, valid_us, tx_us)
                 for v in unknown:
-                    live[v] = v in alive
+                    known[v] = v in alive
             for i in range(start, stop):
-                node = nids_sorted[i]
-                if live[vids_sorted[i]] and node not in seen:
+                node = ordered_nids[i]
+                if known[ordered_vids[i]] and node not in seen:
                     seen.add(node)
-                    vector = eligible[where_sorted[i]][0].stored[rows_sorted[i]]  # read-only
-                    found.append(VectorHit(node_id=node.decode("utf-8"), version_id=vids_sorted[i],
-                                           score=sims_sorted[i], vector=vector))
-                    if len(found) == k:
-                        return found, True
+                    chosen.append(i)
+                    if len(chosen) == k:
+                        break
             start, chunk = stop, chunk * 2
+        settled = order[chosen]
+        found = [
+            VectorHit(node_id=node.decode("utf-8"), version_id=version_id, score=score,
+                      vector=eligible[at][0].stored[row])  # a read-only row view
+            for node, version_id, score, at, row in zip(
+                nids[settled].tolist(), vids[settled].tolist(), sims[settled].tolist(),
+                where[settled].tolist(), rows[settled].tolist(), strict=True)
+        ]
+        if len(found) == k:
+            return found, True
         return found, complete and threshold == -math.inf

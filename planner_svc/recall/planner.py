@@ -12,7 +12,7 @@ evidence, not from scores made relative to the best hit.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -131,14 +131,37 @@ class EvidenceResult:
 
 
 class _Semantic:
-    """The semantic leg bound to one plan's as-of times (``SemanticAccess`` of the engine)."""
+    """The semantic leg bound to one plan (``SemanticAccess`` of the engine): its as-of times,
+    its recall catalog, and the index as it stood when the plan first needed it.
 
-    def __init__(self, index: VectorSearch, embedder: QueryEmbedder | None, *, valid_us: int,
-                 tx_us: int) -> None:
-        self._index = index
+    Liveness of the index's candidates comes from the catalog, which the plan brought up to
+    the store inside its snapshot: a version the catalog does not hold is not live for the
+    plan, and no search asks the store. The index is caught up once per plan
+    (:meth:`~planner_svc.recall.ports.VectorSearch.current`, inside the snapshot too), not on
+    every search and read.
+    """
+
+    def __init__(self, index: VectorSearch, embedder: QueryEmbedder | None, catalog: Catalog,
+                 *, valid_us: int, tx_us: int) -> None:
+        self._source = index
+        self._pinned: VectorSearch | None = None
         self._embedder = embedder
+        self._catalog = catalog
         self._valid_us = valid_us
         self._tx_us = tx_us
+
+    def _index(self) -> VectorSearch:
+        if self._pinned is None:
+            self._pinned = self._source.current()
+        return self._pinned
+
+    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int
+                         ) -> set[int]:
+        """The versions among ``version_ids`` the plan's catalog holds live at ``(valid_us,
+        tx_us)`` (:class:`~planner_svc.recall.ports.LiveVersions`)."""
+        version = self._catalog.version
+        return {v for v in version_ids
+                if (found := version(v)) is not None and found.live(valid_us, tx_us)}
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if self._embedder is None:
@@ -148,10 +171,11 @@ class _Semantic:
         return vectors
 
     def search(self, vector: Vector, k: int) -> list[tuple[int, float]]:
-        """The ``k`` live versions nearest ``vector`` by exact similarity, from candidates the
-        index chose with a margin (ties by node id): ``(version id, similarity)``."""
-        hits = self._index.search(vector, max(k + CANDIDATE_MARGIN, 2 * k),
-                                  valid_us=self._valid_us, tx_us=self._tx_us)
+        """The ``k`` live versions nearest ``vector`` (a unit float32 vector, the embedder's
+        or a validated caller's) by exact similarity, from candidates the index chose with a
+        margin (ties by node id): ``(version id, similarity)``."""
+        hits = self._index().search(vector, max(k + CANDIDATE_MARGIN, 2 * k),
+                                    valid_us=self._valid_us, tx_us=self._tx_us, live=self)
         if not hits:
             return []
         sims = exact_similarities(vector, np.stack([h.vector for h in hits])).tolist()
@@ -159,7 +183,7 @@ class _Semantic:
         return [(hits[i].version_id, sims[i]) for i in order]
 
     def vectors(self, version_ids: Sequence[int]) -> Mapping[int, Vector]:
-        return self._index.vectors(version_ids)
+        return self._index().vectors(version_ids)
 
 
 class EvidencePlanner:
@@ -302,7 +326,8 @@ class EvidencePlanner:
                 vector = query_vector(semantic, self._embedder)
             elif self._embedder is None:
                 raise BackendUnavailable("semantic recall needs an embedder; none is configured")
-            access = _Semantic(self._index, self._embedder, valid_us=valid_us, tx_us=tx_us)
+            access = _Semantic(self._index, self._embedder, catalog, valid_us=valid_us,
+                               tx_us=tx_us)
         recalled = recall_documents(
             catalog,
             EngineQuery(

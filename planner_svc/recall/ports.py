@@ -37,9 +37,11 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.model import CoordKey, Direction, SpanRef
+from planner_svc.index.source import LiveVersions
 
 __all__ = [
     "EdgeView",
+    "LiveVersions",
     "NodeVersionView",
     "QueryEmbedder",
     "RecallStore",
@@ -159,13 +161,35 @@ class VectorHitView(Protocol):
 
 
 class VectorSearch(Protocol):
-    """As-of nearest-neighbour candidates over node-version vectors (cosine similarity)."""
+    """As-of nearest-neighbour candidates over node-version vectors (cosine similarity).
+
+    Liveness: a search asks ``live`` (:class:`~planner_svc.index.source.LiveVersions`: which
+    of these version ids are live as of ``(valid_us, tx_us)``) about its candidates; a plan
+    passes its recall catalog, so the index needs no store read for it. Without ``live`` the
+    index asks the store it was built from.
+    """
+
+    def current(self) -> VectorSearch:
+        """The index brought up to the calling thread's store snapshot (forward only; one
+        cheap store read when it is current), then fixed: searches and reads through the
+        result neither check the store again nor see a later catch-up. A plan takes one when
+        it first needs the index and uses it for every search and read of that plan."""
+        ...
 
     def search(
-        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int
+        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+        live: LiveVersions | None = None,
     ) -> Sequence[VectorHitView]:
-        """The ``k`` (>= 1) nodes most similar to ``query`` (float32 ``(dim,)``, unit norm)
-        among versions live as of ``(valid_us, tx_us)``.
+        """The ``k`` (>= 1) nodes most similar to ``query`` among versions live as of
+        ``(valid_us, tx_us)``.
+
+        Args:
+            query: float32 ``(dim,)``, unit norm: an embedder's row, or a caller's vector once
+                validated and normalised (:func:`~planner_svc.recall.semantic.query_vector`,
+                which names the field ``semantic.vector``). Such a vector is used as it is;
+                anything else is checked and normalised.
+            live: which candidates are live (default: the store's answer); a version it does
+                not know is not live.
 
         Returns:
             At most ``k`` hits, each node once (its best live version), score descending, ties
@@ -173,13 +197,14 @@ class VectorSearch(Protocol):
             a brute-force scan up to the index's float32 rounding: recall re-ranks it exactly.
 
         Raises:
-            InvalidRequest: (``semantic.vector``) wrong shape, not finite or zero norm;
-                (``semantic.k``) ``k < 1``.
+            InvalidRequest: (``semantic.vector``) a query that is not a float32 unit vector
+                and has the wrong shape, is not finite or has zero norm; (``semantic.k``)
+                ``k < 1``.
         """
         ...
 
     def vectors(self, version_ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
-        """The stored unit vectors (float32 ``(dim,)``, bit for bit as searched) of
+        """The stored unit vectors (float32 ``(dim,)``, read-only, bit for bit as searched) of
         ``version_ids``; versions without a vector are absent. Recall scores the passages of a
         candidate document with them."""
         ...

@@ -74,8 +74,11 @@ class ScriptedIndex:
                      for n, v in vectors]
         self.noise = noise
 
-    def search(self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int
-               ) -> list[VectorHit]:
+    def current(self) -> ScriptedIndex:
+        return self
+
+    def search(self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+               live: object = None) -> list[VectorHit]:
         out = [
             VectorHit(node_id=n, version_id=vid,
                       score=float(np.dot(query, v)) + self.noise * (-1) ** i, vector=v)
