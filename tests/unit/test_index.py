@@ -16,7 +16,14 @@ import pytest
 
 from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.embed.base import normalize_rows
-from planner_svc.index import INDEX_DIRNAME, VectorHit, VectorIndex, VectorRecord, vector_index
+from planner_svc.index import (
+    INDEX_DIRNAME,
+    FreshIndex,
+    VectorHit,
+    VectorIndex,
+    VectorRecord,
+    vector_index,
+)
 from planner_svc.index.memory_source import MemoryVectorSource
 
 DIM = 16
@@ -498,6 +505,106 @@ def test_catch_up_only_never_moves_the_index_backwards(tmp_path: Path, persisted
     assert index.covered_version_id == newest  # a stale reader leaves the index alone
     index.sync(stale)  # without the flag the index follows the source it is given
     assert index.covered_version_id == newest - 2
+
+
+class _CountingChecks(CountingSource):
+    """A source that also counts how often the index asks for its newest version id."""
+
+    def __init__(self, inner: MemoryVectorSource) -> None:
+        super().__init__(inner)
+        self.checks = 0
+
+    def max_version_id(self) -> int:
+        self.checks += 1
+        return super().max_version_id()
+
+
+class _Only:
+    """Liveness that holds only the given versions live (a read model that lags the store)."""
+
+    def __init__(self, version_ids: set[int]) -> None:
+        self.version_ids = version_ids
+        self.asked: list[int] = []
+
+    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int
+                         ) -> set[int]:
+        self.asked.extend(version_ids)
+        return {v for v in version_ids if v in self.version_ids}
+
+
+def test_a_pinned_index_checks_the_store_once_and_keeps_its_state() -> None:
+    inner = synthetic_source(5, versions=200)
+    source = _CountingChecks(inner)
+    fresh = FreshIndex(VectorIndex.build_in_memory(source, embedder_name="t", dim=DIM,
+                                                   bucket_us=BUCKET), source)
+    source.checks = 0
+    pinned = fresh.current()
+    assert source.checks == 1
+    rng = np.random.default_rng(6)
+    queries = [normalize_rows(rng.standard_normal((1, DIM)))[0] for _ in range(5)]
+    at = {"valid_us": 20 * BUCKET, "tx_us": 10**6}
+    before = [pairs(pinned.search(q, 5, **at)) for q in queries]
+    # a write the pinned state does not see, however often it is searched
+    added = inner.add("late", queries[0] * 3.0, valid_from_us=0, tx_from_us=0)
+    assert [pairs(pinned.search(q, 5, **at)) for q in queries] == before
+    assert pinned.vectors([added]) == {}
+    assert source.checks == 1 and pinned.covered_version_id == added - 1
+    # the next plan's state has it: one more check, and the catch-up reads its target
+    again = fresh.current()
+    assert source.checks == 3 and again.covered_version_id == added
+    assert pairs(again.search(queries[0], 1, **at))[0][0] == "late"
+    np.testing.assert_array_equal(again.vectors([added])[added],
+                                  normalize_rows(queries[0][None, :] * 3.0)[0])
+
+
+def test_a_pinned_search_asks_the_liveness_it_is_given_not_the_store() -> None:
+    src = synthetic_source(8, versions=200)
+    fresh = FreshIndex(VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM,
+                                                   bucket_us=BUCKET), src)
+    pinned = fresh.current()
+    at = {"valid_us": 20 * BUCKET, "tx_us": 10**6}
+    query = normalize_rows(np.random.default_rng(9).standard_normal((1, DIM)))[0]
+    full = fresh.index.search(query, 20, source=src, **at)
+    assert len(full) == 20
+    # the read model holds every other hit live: those are dropped, the store is not asked
+    keep = {h.version_id for h in full[::2]}
+    only = _Only(keep)
+    calls = src.live_calls
+    hits = pinned.search(query, 20, live=only, **at)
+    assert src.live_calls == calls and only.asked
+    assert [h.version_id for h in hits][:10] == [h.version_id for h in full[::2]]
+    assert all(h.version_id in keep for h in hits)
+    # without one, the store answers, as VectorIndex.search does
+    assert pairs(pinned.search(query, 20, **at)) == pairs(full)
+    assert src.live_calls > calls
+
+
+@pytest.mark.parametrize(
+    ("query", "fragment"),
+    [(np.ones(DIM + 1, dtype=np.float32), "shape"), (np.array([np.nan] * DIM), "NaN"),
+     (np.ones((1, DIM), dtype=np.float32), "shape"), (np.zeros(DIM), "norm")],
+)
+def test_a_pinned_search_checks_a_query_that_is_not_a_float32_vector_of_the_dimension(
+    query: np.ndarray, fragment: str
+) -> None:
+    src = synthetic_source(2, versions=50)
+    fresh = FreshIndex(VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM,
+                                                   bucket_us=BUCKET), src)
+    with pytest.raises(InvalidRequest, match=fragment) as info:
+        fresh.current().search(query, 3, valid_us=20 * BUCKET, tx_us=10**6)
+    assert info.value.field == "semantic.vector"
+
+
+def test_a_float32_unit_query_is_searched_as_given() -> None:
+    src = synthetic_source(4, versions=300)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    fresh = FreshIndex(index, src)
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        query = normalize_rows(rng.standard_normal((1, DIM)))[0]
+        at = {"valid_us": int(rng.integers(-3 * BUCKET, 20 * BUCKET)), "tx_us": 10**6}
+        assert_exact(pairs(fresh.search(query, 7, **at)),
+                     brute_force(src, query, **at), 7)
 
 
 # ---------------------------------------------------------------- segments

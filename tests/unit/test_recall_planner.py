@@ -286,3 +286,47 @@ def test_planned_spans_carry_their_ledger_locations(tmp_path: Path) -> None:
             for e in result.plan.explanations} == located
     bare = [dataclasses.replace(p, location=NOWHERE) for p in result.plan.spans]
     assert plan_hash("v1", result.plan.budget, result.plan.used, bare) == result.plan.plan_hash
+
+
+class PinningIndex(ScriptedIndex):
+    """A scripted index that records how a plan takes and searches it."""
+
+    def __init__(self, store: Store, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
+        super().__init__(store, vectors)
+        self.taken = 0
+        self.live: list[Any] = []
+        self.reads = 0
+
+    def current(self) -> PinningIndex:
+        self.taken += 1
+        return self
+
+    def search(self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+               live: object = None) -> list[VectorHit]:
+        self.live.append(live)
+        return super().search(query, k, valid_us=valid_us, tx_us=tx_us)
+
+    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        self.reads += 1
+        return super().vectors(version_ids)
+
+
+def test_a_plan_takes_the_index_once_and_asks_its_catalog_which_versions_are_live(
+    store: Store,
+) -> None:
+    index = PinningIndex(store, VECTORS)
+    retired = store.current_nodes(["cities:0"])["cities:0"].version_id
+    store.retire_nodes(["cities:0"], tx_us=50)
+    query = _query(structured=StructuredLeg(text="Paris and the Rhone"),
+                   semantic=SemanticLeg(vector=_unit(1.0, 0.2, 0.3, 0.0), k=2))
+    result = _planner(store, index).plan(query)
+    assert result.trace is not None and result.trace.semantic
+    assert index.taken == 1 and len(index.live) >= 1 and index.reads >= 1
+    live = index.live[0]
+    assert all(other is live for other in index.live)
+    ids = {vid for _n, vid, _v in index.rows}
+    unknown = max(ids) + 1000
+    # as the catalog holds them: cities:0 retired at tx 50, every other version open
+    assert live.live_version_ids([*ids, unknown], T0, 100) == ids - {retired}
+    assert live.live_version_ids([*ids, unknown], T0, 40) == ids
+    assert live.live_version_ids(ids, T0 - 1, 100) == set()
