@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
-from planner_svc.embed.base import normalize_rows, ordered_sum
+from planner_svc.embed.base import normalize_rows
 
 #: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
 #: token order. Vectors pooled another way (model2vec's own float16 mean) differ in their last
@@ -96,8 +96,8 @@ class Model2VecEmbedder:
 
         The model's tokenizer splits each text (no special tokens, unknown tokens dropped, at
         most the model's ``max_length`` tokens); the rows of the token table (per-token weights
-        applied when the model has them) are summed in float64 in token order
-        (:func:`~planner_svc.embed.base.ordered_sum`) and normalised with
+        applied when the model has them) are summed in float64 in token order (a running sum:
+        the additions of :func:`~planner_svc.embed.base.ordered_sum`) and normalised with
         :func:`~planner_svc.embed.base.normalize_rows`. Every step is exactly rounded in a
         fixed order, so a text embeds to the same bits on every machine and thread count.
 
@@ -108,18 +108,29 @@ class Model2VecEmbedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         token_ids = self._token_ids(texts)
+        if self._max_tokens is not None:
+            token_ids = [ids[: self._max_tokens] for ids in token_ids]
         sums = np.zeros((len(token_ids), self.dim), dtype=np.float64)
-        for i, ids in enumerate(token_ids):
-            if self._max_tokens is not None:
-                ids = ids[: self._max_tokens]
-            if not ids:
-                continue
-            index = np.asarray(ids, dtype=np.int64)
-            rows = self._table[index if self._mapping is None else self._mapping[index]]
-            rows64 = rows.astype(np.float64)
-            if self._weights is not None:
-                rows64 = rows64 * self._weights[index].astype(np.float64)[:, None]
-            sums[i] = ordered_sum(rows64, axis=0)
+        lengths = [len(ids) for ids in token_ids]
+        if not any(lengths):
+            return normalize_rows(sums)
+        # every text's rows in one gather, widened to float64 once; then each text's rows
+        # added in token order into a running sum (the additions of ``ordered_sum``, without
+        # its per-column loops)
+        index = np.fromiter((i for ids in token_ids for i in ids), dtype=np.int64,
+                            count=sum(lengths))
+        rows64 = self._table[index if self._mapping is None else self._mapping[index]].astype(
+            np.float64)
+        if self._weights is not None:
+            rows64 *= self._weights[index].astype(np.float64)[:, None]
+        start = 0
+        for i, length in enumerate(lengths):
+            if length:
+                total = sums[i]
+                total[:] = rows64[start]
+                for row in rows64[start + 1:start + length]:
+                    total += row
+                start += length
         return normalize_rows(sums)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:

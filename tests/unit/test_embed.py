@@ -22,6 +22,7 @@ from planner_svc.embed import (
     default_model_dir,
     normalize_rows,
 )
+from planner_svc.embed.base import ordered_sum
 from planner_svc.embed.model2vec_backend import IN_THREAD_TEXTS
 from planner_svc.settings import ENV_MODEL_DIR, read_environment
 
@@ -145,6 +146,22 @@ def test_model_pools_in_token_order_in_double_precision(model: Embedder) -> None
     norm = math.sqrt(squares)
     expected = np.asarray([value / norm for value in total], dtype=np.float64).astype(np.float32)
     np.testing.assert_array_equal(model.embed([text])[0], expected)
+
+
+def test_model_pools_a_mixed_batch_like_ordered_sum_per_text(model: Embedder) -> None:
+    """A batch of texts of every length (none, one token, many, an empty one) pools each text
+    as :func:`ordered_sum` of its own rows would, bit for bit."""
+    assert isinstance(model, Model2VecEmbedder)
+    texts = ["", "river", "Evidence plans cite source spans under a token budget.", "   ",
+             "The Tennessee Three backed Johnny Cash. " * 20, "lakes and rivers"]
+    table = np.asarray(model._model.embedding)
+    sums = np.zeros((len(texts), model.dim), dtype=np.float64)
+    for i, ids in enumerate(model._token_ids(texts)):
+        if ids:
+            sums[i] = ordered_sum(table[np.asarray(ids)].astype(np.float64), axis=0)
+    expected = normalize_rows(sums)
+    np.testing.assert_array_equal(model.embed(texts), expected)
+    assert not np.any(expected[[0, 3]]) and np.all(np.any(expected[[1, 2, 4, 5]], axis=1))
 
 
 PINNED_BITS = ["-0x1.ec6e9c0000000p-4", "0x1.1ed64c0000000p-8", "0x1.5a97240000000p-3",
