@@ -633,26 +633,27 @@ class IndexView:
         # settled: no unfetched exact row outranks them
         keep = np.flatnonzero(sims > threshold)
         order = keep[np.lexsort((vids[keep], nids[keep], -sims[keep].astype(np.float64)))]
-        ordered_vids: list[int] = vids[order].tolist()
-        ordered_nids: list[bytes] = nids[order].tolist()
-        chosen: list[int] = []
-        seen: set[bytes] = set()
-        start, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
-        while start < len(ordered_vids) and len(chosen) < k:
-            stop = min(start + chunk, len(ordered_vids))
-            unknown = [v for v in ordered_vids[start:stop] if v not in known]
+        ordered_vids = vids[order]
+        ordered_nids = nids[order]
+        alive = np.zeros(order.shape[0], dtype=np.bool_)
+        chosen = np.zeros(0, dtype=np.int64)
+        stop, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
+        while stop < order.shape[0]:
+            start, stop = stop, min(stop + chunk, order.shape[0])
+            ids: list[int] = ordered_vids[start:stop].tolist()
+            unknown = [v for v in ids if v not in known]
             if unknown:
-                alive = live.live_version_ids(unknown, valid_us, tx_us)
+                answer = live.live_version_ids(unknown, valid_us, tx_us)
                 for v in unknown:
-                    known[v] = v in alive
-            for i in range(start, stop):
-                node = ordered_nids[i]
-                if known[ordered_vids[i]] and node not in seen:
-                    seen.add(node)
-                    chosen.append(i)
-                    if len(chosen) == k:
-                        break
-            start, chunk = stop, chunk * 2
+                    known[v] = v in answer
+            alive[start:stop] = [known[v] for v in ids]
+            # each node's first live version in score order, the first k of them
+            live_at = np.flatnonzero(alive[:stop])
+            _nodes, first = np.unique(ordered_nids[live_at], return_index=True)
+            chosen = live_at[np.sort(first)][:k]
+            if chosen.shape[0] == k:
+                break
+            chunk *= 2
         settled = order[chosen]
         found = [
             VectorHit(node_id=node.decode("utf-8"), version_id=version_id, score=score,
