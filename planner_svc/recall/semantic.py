@@ -41,7 +41,13 @@ def exact_similarities(
     order, each addition exactly rounded. The result is therefore the same bits on every
     machine. Returns float64 ``(n,)``.
     """
-    return column_dots(query, np.asarray(vectors).T)
+    # rows kept in place (no transposed copy); each row's running sum runs along it
+    products = np.asarray(vectors, dtype=np.float64)
+    if products.shape[0] == 0:
+        return np.zeros(0, dtype=np.float64)
+    products = products * np.asarray(query, dtype=np.float64)
+    sums: npt.NDArray[np.float64] = np.add.accumulate(products, axis=1)[:, -1]
+    return sums
 
 
 def column_dots(query: npt.NDArray[np.float32], columns: npt.NDArray[np.float32]
