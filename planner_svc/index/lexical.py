@@ -627,9 +627,10 @@ class LexicalView:
             return ln(1.0 + (self._stats.count + 0.5) / 0.5)
         return self._term_idf(tid)
 
-    def held_terms(self, row_ids: Iterable[int]) -> set[str]:
+    def held_terms(self, row_ids: Iterable[int], among: Iterable[str] | None = None
+                   ) -> set[str]:
         """The distinct analysed terms the given rows hold together (rows outside the
-        view's snapshot hold none)."""
+        view's snapshot hold none); with ``among``, only those of its terms."""
         known = self._index._positions
         held: set[int] = set()
         for row_id in row_ids:
@@ -638,5 +639,8 @@ class LexicalView:
                 continue
             segment = self._snap.segments[bisect.bisect_right(self._firsts, position) - 1]
             held.update(segment.terms_of(position)[0].tolist())
+        if among is not None:
+            terms = self._index._terms
+            return {t for t in among if terms.get(t, -1) in held}
         names = self._index._names
         return {names[t] for t in held}

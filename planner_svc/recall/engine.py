@@ -605,6 +605,7 @@ class _Recall:
         words = _WORD.findall(question.text)
         word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
                       if w.casefold() not in STOPWORDS}
+        wanted = {*question.terms, *(t for ts in word_terms.values() for t in ts)}
         steps: list[tuple[str, float, SourceEntry, tuple[str, ...], str]] = []
         for source, score in sources:
             if not score > 0.0:
@@ -612,7 +613,7 @@ class _Recall:
             entry = self.entry(source)
             if not entry.links:
                 continue
-            held = self.passages.held_terms(entry.ids)
+            held = self.passages.held_terms(entry.ids, wanted)
             terms = tuple(t for t in question.terms if t not in held)
             kept = [w for w in words if w in word_terms and not word_terms[w] & held]
             steps.append((source, score, entry, terms, " ".join(kept)))

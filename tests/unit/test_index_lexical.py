@@ -122,6 +122,7 @@ def test_a_view_reads_one_snapshot() -> None:
     assert view.score_rows(["river"], [3, 1]) == dict(before)
     assert view.frequencies(["river", "zebra"]) == (2, {"river": 1, "zebra": 0})
     assert view.held_terms([1, 2, 3]) == {"river", "delta", "sea"}
+    assert view.held_terms([1, 3], ["sea", "river", "zebra"]) == {"river"}
     fresh = index.view(valid_us=0, tx_us=0)
     assert fresh.live_rows == 3
     assert [i for i, _ in fresh.search(["river"], limit=10)] == [3, 1]
