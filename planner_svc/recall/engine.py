@@ -686,14 +686,13 @@ class _Recall:
         versions: list[tuple[int, ...]] = []
         at = 0
         for d, entry in enumerate(entries):
-            ids = entry.ids
             for group in entry.groups:
-                members.extend(at + j for j in group)
+                members.extend([at + j for j in group] if at else group)
                 sizes.append(len(group))
                 owner.append(d)
-                firsts.append(ids[group[0]])
-                versions.append(tuple(ids[j] for j in group))
-            at += len(ids)
+            firsts.extend(g[0] for g in entry.group_ids)
+            versions.extend(entry.group_ids)
+            at += len(entry.ids)
         group_rel = _segment_max(node_rel[np.asarray(members, dtype=np.int64)],
                                  np.asarray(sizes, dtype=np.int64))
         order = np.lexsort((np.asarray(firsts, dtype=np.int64), -group_rel,
