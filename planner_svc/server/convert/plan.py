@@ -365,15 +365,15 @@ def evidence_query_from_proto(
         raise InvalidRequest("budget_tokens", "must be >= 1 (omit it for the server default)")
     if budget not in BUDGET_TOKENS:
         raise InvalidRequest("budget_tokens", f"must be <= {MAX_BUDGET_TOKENS}, got {budget}")
-    try:
-        effective = config.with_overrides(
-            max_frac_per_source=(
-                msg.max_frac_per_source if msg.HasField("max_frac_per_source") else None
-            ),
-            dedup_overlap=msg.dedup_overlap if msg.HasField("dedup_overlap") else None,
-        )
-    except ConfigError as exc:
-        raise InvalidRequest(exc.field, exc.reason) from None
+    max_frac = msg.max_frac_per_source if msg.HasField("max_frac_per_source") else None
+    overlap = msg.dedup_overlap if msg.HasField("dedup_overlap") else None
+    effective = config
+    if max_frac is not None or overlap is not None:  # the defaults are already valid
+        try:
+            effective = config.with_overrides(max_frac_per_source=max_frac,
+                                              dedup_overlap=overlap)
+        except ConfigError as exc:
+            raise InvalidRequest(exc.field, exc.reason) from None
     return EvidenceQuery(
         structured=structured,
         semantic=semantic,
