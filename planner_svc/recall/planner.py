@@ -48,6 +48,7 @@ from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import EvidenceQuery
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, exact_similarities, query_vector
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.recall.span_texts import DEFAULT_SPAN_TEXT_BYTES, SpanTexts
 from planner_svc.recall.timing import StageClock
 
 __all__ = ["Abstention", "EvidencePlanner", "EvidenceResult", "LegTrace"]
@@ -177,6 +178,8 @@ class EvidencePlanner:
         counter: exact token accounting per model; None = estimator only.
         recall: recall settings.
         catalog: the catalog to plan over (default: a new one following ``store``).
+        span_text_bytes: memory bound of the span texts kept between plans, bytes
+            (:mod:`planner_svc.recall.span_texts`); 0 reads every plan's texts from the store.
     """
 
     def __init__(
@@ -189,8 +192,10 @@ class EvidencePlanner:
         counter: TokenAccounting | None = None,
         recall: RecallSettings | None = None,
         catalog: FreshCatalog | None = None,
+        span_text_bytes: int = DEFAULT_SPAN_TEXT_BYTES,
     ) -> None:
         self._store = store
+        self._texts = SpanTexts(store, max_bytes=span_text_bytes)
         self._index = index
         self._embedder = embedder
         self.config = config
@@ -405,7 +410,7 @@ class EvidencePlanner:
                 else:
                     counts[key] = cached
             if missing and self._counter is not None:
-                texts = self._store.canonical_slices(missing)
+                texts = self._texts.slices(missing)
                 learned: dict[tuple[str, CoordKey], int] = {}
                 for key in missing:
                     count = self._counter.count(model, texts.get(key, ""))
@@ -424,10 +429,11 @@ class EvidencePlanner:
         return pool, estimated
 
     def _with_texts(self, plan: EvidencePlan) -> EvidencePlan:
-        """The plan with each span's text (and each explained candidate's), sliced once."""
-        keys = {s.span.key for s in plan.spans} | {e.candidate.span.key
-                                                    for e in plan.explanations}
-        texts = self._store.canonical_slices(keys)
+        """The plan with each span's text (and each explained candidate's), sliced once
+        (kept texts from memory, the others read from the store)."""
+        keys = [s.span.key for s in plan.spans]
+        keys += [e.candidate.span.key for e in plan.explanations]
+        texts = self._texts.slices(keys)
 
         def filled(span: PlannedSpan) -> PlannedSpan:
             return dataclasses.replace(span, text=texts.get(span.span.key, ""))
