@@ -372,24 +372,33 @@ class EvidencePlanner:
         best: dict[CoordKey, tuple[float, SpanInfo, str]] = {}
         config = self.config
         at_tx = query.at_tx_us
+        version_of = catalog.version
+        span_of = catalog.span
+        truth = SpanClass.TRUTH
+        missing = kind_missing = duplicates = 0
         for version_id, node in nodes.items():
-            version = catalog.version(version_id)
+            version = version_of(version_id)
             if version is None:
                 continue
+            score = node.score
+            node_id = version.node_id
             for key in version.spans:
-                info = catalog.span(key)
+                info = span_of(key)
                 if info is None or info.estimated_tokens is None or key[1] > at_tx:
-                    stats.slices_missing += 1
+                    missing += 1
                     continue
                 if not info.kind_known:
-                    stats.kind_missing += 1
-                weight = weigh(node.score, info.kind, SpanClass.TRUTH, config)
-                current = best.get(key)
-                if current is not None:
-                    stats.pool_duplicates += 1
-                    if weight <= current[0]:
-                        continue
-                best[key] = (weight, info, version.node_id)
+                    kind_missing += 1
+                weight = weigh(score, info.kind, truth, config)
+                entry = (weight, info, node_id)
+                current = best.setdefault(key, entry)
+                if current is not entry:  # the span came with an earlier node: keep the max
+                    duplicates += 1
+                    if weight > current[0]:
+                        best[key] = entry
+        stats.slices_missing += missing
+        stats.kind_missing += kind_missing
+        stats.pool_duplicates += duplicates
         return {key: best[key] for key in sorted(best)}
 
     def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
@@ -398,30 +407,38 @@ class EvidencePlanner:
         """The pool with token counts: the model's exact counts (counted once per tokenizer
         and span, then cached in the catalog), else the estimates; and whether any count is
         an estimate."""
-        counts: dict[CoordKey, int] = {}
         tokenizer = (self._counter.tokenizer_of(model)
                      if self._counter is not None and model else None)
-        if tokenizer is not None:
-            missing: list[CoordKey] = []
-            for key in candidates:
-                cached = catalog.count_tokens(key, tokenizer)
-                if cached is None:
-                    missing.append(key)
-                else:
-                    counts[key] = cached
-            if missing and self._counter is not None:
-                texts = self._texts.slices(missing)
-                learned: dict[tuple[str, CoordKey], int] = {}
-                for key in missing:
-                    count = self._counter.count(model, texts.get(key, ""))
-                    if count is None:
-                        break  # the tokenizer cannot count: every span is estimated
-                    learned[(tokenizer, key)] = count
-                    counts[key] = count
-                catalog.remember_tokens(learned)
+        truth = SpanClass.TRUTH
+        if tokenizer is None:  # the estimator's counts, kept in the catalog since ingest
+            pool = [
+                PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=truth,
+                            weight=weight, tokens=info.estimated_tokens or 0,
+                            location=info.location)
+                for key, (weight, info, _node) in candidates.items()
+            ]
+            return pool, bool(pool)
+        counts: dict[CoordKey, int] = {}
+        missing: list[CoordKey] = []
+        for key in candidates:
+            cached = catalog.count_tokens(key, tokenizer)
+            if cached is None:
+                missing.append(key)
+            else:
+                counts[key] = cached
+        if missing and self._counter is not None:
+            texts = self._texts.slices(missing)
+            learned: dict[tuple[str, CoordKey], int] = {}
+            for key in missing:
+                count = self._counter.count(model, texts.get(key, ""))
+                if count is None:
+                    break  # the tokenizer cannot count: every span is estimated
+                learned[(tokenizer, key)] = count
+                counts[key] = count
+            catalog.remember_tokens(learned)
         estimated = len(counts) < len(candidates)
         pool = [
-            PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=SpanClass.TRUTH,
+            PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=truth,
                         weight=weight, tokens=counts.get(key, info.estimated_tokens or 0),
                         location=info.location)
             for key, (weight, info, _node) in candidates.items()
