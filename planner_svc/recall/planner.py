@@ -30,7 +30,7 @@ from planner_svc.core.model import (
     SpanRef,
 )
 from planner_svc.core.plan import assemble_plan, empty_plan
-from planner_svc.core.select import select
+from planner_svc.core.select import PoolColumns, select_columns
 from planner_svc.core.tokens import TokenAccounting, effective_budget
 from planner_svc.core.weigh import weigh
 from planner_svc.index.catalog import Catalog, SpanInfo
@@ -256,7 +256,7 @@ class EvidencePlanner:
                 trace = dataclasses.replace(trace, origin={key: c[2] for key, c
                                                            in candidates.items()})
             self._check(cancelled)
-            if not pool:
+            if len(pool) == 0:
                 if query.allow_ungrounded:
                     return EvidenceResult(plan=empty_plan(stats),
                                           trace=trace if query.explain else None)
@@ -271,8 +271,8 @@ class EvidencePlanner:
             )
             with clock.stage("select"):
                 budget = effective_budget(query.budget_tokens, context_window, estimate_mode)
-                selection = select(pool, budget, query.max_frac_per_source,
-                                   query.dedup_overlap, explain=query.explain)
+                selection = select_columns(pool, budget, query.max_frac_per_source,
+                                           query.dedup_overlap, explain=query.explain)
             with clock.stage("hash"):
                 plan = assemble_plan(selection, budget=budget, estimate_mode=estimate_mode,
                                      recall_stats=stats)
@@ -403,24 +403,44 @@ class EvidencePlanner:
 
     def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
                                                                                str]],
-                 model: str) -> tuple[list[PlannedSpan], bool]:
-        """The pool with token counts: the model's exact counts (counted once per tokenizer
-        and span, then cached in the catalog), else the estimates; and whether any count is
-        an estimate."""
+                 model: str) -> tuple[PoolColumns, bool]:
+        """The pool with token counts, as selection's columns: the model's exact counts
+        (counted once per tokenizer and span, then cached in the catalog), else the estimates;
+        and whether any count is an estimate. Selection builds a candidate's
+        :class:`PlannedSpan` only when it needs the whole candidate (the spans it returns, ties,
+        explain)."""
+        keys = list(candidates)
+        entries = list(candidates.values())
         tokenizer = (self._counter.tokenizer_of(model)
                      if self._counter is not None and model else None)
-        truth = SpanClass.TRUTH
         if tokenizer is None:  # the estimator's counts, kept in the catalog since ingest
-            pool = [
-                PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=truth,
-                            weight=weight, tokens=info.estimated_tokens or 0,
-                            location=info.location)
-                for key, (weight, info, _node) in candidates.items()
-            ]
-            return pool, bool(pool)
+            tokens = [info.estimated_tokens or 0 for _weight, info, _node in entries]
+            estimated = bool(keys)
+        else:
+            tokens, estimated = self._exact_counts(catalog, keys, entries, tokenizer, model)
+        truth = SpanClass.TRUTH
+
+        def candidate(i: int) -> PlannedSpan:
+            weight, info, _node = entries[i]
+            return PlannedSpan(span=SpanRef(*keys[i]), kind=info.kind, span_class=truth,
+                               weight=weight, tokens=tokens[i], location=info.location)
+
+        columns = PoolColumns(
+            source_ids=[key[0] for key in keys], txs=[key[1] for key in keys],
+            starts=[key[2] for key in keys], ends=[key[3] for key in keys],
+            weights=[entry[0] for entry in entries], tokens=tokens, candidate=candidate,
+        )
+        return columns, estimated
+
+    def _exact_counts(self, catalog: Catalog, keys: Sequence[CoordKey],
+                      entries: Sequence[tuple[float, SpanInfo, str]], tokenizer: str,
+                      model: str) -> tuple[list[int], bool]:
+        """Each candidate's token count under ``model``'s tokenizer (cached in the catalog,
+        or counted from its text now and cached), else its estimate; and whether any count
+        is an estimate."""
         counts: dict[CoordKey, int] = {}
         missing: list[CoordKey] = []
-        for key in candidates:
+        for key in keys:
             cached = catalog.count_tokens(key, tokenizer)
             if cached is None:
                 missing.append(key)
@@ -436,14 +456,9 @@ class EvidencePlanner:
                 learned[(tokenizer, key)] = count
                 counts[key] = count
             catalog.remember_tokens(learned)
-        estimated = len(counts) < len(candidates)
-        pool = [
-            PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=truth,
-                        weight=weight, tokens=counts.get(key, info.estimated_tokens or 0),
-                        location=info.location)
-            for key, (weight, info, _node) in candidates.items()
-        ]
-        return pool, estimated
+        tokens = [counts.get(key, info.estimated_tokens or 0)
+                  for key, (_weight, info, _node) in zip(keys, entries, strict=True)]
+        return tokens, len(counts) < len(keys)
 
     def _with_texts(self, plan: EvidencePlan) -> EvidencePlan:
         """The plan with each span's text (and each explained candidate's), sliced once
