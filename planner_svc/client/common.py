@@ -101,6 +101,13 @@ def location_text(span: plan_pb2.PlannedSpan) -> str:
 def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str:
     """A readable table: source, kind, location (page, heading path, notebook cell), tokens,
     weight, text (one line per span), then totals."""
+    st = plan.stats
+    if not plan.spans and plan.budget == 0:  # the ungrounded plan: nothing to tabulate
+        return "\n".join([
+            f"plan {plan.plan_hash}  empty: no span to cite (the ungrounded plan "
+            "--allow-ungrounded asks for when recall declines or finds nothing)",
+            _recall_line(st),
+        ])
     width = width or shutil.get_terminal_size((120, 24)).columns
     rows = [("source", "kind", "location", "tokens", "weight", "text")]
     for s in plan.spans:
@@ -117,7 +124,6 @@ def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str
             f"{_clip(src, src_w):<{src_w}}  {kind:<{kind_w}}  {_clip(where, where_w):<{where_w}}"
             f"  {tokens:>6}  {weight:>6}  {_clip(text, text_w)}"
         )
-    st = plan.stats
     lines.append("")
     lines.append(
         f"plan {plan.plan_hash}  used {plan.used}/{plan.budget} tokens  "
@@ -126,11 +132,14 @@ def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str
         f"cap {st.cap_skipped}  stranded by cap {st.budget_stranded_by_cap}"
         + ("  (token estimate)" if st.token_estimate else "")
     )
-    lines.append(
-        f"recall: {st.nodes_recalled} passages scored; documents by the structured leg "
-        f"{st.structured_hits}, by hops {st.expanded_hits}; semantic neighbours {st.semantic_hits}"
-    )
+    lines.append(_recall_line(st))
     return "\n".join(lines)
+
+
+def _recall_line(st: plan_pb2.PlanStats) -> str:
+    return (f"recall: {st.nodes_recalled} passages scored; documents by the structured leg "
+            f"{st.structured_hits}, by hops {st.expanded_hits}; semantic neighbours "
+            f"{st.semantic_hits}")
 
 
 def render_recall(trace: plan_pb2.RecallTrace, *, documents: int = 12) -> str:

@@ -29,10 +29,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import eq, ge, gt, lt
+from typing import TypeVar
 
 from planner_svc.core.config import check_ratio
 from planner_svc.core.errors import InvalidRequest
@@ -41,9 +42,9 @@ from planner_svc.core.model import (
     Explanation,
     PlannedSpan,
     PlanStats,
-    SpanRef,
 )
 
+_T = TypeVar("_T")
 _U64_MAX = 2**64 - 1
 _FLOAT_ONLY = {float}
 _TOP = 1024
@@ -92,19 +93,72 @@ def _full_key(c: PlannedSpan) -> _FullKey:
 
 
 class _Keys:
-    """Each candidate's :func:`_full_key` by pool index, computed on first use and kept."""
+    """Each candidate's :func:`_full_key` by pool index, computed on first use and kept; and
+    the candidates asked for, each built once."""
 
-    __slots__ = ("_keys", "_pool")
+    __slots__ = ("_built", "_candidate", "_keys")
 
-    def __init__(self, pool: Sequence[PlannedSpan]) -> None:
-        self._pool = pool
+    def __init__(self, candidate: Callable[[int], PlannedSpan]) -> None:
+        self._candidate = candidate
         self._keys: dict[int, _FullKey] = {}
+        self._built: dict[int, PlannedSpan] = {}
 
     def __call__(self, i: int) -> _FullKey:
         key = self._keys.get(i)
         if key is None:
-            key = self._keys[i] = _full_key(self._pool[i])
+            key = self._keys[i] = _full_key(self.candidate(i))
         return key
+
+    def candidate(self, i: int) -> PlannedSpan:
+        """Candidate ``i`` (built on first use)."""
+        built = self._built.get(i)
+        if built is None:
+            built = self._built[i] = self._candidate(i)
+        return built
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolColumns:
+    """A candidate pool as columns: index ``i`` of every column is candidate ``i``.
+
+    What :func:`select_columns` reads of each candidate, without a
+    :class:`~planner_svc.core.model.PlannedSpan` per candidate: selection builds the whole
+    candidate (``candidate(i)``) only for the spans it returns and for ties its coordinates and
+    weight do not break.
+
+    Attributes:
+        source_ids, txs, starts, ends: each candidate's span coordinates (source id, source
+            version transaction time in microseconds, start and end in UTF-8 bytes).
+        weights: each candidate's weight.
+        tokens: each candidate's token count.
+        candidate: the whole candidate ``i``, whose fields equal the columns' (pure: the same
+            candidate every time it is asked).
+    """
+
+    source_ids: Sequence[str]
+    txs: Sequence[int]
+    starts: Sequence[int]
+    ends: Sequence[int]
+    weights: Sequence[float]
+    tokens: Sequence[int]
+    candidate: Callable[[int], PlannedSpan]
+
+    @classmethod
+    def of(cls, pool: Sequence[PlannedSpan]) -> PoolColumns:
+        """The columns of a pool of candidates."""
+        spans = [c.span for c in pool]
+        return cls(
+            source_ids=[r.source_id for r in spans],
+            txs=[r.source_version_tx for r in spans],
+            starts=[r.start for r in spans],
+            ends=[r.end for r in spans],
+            weights=[c.weight for c in pool],
+            tokens=[c.tokens for c in pool],
+            candidate=pool.__getitem__,
+        )
+
+    def __len__(self) -> int:
+        return len(self.weights)
 
 
 def density(candidate: PlannedSpan) -> float:
@@ -372,7 +426,7 @@ def _dedup_one_by_one(
 
 def _dedup(
     keys: _Keys,
-    spans: list[SpanRef],
+    txs: list[int],
     weights: list[float],
     starts: list[int],
     ends: list[int],
@@ -396,7 +450,6 @@ def _dedup(
     by_start = starts.__getitem__
     for g in groups:
         g.sort(key=by_start)
-    txs = [r.source_version_tx for r in spans]
 
     settled = _settle(groups, starts, ends, txs, weights, threshold)
     if settled is None:
@@ -489,6 +542,11 @@ def _pack(
     return out
 
 
+def _listed(column: Sequence[_T]) -> list[_T]:
+    """``column`` as a list (itself when it is one)."""
+    return column if isinstance(column, list) else list(column)
+
+
 def select(
     pool: Sequence[PlannedSpan],
     budget: int,
@@ -510,6 +568,24 @@ def select(
     Raises:
         InvalidRequest: invalid settings or candidates (see :func:`validate_pool`).
     """
+    return select_columns(PoolColumns.of(pool), budget, max_frac_per_source, dedup_overlap,
+                          explain=explain)
+
+
+def select_columns(
+    pool: PoolColumns,
+    budget: int,
+    max_frac_per_source: float,
+    dedup_overlap: float,
+    *,
+    explain: bool = False,
+) -> SelectionResult:
+    """:func:`select` over a pool given as columns: the same result, bit for bit, as
+    :func:`select` of ``[pool.candidate(i) for i in range(len(pool))]``.
+
+    Raises:
+        InvalidRequest: invalid settings or candidates (see :func:`validate_pool`).
+    """
     _validate_settings(budget, max_frac_per_source, dedup_overlap)
     n = len(pool)
     # The f64 product floored, saturating like a cast to u64: a budget near 2**64 rounds up to
@@ -519,12 +595,12 @@ def select(
     if n == 0:
         return SelectionResult(selected=(), used=0, stats=stats)
 
-    # Columns of primitives, read once.
-    spans = [c.span for c in pool]
-    weights = [c.weight for c in pool]
-    tokens = [c.tokens for c in pool]
-    starts = [r.start for r in spans]
-    ends = [r.end for r in spans]
+    # Columns of primitives (read, never written).
+    weights = _listed(pool.weights)
+    tokens = _listed(pool.tokens)
+    starts = _listed(pool.starts)
+    ends = _listed(pool.ends)
+    candidate = pool.candidate
     if not (
         set(map(type, weights)) == _FLOAT_ONLY
         and math.isfinite(sum(weights))
@@ -533,13 +609,14 @@ def select(
         and all(map(lt, starts, ends))
         and (min_tokens := min(tokens)) >= 0
     ):
-        validate_pool(pool)  # raises for the first invalid candidate; passes int weights
+        # raises for the first invalid candidate; passes int weights
+        validate_pool([candidate(i) for i in range(n)])
         min_tokens = min(tokens)
-    sids = [r.source_id for r in spans]
+    sids = _listed(pool.source_ids)
 
     # 1. Overlap dedup within a source version, heaviest first.
-    keys = _Keys(pool)
-    dropped = _dedup(keys, spans, weights, starts, ends, sids, dedup_overlap)
+    keys = _Keys(candidate)
+    dropped = _dedup(keys, _listed(pool.txs), weights, starts, ends, sids, dedup_overlap)
 
     # 2. Greedy packing by density; the scan never stops early.
     densities = [w / (t if t > 1 else 1) for w, t in zip(weights, tokens, strict=True)]
@@ -559,7 +636,7 @@ def select(
     )
     stats.budget_stranded_by_cap = budget - used if packing.cap_refused_fitting else 0
     packed = sorted(packing.packed, key=keys)
-    selected = tuple([pool[i] for i in packed])
+    selected = tuple([keys.candidate(i) for i in packed])
 
     explanations: tuple[Explanation, ...] = ()
     if explain:
@@ -576,10 +653,10 @@ def select(
         canonical = sorted(range(n), key=keys)
         explanations = tuple(
             Explanation(
-                candidate=pool[i],
+                candidate=keys.candidate(i),
                 fate=fates[i],
                 density=densities[i],
-                deduped_by=spans[dropped[i]] if i in dropped else None,
+                deduped_by=keys.candidate(dropped[i]).span if i in dropped else None,
             )
             for i in canonical
         )

@@ -148,12 +148,14 @@ class SourceEntry:
             source id order. Empty when no edge leaves the document.
         groups: the members grouped by the spans they cite: each group's member indices
             (ascending), groups in the order of their first member.
+        group_ids: each group's version ids (``ids`` of its members), in ``groups`` order.
     """
 
     members: tuple[CatalogVersion, ...]
     ids: tuple[int, ...]
     links: Mapping[str, float]
     groups: tuple[tuple[int, ...], ...]
+    group_ids: tuple[tuple[int, ...], ...]
 
 
 class _Latest:
@@ -433,6 +435,8 @@ class Catalog:
         groups: dict[tuple[CoordKey, ...], list[int]] = {}
         for i, member in enumerate(members):
             groups.setdefault(member.spans, []).append(i)
-        return SourceEntry(members=members, ids=tuple(m.version_id for m in members),
+        ids = tuple(m.version_id for m in members)
+        return SourceEntry(members=members, ids=ids,
                            links={k: links[k] for k in sorted(links)},
-                           groups=tuple(tuple(g) for g in groups.values()))
+                           groups=tuple(tuple(g) for g in groups.values()),
+                           group_ids=tuple(tuple(ids[j] for j in g) for g in groups.values()))

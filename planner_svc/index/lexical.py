@@ -245,6 +245,10 @@ class LexicalIndex:
         self.b = b
         self._lock = threading.Lock()
         self._positions: dict[int, int] = {}
+        self._position_of: Int64s = np.full(0, -1, dtype=np.int64)
+        """Row id -> position (-1 for a row id not indexed), for row ids below its length: the
+        positions of many rows in one vectorised read. Grown by copying; a read sees either
+        array (a position past the reader's snapshot is outside it, as with the dict)."""
         self._columns = {name: _Column() for name in
                          ("row_ids", "lengths", "valid_from", "valid_to", "tx_from", "tx_to")}
         self._terms: dict[str, int] = {}
@@ -290,6 +294,7 @@ class LexicalIndex:
                 for bound in (row.valid_from_us, row.valid_to_us, row.tx_from_us, row.tx_to_us):
                     if bound is not None and bound > self._max_event:
                         self._max_event = bound
+            self._map_positions([r.row_id for r in fresh], base)
             cols = self._columns
             cols["row_ids"].put(base, [r.row_id for r in fresh])
             cols["lengths"].put(base, [len(r.terms) for r in fresh])
@@ -303,6 +308,27 @@ class LexicalIndex:
             self._generation += 1
             self._size = base + len(fresh)  # published last
         return len(fresh)
+
+    def _map_positions(self, row_ids: list[int], base: int) -> None:
+        """Record positions ``base, base + 1, ...`` of ``row_ids`` in the dense map (row ids
+        that are negative or far past the number of rows are left to the dict: the map stays
+        within a few times the rows indexed)."""
+        ids = np.asarray(row_ids, dtype=np.int64)
+        limit = 4 * (base + len(row_ids)) + 1024
+        keep = (ids >= 0) & (ids < limit)
+        if not keep.any():
+            return
+        ids = ids[keep]
+        positions = np.arange(base, base + len(row_ids), dtype=np.int64)[keep]
+        current = self._position_of
+        top = int(ids.max())
+        if top >= current.shape[0]:
+            grown = np.full(min(limit, max(2 * current.shape[0], top + 1)), -1, dtype=np.int64)
+            grown[: current.shape[0]] = current
+            grown[ids] = positions
+            self._position_of = grown
+        else:
+            current[ids] = positions
 
     @staticmethod
     def _tiered(segments: tuple[_Segment, ...]) -> tuple[_Segment, ...]:
@@ -501,19 +527,13 @@ class LexicalView:
         query = self._term_ids(terms)
         if not query:
             return {}
-        known = self._index._positions
-        size = self._snap.size
-        live = self._stats.live
-        ids: list[int] = []
-        where: list[int] = []
-        for row_id in row_ids:
-            position = known.get(row_id)
-            if position is not None and position < size and live[position]:
-                ids.append(row_id)
-                where.append(position)
-        if not ids:
+        given = list(row_ids)
+        found_at = self.positions(given)
+        keep = np.flatnonzero(found_at >= 0)
+        if not keep.shape[0]:
             return {}
-        positions = np.asarray(where, dtype=np.int64)
+        ids = [given[j] for j in keep.tolist()]
+        positions = found_at[keep]
         norms = self._norms(positions)
         k1 = self._index.k1
         scores = np.zeros(positions.shape[0], dtype=np.float64)
@@ -535,9 +555,16 @@ class LexicalView:
     def positions(self, row_ids: Sequence[int]) -> Int64s:
         """The view's positions of ``row_ids``, in their order: int64 ``(len(row_ids),)``, -1
         for a row unknown, outside the view's snapshot or not live in the view."""
-        known = self._index._positions
-        out = np.fromiter((known.get(r, -1) for r in row_ids), dtype=np.int64,
-                          count=len(row_ids))
+        ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)
+        dense = self._index._position_of
+        inside_map = (ids >= 0) & (ids < dense.shape[0])
+        out = np.full(ids.shape[0], -1, dtype=np.int64)
+        out[inside_map] = dense[ids[inside_map]]
+        missing = np.flatnonzero(out < 0)
+        if missing.shape[0]:  # not indexed, or a row id the dense map does not hold
+            known = self._index._positions
+            for j in missing.tolist():
+                out[j] = known.get(int(ids[j]), -1)
         inside = (out >= 0) & (out < self._snap.size)
         inside[inside] = self._stats.live[out[inside]]
         out[~inside] = -1
@@ -600,9 +627,10 @@ class LexicalView:
             return ln(1.0 + (self._stats.count + 0.5) / 0.5)
         return self._term_idf(tid)
 
-    def held_terms(self, row_ids: Iterable[int]) -> set[str]:
+    def held_terms(self, row_ids: Iterable[int], among: Iterable[str] | None = None
+                   ) -> set[str]:
         """The distinct analysed terms the given rows hold together (rows outside the
-        view's snapshot hold none)."""
+        view's snapshot hold none); with ``among``, only those of its terms."""
         known = self._index._positions
         held: set[int] = set()
         for row_id in row_ids:
@@ -611,5 +639,8 @@ class LexicalView:
                 continue
             segment = self._snap.segments[bisect.bisect_right(self._firsts, position) - 1]
             held.update(segment.terms_of(position)[0].tolist())
+        if among is not None:
+            terms = self._index._terms
+            return {t for t in among if terms.get(t, -1) in held}
         names = self._index._names
         return {names[t] for t in held}

@@ -221,9 +221,62 @@ def _relative_list(values: Sequence[float], sharpness: float) -> list[float]:
     return [clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness)) for s in values]
 
 
-_Local = tuple[list[float], list[float | None]]
-"""Per live node of a document, in version id order: its BM25 against a query's terms, and its
-cosine with the query's vector (None for a node without a stored vector, or no vector)."""
+Float64s = npt.NDArray[np.float64]
+
+
+def _unit_powers(base: Float64s, exponent: float) -> Float64s:
+    """:func:`~planner_svc.core.fusion.unit_power` of every element (the same chain of
+    multiplications per element, so the same bits; a non-integral exponent falls back to
+    ``unit_power`` element by element)."""
+    value = float(exponent)
+    if not (value.is_integer() and 0.0 <= value <= 1024.0):
+        return np.fromiter((unit_power(b, value) for b in base.tolist()), dtype=np.float64,
+                           count=base.shape[0])
+    n = int(value)
+    result = np.ones_like(base)
+    square = base
+    while n:
+        if n & 1:
+            result = result * square
+        n >>= 1
+        if n:
+            square = square * square
+    return result
+
+
+def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
+    """The largest value of each consecutive segment of ``values`` (segment ``i`` holds
+    ``lengths[i]`` values); 0.0 for an empty segment. float64 ``(len(lengths),)``."""
+    out = np.zeros(lengths.shape[0], dtype=np.float64)
+    filled = lengths > 0
+    if values.shape[0] and filled.any():
+        starts = (np.cumsum(lengths) - lengths)[filled]
+        out[filled] = np.maximum.reduceat(values, starts)
+    return out
+
+
+def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Float64s:
+    """:func:`_relative_list` of each segment at once: every value against its segment's
+    ``best`` (repeated per value), with the same operations per value (0.0 where the best is
+    not positive)."""
+    positive = best > 0.0
+    ratio = np.divide(np.maximum(0.0, values), best, out=np.zeros_like(values),
+                      where=positive)
+    # clamp_unit's bounds (the ratio is already in [0, 1] where the best is the segment's
+    # largest value); +0.0 where the best is not positive, as _relative_list gives
+    powered = np.minimum(1.0, np.maximum(0.0, _unit_powers(np.minimum(1.0, ratio), sharpness)))
+    return np.where(positive, powered, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Local:
+    """Per live node of one document, in version id order: its BM25 against a query's terms
+    and its cosine with the query's vector (0.0 for a node without a stored vector, or
+    without a vector: the same relevance as a missing cosine, which only ever counts through
+    ``max(0.0, cosine)`` relative to a best)."""
+
+    lexical: Float64s
+    cosine: Float64s
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,12 +371,17 @@ class _PassageTable:
                 total += values[rows]
         return total
 
-    def cosines(self, asks: Sequence[tuple[Vector | None, npt.NDArray[np.int64]]]
-                ) -> list[list[float | None]]:
-        """Exact cosine of each ask's vector with the stored vector of each of its rows (None
-        without a stored vector, or for an ask without a vector); every ask's products summed
-        in one pass."""
-        out: list[list[float | None]] = [[None] * rows.shape[0] for _v, rows in asks]
+    def stored(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each of ``rows`` has a stored vector."""
+        has: npt.NDArray[np.bool_] = self._has[rows]
+        return has
+
+    def cosine_arrays(self, asks: Sequence[tuple[Vector | None, npt.NDArray[np.int64]]]
+                      ) -> list[Float64s]:
+        """Exact cosine of each ask's vector with the stored vector of each of its rows, as
+        float64 ``(len(rows),)``: 0.0 for a row without a stored vector (:meth:`stored`) and
+        for an ask without a vector; every ask's products summed in one pass."""
+        out: list[Float64s] = [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
         vectors = self._matrix()
         wanted = [(a, vector, rows) for a, (vector, rows) in enumerate(asks)
                   if vector is not None and rows.shape[0]]
@@ -332,18 +390,35 @@ class _PassageTable:
         products = np.concatenate(
             [np.multiply(vectors[rows].T, vector[:, None], dtype=np.float64, order="C")
              for _a, vector, rows in wanted], axis=1)
-        sims = ordered_column_sums(products).tolist()
+        sims = ordered_column_sums(products)
         at = 0
         for a, _vector, rows in wanted:
             end = at + rows.shape[0]
-            has = self._has[rows]
-            if has.all():
-                out[a] = list(sims[at:end])
-            else:
-                out[a] = [sim if have else None
-                          for sim, have in zip(sims[at:end], has.tolist(), strict=True)]
+            out[a] = np.where(self._has[rows], sims[at:end], 0.0)
             at = end
         return out
+
+
+class _Scored:
+    """One ask of :meth:`_Recall.local`: every live node of its sources (sources in the ask's
+    order, each one's nodes in version id order), with their BM25 and cosine."""
+
+    __slots__ = ("bounds", "cosine", "lengths", "lexical")
+
+    def __init__(self, lexical: Float64s, cosine: Float64s, lengths: list[int],
+                 sources: Sequence[str]) -> None:
+        self.lexical = lexical
+        self.cosine = cosine
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        """Nodes per source, in the ask's order."""
+        ends = np.cumsum(self.lengths).tolist()
+        self.bounds = {source: (end - n, end) for source, n, end
+                       in zip(sources, lengths, ends, strict=True)}
+
+    def of(self, source: str) -> _Local:
+        """The nodes of one source of the ask."""
+        start, end = self.bounds[source]
+        return _Local(self.lexical[start:end], self.cosine[start:end])
 
 
 class _Recall:
@@ -451,15 +526,15 @@ class _Recall:
                 sources = sorted(set(structured) - set(semantic))
                 entries = [self.entry(source) for source in sources]
                 rows_of = self.table.rows([i for e in entries for i in e.ids])
-                sims = self.table.cosines([(vector, rows_of)])[0]
+                sims = self.table.cosine_arrays([(vector, rows_of)])[0].tolist()
+                has = self.table.stored(rows_of).tolist()
                 at = 0
                 for source, entry in zip(sources, entries, strict=True):
                     best = 0.0
-                    for member, sim in zip(entry.members, sims[at:at + len(entry.ids)],
-                                           strict=True):
-                        if sim is not None:
-                            best = max(best, self._semantic_score(member, sim))
-                    at += len(entry.ids)
+                    for member in entry.members:
+                        if has[at]:
+                            best = max(best, self._semantic_score(member, sims[at]))
+                        at += 1
                     if best > 0.0:
                         semantic[source] = best
 
@@ -497,36 +572,28 @@ class _Recall:
     # ---------------------------------------------------------------- local relevance
 
     def local(self, asks: Sequence[tuple[Sequence[str], Sequence[str], Vector | None]]
-              ) -> list[dict[str, _Local]]:
+              ) -> list[_Scored]:
         """For each ask ``(sources, terms, vector)``, every live node of its sources scored
-        against its terms (BM25 over passages) and its vector (exact cosine): source ->
-        :data:`_Local`. All asks in one batch.
+        against its terms (BM25 over passages) and its vector (exact cosine). All asks in one
+        batch.
 
         The BM25 is :meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s (0.0 where a
         node holds no term), the cosine :func:`~planner_svc.recall.semantic.exact_similarities`'s
         (products exact in float64, added in index order)."""
         entries = [[self.entry(s) for s in sources] for sources, _t, _v in asks]
+        lengths = [[len(e.ids) for e in es] for es in entries]
         rows = self.table.rows([i for es in entries for e in es for i in e.ids])
         parts: list[npt.NDArray[np.int64]] = []
         at = 0
-        for es in entries:
-            end = at + sum(len(e.ids) for e in es)
+        for counts in lengths:
+            end = at + sum(counts)
             parts.append(rows[at:end])
             at = end
-        cosines = self.table.cosines([(vector, part) for (_s, _t, vector), part
-                                      in zip(asks, parts, strict=True)])
-        out: list[dict[str, _Local]] = []
-        for (sources, terms, _vector), es, part, cosine in zip(asks, entries, parts, cosines,
-                                                               strict=True):
-            lexical = self.table.bm25(terms, part).tolist()
-            scored: dict[str, _Local] = {}
-            at = 0
-            for source, entry in zip(sources, es, strict=True):
-                end = at + len(entry.ids)
-                scored[source] = (lexical[at:end], cosine[at:end])
-                at = end
-            out.append(scored)
-        return out
+        cosines = self.table.cosine_arrays([(vector, part) for (_s, _t, vector), part
+                                            in zip(asks, parts, strict=True)])
+        return [_Scored(self.table.bm25(terms, part), cosine, counts, sources)
+                for (sources, terms, _vector), counts, part, cosine
+                in zip(asks, lengths, parts, cosines, strict=True)]
 
     # ---------------------------------------------------------------- hops
 
@@ -538,6 +605,7 @@ class _Recall:
         words = _WORD.findall(question.text)
         word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
                       if w.casefold() not in STOPWORDS}
+        wanted = {*question.terms, *(t for ts in word_terms.values() for t in ts)}
         steps: list[tuple[str, float, SourceEntry, tuple[str, ...], str]] = []
         for source, score in sources:
             if not score > 0.0:
@@ -545,7 +613,7 @@ class _Recall:
             entry = self.entry(source)
             if not entry.links:
                 continue
-            held = self.passages.held_terms(entry.ids)
+            held = self.passages.held_terms(entry.ids, wanted)
             terms = tuple(t for t in question.terms if t not in held)
             kept = [w for w in words if w in word_terms and not word_terms[w] & held]
             steps.append((source, score, entry, terms, " ".join(kept)))
@@ -555,50 +623,84 @@ class _Recall:
         scored = self.local([(list(entry.links), terms, probe) for (_s, _v, entry, terms, _t),
                              probe in zip(steps, probes, strict=True)])
         out: dict[str, _Hop] = {}
-        for (source, score, entry, terms, _text), probe, found in zip(steps, probes, scored,
+        if not steps:
+            return out
+        # Every step's targets at once: a target's lexical (cosine) relevance is its best
+        # node's BM25 (cosine) relative to the step's best target, as _relative computes it.
+        targets = np.concatenate([found.lengths for found in scored])
+        per_step = np.asarray([len(entry.links) for _s, _v, entry, _t, _x in steps],
+                              dtype=np.int64)
+        lexical = _segment_max(np.concatenate([found.lexical for found in scored]), targets)
+        cosine = _segment_max(np.concatenate([found.cosine for found in scored]), targets)
+        lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, per_step),
+                                                        per_step), 1.0)
+        cos_rel = _relative_segments(cosine, np.repeat(_segment_max(cosine, per_step),
+                                                       per_step), settings.local_sharpness)
+        with_probe = np.repeat(np.asarray([p is not None for p in probes]), per_step)
+        relevance = np.maximum(lex_rel, np.where(with_probe, cos_rel, 0.0))
+        steps_score = np.repeat(np.asarray([score for _s, score, *_ in steps]), per_step)
+        weights = np.fromiter((w for _s, _v, entry, _t, _x in steps
+                               for w in entry.links.values()), dtype=np.float64,
+                              count=int(per_step.sum()))
+        values = (steps_score * weights * settings.hop_decay * relevance).tolist()
+        at = 0
+        for (source, _score, entry, terms, _text), probe, found in zip(steps, probes, scored,
                                                                       strict=True):
-            lexical: dict[str, float] = {}
-            cosine: dict[str, float] = {}
             for target in entry.links:
-                lex, cos = found[target]
-                lexical[target] = max(lex, default=0.0)
-                if probe is not None:
-                    cosine[target] = max((c for c in cos if c is not None), default=0.0)
-            lex_rel = _relative(lexical, 1.0)
-            cos_rel = _relative(cosine, settings.local_sharpness)
-            for target, weight in entry.links.items():
-                relevance = max(lex_rel.get(target, 0.0), cos_rel.get(target, 0.0))
-                value = score * weight * settings.hop_decay * relevance
+                value = values[at]
+                at += 1
+                if not value > 0.0:
+                    continue
                 current = out.get(target)
-                if value > 0.0 and (current is None or value > current.score):
+                if current is None or value > current.score:
                     out[target] = _Hop(score=value, source=source, terms=terms, vector=probe,
-                                       local=found[target])
+                                       local=found.of(target))
         return out
 
     # ---------------------------------------------------------------- passages
 
-    def rank(self, source: str, local: _Local) -> list[tuple[list[int], float]]:
-        """The live nodes of ``source`` grouped by the spans they cite, most relevant group
-        first (ties by their smallest version id): ``(version ids, local relevance)``, from
-        the nodes' BM25 and cosine (``local``)."""
-        entry = self.entry(source)
-        if not entry.members:
-            return []
-        lexical, cosine = local
-        lex_rel = _relative_list(lexical, 1.0)
-        present = [j for j, c in enumerate(cosine) if c is not None]
-        cos_rel = [0.0] * len(cosine)
-        for j, value in zip(present, _relative_list(
-                [max(0.0, c) for c in cosine if c is not None],
-                self.settings.local_sharpness), strict=True):
-            cos_rel[j] = value
-        ids = entry.ids
-        ranked = []
-        for group in entry.groups:
-            relevance = max(max(lex_rel[j], cos_rel[j]) for j in group)
-            ranked.append(([ids[j] for j in group], relevance))
-        ranked.sort(key=lambda g: (-g[1], g[0][0]))
-        return ranked
+    def rank(self, documents: Sequence[tuple[str, _Local]]
+             ) -> list[list[tuple[tuple[int, ...], float]]]:
+        """For each ``(source, local)``, the live nodes of ``source`` grouped by the spans they
+        cite, most relevant group first (ties by their smallest version id): ``(version ids,
+        local relevance)``. A node's relevance is the better of its BM25 and its cosine
+        (clipped at 0), each relative to the document's best (sharpened by
+        ``local_sharpness``); a group's is its best node's. Every document at once."""
+        entries = [self.entry(source) for source, _local in documents]
+        lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
+        out: list[list[tuple[tuple[int, ...], float]]] = [[] for _ in documents]
+        if not int(lengths.sum()):
+            return out
+        lexical = np.concatenate([local.lexical for _s, local in documents])
+        cosine = np.maximum(0.0, np.concatenate([local.cosine for _s, local in documents]))
+        lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, lengths),
+                                                        lengths), 1.0)
+        cos_rel = _relative_segments(cosine, np.repeat(_segment_max(cosine, lengths),
+                                                       lengths), self.settings.local_sharpness)
+        node_rel = np.maximum(lex_rel, cos_rel)
+        # groups of every document: their members' positions in the flat arrays
+        members: list[int] = []
+        sizes: list[int] = []
+        owner: list[int] = []
+        firsts: list[int] = []
+        versions: list[tuple[int, ...]] = []
+        at = 0
+        for d, entry in enumerate(entries):
+            for group in entry.groups:
+                members.extend([at + j for j in group] if at else group)
+                sizes.append(len(group))
+                owner.append(d)
+            firsts.extend(g[0] for g in entry.group_ids)
+            versions.extend(entry.group_ids)
+            at += len(entry.ids)
+        group_rel = _segment_max(node_rel[np.asarray(members, dtype=np.int64)],
+                                 np.asarray(sizes, dtype=np.int64))
+        order = np.lexsort((np.asarray(firsts, dtype=np.int64), -group_rel,
+                            np.asarray(owner, dtype=np.int64))).tolist()
+        relevance = group_rel.tolist()
+        for g in order:
+            out[owner[g]].append((versions[g], relevance[g]))
+        return out
 
     # ---------------------------------------------------------------- evidence
 
@@ -787,20 +889,28 @@ def _passages(state: _Recall, question: Question,
         else:
             terms, local_vector = question.terms, state.vector
         batches.setdefault((terms, id(local_vector)), (local_vector, []))[1].append(source)
-    for scored in state.local([(batch, terms, local_vector) for (terms, _vector_id),
-                               (local_vector, batch) in batches.items()]):
-        local.update(scored)
+    asks = [(batch, terms, local_vector) for (terms, _vector_id), (local_vector, batch)
+            in batches.items()]
+    for (batch, _terms, _vector), scored in zip(asks, state.local(asks), strict=True):
+        for source in batch:
+            local[source] = scored.of(source)
     nodes: dict[int, NodeScore] = {}
     documents = []
-    for source, score in ranked:
+    floor = settings.passage_floor
+    rest = 1.0 - floor
+    decays: list[float] = []
+    for (source, score), groups in zip(ranked, state.rank([(s, local[s]) for s, _v in ranked]),
+                                       strict=True):
         hop = hops.get(source)
         sharp = unit_power(score, settings.document_sharpness)
-        for rank, (versions, relevance) in enumerate(state.rank(source, local[source])):
-            value = sharp * (settings.passage_floor + (1.0 - settings.passage_floor) * relevance)
-            value *= unit_power(settings.passage_decay, rank)
+        while len(decays) < len(groups):
+            decays.append(unit_power(settings.passage_decay, len(decays)))
+        for rank, (versions, relevance) in enumerate(groups):
+            value = sharp * (floor + rest * relevance)
+            value *= decays[rank]
+            node = NodeScore(score=value, source_id=source, local=relevance, rank=rank)
             for version_id in versions:
-                nodes[version_id] = NodeScore(score=value, source_id=source, local=relevance,
-                                              rank=rank)
+                nodes[version_id] = node
         s, v = direct.get(source, (0.0, 0.0, 0.0))[1:]
         documents.append(DocumentScore(
             source_id=source, score=score, structured=s, semantic=v,

@@ -30,7 +30,7 @@ from planner_svc.core.model import (
     SpanRef,
 )
 from planner_svc.core.plan import assemble_plan, empty_plan
-from planner_svc.core.select import select
+from planner_svc.core.select import PoolColumns, select_columns
 from planner_svc.core.tokens import TokenAccounting, effective_budget
 from planner_svc.core.weigh import weigh
 from planner_svc.index.catalog import Catalog, SpanInfo
@@ -48,6 +48,7 @@ from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import EvidenceQuery
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, exact_similarities, query_vector
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.recall.span_texts import DEFAULT_SPAN_TEXT_BYTES, SpanTexts
 from planner_svc.recall.timing import StageClock
 
 __all__ = ["Abstention", "EvidencePlanner", "EvidenceResult", "LegTrace"]
@@ -201,6 +202,8 @@ class EvidencePlanner:
         counter: exact token accounting per model; None = estimator only.
         recall: recall settings.
         catalog: the catalog to plan over (default: a new one following ``store``).
+        span_text_bytes: memory bound of the span texts kept between plans, bytes
+            (:mod:`planner_svc.recall.span_texts`); 0 reads every plan's texts from the store.
     """
 
     def __init__(
@@ -213,8 +216,10 @@ class EvidencePlanner:
         counter: TokenAccounting | None = None,
         recall: RecallSettings | None = None,
         catalog: FreshCatalog | None = None,
+        span_text_bytes: int = DEFAULT_SPAN_TEXT_BYTES,
     ) -> None:
         self._store = store
+        self._texts = SpanTexts(store, max_bytes=span_text_bytes)
         self._index = index
         self._embedder = embedder
         self.config = config
@@ -275,7 +280,7 @@ class EvidencePlanner:
                 trace = dataclasses.replace(trace, origin={key: c[2] for key, c
                                                            in candidates.items()})
             self._check(cancelled)
-            if not pool:
+            if len(pool) == 0:
                 if query.allow_ungrounded:
                     return EvidenceResult(plan=empty_plan(stats),
                                           trace=trace if query.explain else None)
@@ -290,8 +295,8 @@ class EvidencePlanner:
             )
             with clock.stage("select"):
                 budget = effective_budget(query.budget_tokens, context_window, estimate_mode)
-                selection = select(pool, budget, query.max_frac_per_source,
-                                   query.dedup_overlap, explain=query.explain)
+                selection = select_columns(pool, budget, query.max_frac_per_source,
+                                           query.dedup_overlap, explain=query.explain)
             with clock.stage("hash"):
                 plan = assemble_plan(selection, budget=budget, estimate_mode=estimate_mode,
                                      recall_stats=stats)
@@ -392,67 +397,100 @@ class EvidencePlanner:
         best: dict[CoordKey, tuple[float, SpanInfo, str]] = {}
         config = self.config
         at_tx = query.at_tx_us
+        version_of = catalog.version
+        span_of = catalog.span
+        truth = SpanClass.TRUTH
+        missing = kind_missing = duplicates = 0
         for version_id, node in nodes.items():
-            version = catalog.version(version_id)
+            version = version_of(version_id)
             if version is None:
                 continue
+            score = node.score
+            node_id = version.node_id
             for key in version.spans:
-                info = catalog.span(key)
+                info = span_of(key)
                 if info is None or info.estimated_tokens is None or key[1] > at_tx:
-                    stats.slices_missing += 1
+                    missing += 1
                     continue
                 if not info.kind_known:
-                    stats.kind_missing += 1
-                weight = weigh(node.score, info.kind, SpanClass.TRUTH, config)
-                current = best.get(key)
-                if current is not None:
-                    stats.pool_duplicates += 1
-                    if weight <= current[0]:
-                        continue
-                best[key] = (weight, info, version.node_id)
+                    kind_missing += 1
+                weight = weigh(score, info.kind, truth, config)
+                entry = (weight, info, node_id)
+                current = best.setdefault(key, entry)
+                if current is not entry:  # the span came with an earlier node: keep the max
+                    duplicates += 1
+                    if weight > current[0]:
+                        best[key] = entry
+        stats.slices_missing += missing
+        stats.kind_missing += kind_missing
+        stats.pool_duplicates += duplicates
         return {key: best[key] for key in sorted(best)}
 
     def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
                                                                                str]],
-                 model: str) -> tuple[list[PlannedSpan], bool]:
-        """The pool with token counts: the model's exact counts (counted once per tokenizer
-        and span, then cached in the catalog), else the estimates; and whether any count is
-        an estimate."""
-        counts: dict[CoordKey, int] = {}
+                 model: str) -> tuple[PoolColumns, bool]:
+        """The pool with token counts, as selection's columns: the model's exact counts
+        (counted once per tokenizer and span, then cached in the catalog), else the estimates;
+        and whether any count is an estimate. Selection builds a candidate's
+        :class:`PlannedSpan` only when it needs the whole candidate (the spans it returns, ties,
+        explain)."""
+        keys = list(candidates)
+        entries = list(candidates.values())
         tokenizer = (self._counter.tokenizer_of(model)
                      if self._counter is not None and model else None)
-        if tokenizer is not None:
-            missing: list[CoordKey] = []
-            for key in candidates:
-                cached = catalog.count_tokens(key, tokenizer)
-                if cached is None:
-                    missing.append(key)
-                else:
-                    counts[key] = cached
-            if missing and self._counter is not None:
-                texts = self._store.canonical_slices(missing)
-                learned: dict[tuple[str, CoordKey], int] = {}
-                for key in missing:
-                    count = self._counter.count(model, texts.get(key, ""))
-                    if count is None:
-                        break  # the tokenizer cannot count: every span is estimated
-                    learned[(tokenizer, key)] = count
-                    counts[key] = count
-                catalog.remember_tokens(learned)
-        estimated = len(counts) < len(candidates)
-        pool = [
-            PlannedSpan(span=SpanRef(*key), kind=info.kind, span_class=SpanClass.TRUTH,
-                        weight=weight, tokens=counts.get(key, info.estimated_tokens or 0),
-                        location=info.location)
-            for key, (weight, info, _node) in candidates.items()
-        ]
-        return pool, estimated
+        if tokenizer is None:  # the estimator's counts, kept in the catalog since ingest
+            tokens = [info.estimated_tokens or 0 for _weight, info, _node in entries]
+            estimated = bool(keys)
+        else:
+            tokens, estimated = self._exact_counts(catalog, keys, entries, tokenizer, model)
+        truth = SpanClass.TRUTH
+
+        def candidate(i: int) -> PlannedSpan:
+            weight, info, _node = entries[i]
+            return PlannedSpan(span=SpanRef(*keys[i]), kind=info.kind, span_class=truth,
+                               weight=weight, tokens=tokens[i], location=info.location)
+
+        columns = PoolColumns(
+            source_ids=[key[0] for key in keys], txs=[key[1] for key in keys],
+            starts=[key[2] for key in keys], ends=[key[3] for key in keys],
+            weights=[entry[0] for entry in entries], tokens=tokens, candidate=candidate,
+        )
+        return columns, estimated
+
+    def _exact_counts(self, catalog: Catalog, keys: Sequence[CoordKey],
+                      entries: Sequence[tuple[float, SpanInfo, str]], tokenizer: str,
+                      model: str) -> tuple[list[int], bool]:
+        """Each candidate's token count under ``model``'s tokenizer (cached in the catalog,
+        or counted from its text now and cached), else its estimate; and whether any count
+        is an estimate."""
+        counts: dict[CoordKey, int] = {}
+        missing: list[CoordKey] = []
+        for key in keys:
+            cached = catalog.count_tokens(key, tokenizer)
+            if cached is None:
+                missing.append(key)
+            else:
+                counts[key] = cached
+        if missing and self._counter is not None:
+            texts = self._texts.slices(missing)
+            learned: dict[tuple[str, CoordKey], int] = {}
+            for key in missing:
+                count = self._counter.count(model, texts.get(key, ""))
+                if count is None:
+                    break  # the tokenizer cannot count: every span is estimated
+                learned[(tokenizer, key)] = count
+                counts[key] = count
+            catalog.remember_tokens(learned)
+        tokens = [counts.get(key, info.estimated_tokens or 0)
+                  for key, (_weight, info, _node) in zip(keys, entries, strict=True)]
+        return tokens, len(counts) < len(keys)
 
     def _with_texts(self, plan: EvidencePlan) -> EvidencePlan:
-        """The plan with each span's text (and each explained candidate's), sliced once."""
-        keys = {s.span.key for s in plan.spans} | {e.candidate.span.key
-                                                    for e in plan.explanations}
-        texts = self._store.canonical_slices(keys)
+        """The plan with each span's text (and each explained candidate's), sliced once
+        (kept texts from memory, the others read from the store)."""
+        keys = [s.span.key for s in plan.spans]
+        keys += [e.candidate.span.key for e in plan.explanations]
+        texts = self._texts.slices(keys)
 
         def filled(span: PlannedSpan) -> PlannedSpan:
             return dataclasses.replace(span, text=texts.get(span.span.key, ""))

@@ -8,10 +8,12 @@ goes to the ``planner_plan_stage_duration_seconds`` histogram, labelled by stage
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import time
 import uuid
+from typing import Any
 
 import grpc
 import structlog
@@ -79,6 +81,13 @@ RESEARCH_SESSION_SECONDS = Histogram(
 )
 
 
+@functools.cache
+def _child(metric: Any, *labels: str) -> Any:
+    """``metric.labels(*labels)``, looked up once per label values (a plan observes about 15
+    labelled series; ``labels()`` checks and locks on every call)."""
+    return metric.labels(*labels)
+
+
 class _CurrentStderr:
     """Writes to whatever ``sys.stderr`` is at the time of the write (it may be replaced after
     logging is configured, e.g. by a test harness capturing output). structlog's WriteLogger
@@ -128,8 +137,8 @@ class RpcTimer:
 
     def __exit__(self, *exc: object) -> None:
         elapsed = time.perf_counter() - self.started
-        RPC_LATENCY.labels(self.method).observe(elapsed)
-        RPC_TOTAL.labels(self.method, self.code).inc()
+        _child(RPC_LATENCY, self.method).observe(elapsed)
+        _child(RPC_TOTAL, self.method, self.code).inc()
 
     @property
     def elapsed_us(self) -> int:
@@ -141,4 +150,4 @@ def observe_stages(clock: StageClock) -> None:
     """Add each stage's wall time of one plan to :data:`PLAN_STAGE_SECONDS` (the stages that
     ran; a stage that ran several times is observed once, with its sum)."""
     for stage, seconds in clock.seconds.items():
-        PLAN_STAGE_SECONDS.labels(stage=stage).observe(seconds)
+        _child(PLAN_STAGE_SECONDS, stage).observe(seconds)

@@ -312,6 +312,8 @@ class DecodeGuard(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
     ) -> None:
         self._planner = tuple(f"/{name}/" for name in planner_services)
         self._tolerant = tolerant
+        self._guarded: dict[str, tuple[grpc.RpcMethodHandler[Any, Any],
+                                       grpc.RpcMethodHandler[Any, Any]]] = {}
 
     def intercept_service(
         self,
@@ -322,7 +324,20 @@ class DecodeGuard(grpc.ServerInterceptor):  # type: ignore[misc,type-arg]
         if handler is None or handler.request_deserializer is None:
             return handler
         method: str = details.method
+        # A method's handler is registered once: its guarded handler is built on its first
+        # call and reused while the server hands out the same handler.
+        guarded = self._guarded.get(method)
+        if guarded is not None and guarded[0] is handler:
+            return guarded[1]
+        wrapped = self._guard(method, handler)
+        self._guarded[method] = (handler, wrapped)
+        return wrapped
+
+    def _guard(self, method: str, handler: grpc.RpcMethodHandler[Any, Any]
+               ) -> grpc.RpcMethodHandler[Any, Any]:
+        """``handler`` with the lenient deserializer and the undecodable-message checks."""
         planner = method.startswith(self._planner)
+        assert handler.request_deserializer is not None
         deserializer = lenient_deserializer(handler.request_deserializer,
                                             _declared_input(method))
         serializer = handler.response_serializer

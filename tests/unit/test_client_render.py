@@ -62,3 +62,17 @@ def test_plan_table_shows_each_span_location() -> None:
                         "               4  0.5000  Inspect every week.")
     assert "The varroa mite \u203a Monitoring" in lines[2]
     assert lines[4].startswith("README.txt         paragraph                         ")
+
+
+def test_an_ungrounded_empty_plan_says_so_rather_than_used_0_of_0() -> None:
+    plan = plan_pb2.EvidencePlan(plan_hash="b3:" + "1" * 64, budget=0, used=0,
+                                 stats=plan_pb2.PlanStats(nodes_recalled=12, structured_hits=3))
+    lines = render_plan(plan, width=120).splitlines()
+    assert lines == [
+        "plan b3:" + "1" * 64 + "  empty: no span to cite (the ungrounded plan "
+        "--allow-ungrounded asks for when recall declines or finds nothing)",
+        "recall: 12 passages scored; documents by the structured leg 3, by hops 0; "
+        "semantic neighbours 0",
+    ]
+    grounded = plan_pb2.EvidencePlan(plan_hash="b3:" + "2" * 64, budget=100)
+    assert "used 0/100 tokens" in render_plan(grounded, width=120)

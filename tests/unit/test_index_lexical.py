@@ -122,6 +122,7 @@ def test_a_view_reads_one_snapshot() -> None:
     assert view.score_rows(["river"], [3, 1]) == dict(before)
     assert view.frequencies(["river", "zebra"]) == (2, {"river": 1, "zebra": 0})
     assert view.held_terms([1, 2, 3]) == {"river", "delta", "sea"}
+    assert view.held_terms([1, 3], ["sea", "river", "zebra"]) == {"river"}
     fresh = index.view(valid_us=0, tx_us=0)
     assert fresh.live_rows == 3
     assert [i for i, _ in fresh.search(["river"], limit=10)] == [3, 1]
@@ -166,3 +167,16 @@ def test_a_close_during_a_plans_statistics_is_not_cached_as_the_new_state(
     later = index.view(valid_us=100, tx_us=100)
     assert later.search(query_terms("apple"), limit=5) == []
     assert sorted(row for row, _ in later.search(query_terms("orchard"), limit=5)) == [2, 3]
+
+
+def test_positions_of_any_row_id_sparse_negative_or_far_past_the_rows() -> None:
+    index = LexicalIndex()
+    index.add([_row(5, "river"), _row(-3, "sea"), _row(10**12, "lake"), _row(2, "city")])
+    index.add([_row(7000, "river sea")])  # past the dense map's first size: it grows
+    view = index.view(valid_us=0, tx_us=0)
+    assert view.positions([10**12, 2, 5, -3, 4, 7000, 10**13]).tolist() == [2, 3, 0, 1, -1, 4,
+                                                                           -1]
+    assert view.score_rows(["sea"], [10**12, -3, 7000, 5]) == {
+        row: score for row, score in view.search(["sea"], limit=5)
+        if row in (-3, 7000)}
+    assert set(view.score_rows(["sea", "lake"], [10**12, -3, 7000])) == {10**12, -3, 7000}

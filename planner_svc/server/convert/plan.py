@@ -46,12 +46,17 @@ def span_ref_from_proto(msg: plan_pb2.SpanRef) -> SpanRef:
 
 def span_ref_to_proto(ref: SpanRef) -> plan_pb2.SpanRef:
     """SpanRef message from the core type."""
-    return plan_pb2.SpanRef(
-        source_id=ref.source_id,
-        source_version_tx=ref.source_version_tx,
-        start=ref.start,
-        end=ref.end,
-    )
+    msg = plan_pb2.SpanRef()
+    _fill_span_ref(msg, ref)
+    return msg
+
+
+def _fill_span_ref(out: plan_pb2.SpanRef, ref: SpanRef) -> None:
+    """Write ``ref`` into the (empty) message ``out``."""
+    out.source_id = ref.source_id
+    out.source_version_tx = ref.source_version_tx
+    out.start = ref.start
+    out.end = ref.end
 
 
 def planned_span_from_proto(msg: plan_pb2.PlannedSpan, *, field: str) -> PlannedSpan:
@@ -108,58 +113,95 @@ def location_from_proto(msg: plan_pb2.SpanLocation, *, field: str) -> Location:
 
 def location_to_proto(location: Location) -> plan_pb2.SpanLocation:
     """SpanLocation message from the core type (only the fields that are set)."""
-    msg = plan_pb2.SpanLocation(heading_path=location.heading_path)
-    if location.page is not None:
-        msg.page = location.page
-    if location.cell_index is not None:
-        msg.cell_index = location.cell_index
+    msg = plan_pb2.SpanLocation()
+    _fill_location(msg, location)
     return msg
+
+
+def _fill_location(out: plan_pb2.SpanLocation, location: Location) -> None:
+    """Write the fields of ``location`` that are set into the (empty) message ``out``."""
+    out.heading_path.extend(location.heading_path)
+    if location.page is not None:
+        out.page = location.page
+    if location.cell_index is not None:
+        out.cell_index = location.cell_index
 
 
 def planned_span_to_proto(span: PlannedSpan) -> plan_pb2.PlannedSpan:
     """PlannedSpan message from the core type (``location`` left out when nothing is
     known)."""
-    msg = plan_pb2.PlannedSpan(
-        span=span_ref_to_proto(span.span),
-        kind=span.kind,
-        weight=span.weight,
-        tokens=span.tokens,
-        text=span.text,
-    )
-    setattr(msg, "class", int(span.span_class))
-    if not span.location.empty:
-        msg.location.CopyFrom(location_to_proto(span.location))
+    msg = plan_pb2.PlannedSpan()
+    _fill_planned_span(msg, span)
     return msg
+
+
+def _fill_planned_span(out: plan_pb2.PlannedSpan, span: PlannedSpan) -> None:
+    """Write ``span`` into the (empty) message ``out``: fields are set in place, no
+    intermediate messages are built and copied (a plan converts one per span)."""
+    _fill_span_ref(out.span, span.span)
+    out.kind = span.kind
+    setattr(out, "class", int(span.span_class))
+    out.weight = span.weight
+    out.tokens = span.tokens
+    out.text = span.text
+    location = span.location
+    if location is not NOWHERE and not location.empty:
+        _fill_location(out.location, location)
+
+
+_STATS_FIELDS = tuple(f.name for f in fields(PlanStats))
+"""PlanStats' counters, copied by name (the message has a field of each name)."""
 
 
 def stats_to_proto(stats: PlanStats) -> plan_pb2.PlanStats:
     """PlanStats message with every counter copied by name."""
-    return plan_pb2.PlanStats(**{f.name: getattr(stats, f.name) for f in fields(PlanStats)})
+    msg = plan_pb2.PlanStats()
+    _fill_stats(msg, stats)
+    return msg
+
+
+def _fill_stats(out: plan_pb2.PlanStats, stats: PlanStats) -> None:
+    for name in _STATS_FIELDS:
+        setattr(out, name, getattr(stats, name))
 
 
 def explanation_to_proto(exp: Explanation) -> plan_pb2.CandidateExplanation:
     """CandidateExplanation message (legs are filled by recall, not here)."""
-    msg = plan_pb2.CandidateExplanation(
-        candidate=planned_span_to_proto(exp.candidate),
-        fate=plan_pb2.CandidateFate.ValueType(int(exp.fate)),
-        density=exp.density,
-    )
-    if exp.deduped_by is not None:
-        msg.deduped_by.CopyFrom(span_ref_to_proto(exp.deduped_by))
+    msg = plan_pb2.CandidateExplanation()
+    _fill_explanation(msg, exp)
     return msg
+
+
+def _fill_explanation(out: plan_pb2.CandidateExplanation, exp: Explanation) -> None:
+    _fill_planned_span(out.candidate, exp.candidate)
+    out.fate = plan_pb2.CandidateFate.ValueType(int(exp.fate))
+    out.density = exp.density
+    if exp.deduped_by is not None:
+        _fill_span_ref(out.deduped_by, exp.deduped_by)
 
 
 def plan_to_proto(plan: EvidencePlan) -> plan_pb2.EvidencePlan:
     """EvidencePlan message from the core plan."""
-    return plan_pb2.EvidencePlan(
-        plan_model=plan.plan_model,
-        spans=[planned_span_to_proto(s) for s in plan.spans],
-        budget=plan.budget,
-        used=plan.used,
-        stats=stats_to_proto(plan.stats),
-        plan_hash=plan.plan_hash,
-        explanations=[explanation_to_proto(e) for e in plan.explanations],
-    )
+    msg = plan_pb2.EvidencePlan()
+    fill_plan(msg, plan)
+    return msg
+
+
+def fill_plan(out: plan_pb2.EvidencePlan, plan: EvidencePlan) -> None:
+    """Write ``plan`` into the (empty) message ``out`` (the field of a response that carries
+    it), building each span in place: what :func:`plan_to_proto` returns, without the
+    copy."""
+    out.plan_model = plan.plan_model
+    add_span = out.spans.add
+    for span in plan.spans:
+        _fill_planned_span(add_span(), span)
+    out.budget = plan.budget
+    out.used = plan.used
+    _fill_stats(out.stats, plan.stats)
+    out.plan_hash = plan.plan_hash
+    add_explanation = out.explanations.add
+    for exp in plan.explanations:
+        _fill_explanation(add_explanation(), exp)
 
 
 def plan_from_proto(msg: plan_pb2.EvidencePlan) -> EvidencePlan:
@@ -323,15 +365,15 @@ def evidence_query_from_proto(
         raise InvalidRequest("budget_tokens", "must be >= 1 (omit it for the server default)")
     if budget not in BUDGET_TOKENS:
         raise InvalidRequest("budget_tokens", f"must be <= {MAX_BUDGET_TOKENS}, got {budget}")
-    try:
-        effective = config.with_overrides(
-            max_frac_per_source=(
-                msg.max_frac_per_source if msg.HasField("max_frac_per_source") else None
-            ),
-            dedup_overlap=msg.dedup_overlap if msg.HasField("dedup_overlap") else None,
-        )
-    except ConfigError as exc:
-        raise InvalidRequest(exc.field, exc.reason) from None
+    max_frac = msg.max_frac_per_source if msg.HasField("max_frac_per_source") else None
+    overlap = msg.dedup_overlap if msg.HasField("dedup_overlap") else None
+    effective = config
+    if max_frac is not None or overlap is not None:  # the defaults are already valid
+        try:
+            effective = config.with_overrides(max_frac_per_source=max_frac,
+                                              dedup_overlap=overlap)
+        except ConfigError as exc:
+            raise InvalidRequest(exc.field, exc.reason) from None
     return EvidenceQuery(
         structured=structured,
         semantic=semantic,
@@ -401,7 +443,8 @@ def stage_timings_to_proto(clock: StageClock) -> list[plan_pb2.StageTiming]:
 def evidence_result_to_proto(result: EvidenceResult) -> plan_pb2.PlanResponse:
     """PlanResponse message; with a trace (explain), leg scores on each explanation and the
     recall trace beside the plan."""
-    msg = plan_pb2.PlanResponse(plan=plan_to_proto(result.plan))
+    msg = plan_pb2.PlanResponse()
+    fill_plan(msg.plan, result.plan)
     if result.trace is not None:
         for exp in msg.plan.explanations:
             ref = exp.candidate.span
