@@ -11,7 +11,7 @@ fetches 2 x 50 at its default k) and keeps the best ``k`` after re-scoring.
 Types: ``flat-f32`` (IndexFlatIP, the exact scan), ``flat-fp16`` and ``flat-sq8``
 (IndexScalarQuantizer), ``ivf-fp16/16`` and ``ivf-fp16/32`` (IndexIVFScalarQuantizer with
 ``round(2 sqrt(n))`` lists, probing one in 16 or 32: the service's approximate segments probe
-one in 16), ``pq-fastscan`` (IndexPQFastScan, dim/2 4-bit sub-quantisers, fetching 4 x as
+one in 24), ``pq-fastscan`` (IndexPQFastScan, dim/2 4-bit sub-quantisers, fetching 4 x as
 many), ``hnsw32`` (IndexHNSWFlat, M 32, efSearch 256; only up to ``--hnsw-rows`` rows: its
 build is slow).
 

@@ -53,8 +53,11 @@ APPROXIMATE_MIN_ROWS = 32_768
 (exact). The demo corpus (about 20k vectors) stays exact."""
 TRAIN_ROWS_PER_LIST = 40
 """Rows (evenly spaced) the list centroids are trained on, per list."""
-PROBE_SHARE = 16
-"""A search scans one list in this many (at least :data:`MIN_PROBE`)."""
+PROBE_SHARE = 24
+"""A search scans one list in this many (at least :data:`MIN_PROBE`). Chosen on the million-passage
+synthetic corpus (seven segments of 390-780 lists, 100 questions, k 100): one in 16 gave recall
+0.9957 against an exact scan in 10.9-11.5 ms a search, one in 24 0.9934 in 8.3-8.6 ms, one in 32
+0.9884 in 7.6 ms."""
 MIN_PROBE = 8
 """Lists a search scans, at least."""
 _SUM_SLACK_ULPS = 4.0
