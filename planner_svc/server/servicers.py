@@ -10,7 +10,6 @@ the one table of :mod:`planner_svc.server.errors`. The research stream's service
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -100,16 +99,10 @@ class EvidencePlannerServicer(plan_pb2_grpc.EvidencePlannerServiceServicer):
                            duration_us=timer.elapsed_us)
             observe_stages(stages)
             plan = response.plan
-            spans = len(plan.spans)
-            PLAN_SPANS.observe(spans)
+            PLAN_SPANS.observe(len(plan.spans))
             PLAN_USED_TOKENS.observe(plan.used)
-            # The log line is written once the response has gone (grpc runs the callback when
-            # the call ends), not before it: its write is off the caller's wait.
-            line = functools.partial(log.info, "plan", request_id=rid,
-                                     plan_hash=plan.plan_hash, spans=spans, used=plan.used,
-                                     budget=plan.budget, duration_us=timer.elapsed_us)
-            if not context.add_callback(line):  # the call has already ended
-                line()
+            log.info("plan", request_id=rid, plan_hash=plan.plan_hash, spans=len(plan.spans),
+                     used=plan.used, budget=plan.budget, duration_us=timer.elapsed_us)
             return response
 
 
