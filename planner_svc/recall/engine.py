@@ -212,15 +212,6 @@ def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]
             for k, s in scores.items()}
 
 
-def _relative_list(values: Sequence[float], sharpness: float) -> list[float]:
-    """:func:`_relative` of a list (the same operations per value); all zeros when the best
-    is not positive."""
-    best = max(values, default=0.0)
-    if not best > 0.0:
-        return [0.0] * len(values)
-    return [clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness)) for s in values]
-
-
 Float64s = npt.NDArray[np.float64]
 
 
@@ -256,15 +247,17 @@ def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
 
 
 def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Float64s:
-    """:func:`_relative_list` of each segment at once: every value against its segment's
-    ``best`` (repeated per value), with the same operations per value (0.0 where the best is
-    not positive)."""
+    """:func:`_relative` of each segment at once: every value against its segment's ``best``
+    (repeated per value), with the same operations per value, ``clamp((max(0, value) / best)
+    ** sharpness)``; +0.0 where the best is not positive. float64 ``(len(values),)``."""
     positive = best > 0.0
-    ratio = np.divide(np.maximum(0.0, values), best, out=np.zeros_like(values),
+    # max(0.0, -0.0) is +0.0 in Python; numpy may keep -0.0, and adding +0.0 makes it +0.0
+    ratio = np.divide(np.maximum(0.0, values) + 0.0, best, out=np.zeros_like(values),
                       where=positive)
     # clamp_unit's bounds (the ratio is already in [0, 1] where the best is the segment's
-    # largest value); +0.0 where the best is not positive, as _relative_list gives
-    powered = np.minimum(1.0, np.maximum(0.0, _unit_powers(np.minimum(1.0, ratio), sharpness)))
+    # largest value); +0.0 where the best is not positive, as _relative gives
+    powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
+    powered = np.minimum(1.0, np.maximum(0.0, powered) + 0.0)
     return np.where(positive, powered, 0.0)
 
 
@@ -672,7 +665,7 @@ class _Recall:
         if not int(lengths.sum()):
             return out
         lexical = np.concatenate([local.lexical for _s, local in documents])
-        cosine = np.maximum(0.0, np.concatenate([local.cosine for _s, local in documents]))
+        cosine = np.maximum(0.0, np.concatenate([local.cosine for _s, local in documents])) + 0.0
         lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, lengths),
                                                         lengths), 1.0)
         cos_rel = _relative_segments(cosine, np.repeat(_segment_max(cosine, lengths),

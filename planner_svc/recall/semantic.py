@@ -50,14 +50,6 @@ def exact_similarities(
     return sums
 
 
-def column_dots(query: npt.NDArray[np.float32], columns: npt.NDArray[np.float32]
-                ) -> npt.NDArray[np.float64]:
-    """:func:`exact_similarities` of ``query`` ``(dim,)`` with the columns of ``columns``
-    ``(dim, n)`` (vectors stored by column). Returns float64 ``(n,)``."""
-    return ordered_column_sums(
-        np.multiply(columns, np.asarray(query)[:, None], dtype=np.float64, order="C"))
-
-
 _LOOP_COLUMNS = 128
 """From this many columns on, :func:`ordered_column_sums` adds row by row in place rather than
 through ``np.add.accumulate`` (same additions, less memory traffic)."""

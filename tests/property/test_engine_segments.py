@@ -1,0 +1,46 @@
+"""The recall engine's array operations give the bits of the scalar rules they replace."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner_svc.core.fusion import clamp_unit, unit_power
+from planner_svc.recall.engine import _relative_segments, _segment_max, _unit_powers
+
+SCORES = st.one_of(st.floats(min_value=-2.0, max_value=50.0, allow_nan=False),
+                   st.sampled_from([0.0, -0.0, 1e-300, 5e-324, 1.0]))
+SHARPNESS = st.one_of(st.integers(min_value=1, max_value=16).map(float),
+                      st.floats(min_value=0.1, max_value=16.0))
+
+
+def _relative_reference(values: list[float], sharpness: float) -> list[float]:
+    """A segment's relative scores, value by value, as the scalar rule states them."""
+    best = max(values, default=0.0)
+    if not best > 0.0:
+        return [0.0] * len(values)
+    return [clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness)) for s in values]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(SCORES, max_size=6), min_size=1, max_size=8), SHARPNESS)
+def test_relative_segments_equal_the_scalar_rule_bit_for_bit(
+        segments: list[list[float]], sharpness: float) -> None:
+    lengths = np.asarray([len(s) for s in segments], dtype=np.int64)
+    flat = np.asarray([v for s in segments for v in s], dtype=np.float64)
+    best = np.repeat(_segment_max(flat, lengths), lengths)
+    got = _relative_segments(flat, best, sharpness).tolist()
+    want = [v for s in segments for v in _relative_reference(s, sharpness)]
+    assert [math.copysign(1.0, v) for v in got] == [math.copysign(1.0, v) for v in want]
+    assert [v.hex() for v in got] == [v.hex() for v in want]
+    assert _segment_max(flat, lengths).tolist() == [max(s, default=0.0) for s in segments]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), max_size=20), SHARPNESS)
+def test_unit_powers_equal_unit_power(bases: list[float], exponent: float) -> None:
+    got = _unit_powers(np.asarray(bases, dtype=np.float64), exponent).tolist()
+    assert [v.hex() for v in got] == [unit_power(b, exponent).hex() for b in bases]
