@@ -54,22 +54,22 @@ class PinnedIndex:
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
-        live: LiveVersions | None = None,
+        live: LiveVersions | None = None, unit: bool = False,
     ) -> list[VectorHit]:
         """:meth:`IndexView.search` of the pinned state.
 
         Args:
-            query: a float32 ``(dim,)`` unit vector (an embedder's row, or a caller's vector
-                once validated and normalised), used as it is; anything else is checked and
-                normalised first.
+            query: ``(dim,)`` numbers, checked and normalised first unless ``unit``.
             live: which versions are live (default: the store); a version it does not know
                 is not live.
+            unit: ``query`` is a float32 ``(dim,)`` unit vector already (an embedder's row,
+                or a caller's vector once validated and normalised): used as it is.
 
         Raises:
             InvalidRequest: as :meth:`IndexView.search`.
         """
         return self._view.search(query, k, valid_us=valid_us, tx_us=tx_us,
-                                 live=self._source if live is None else live, unit=True)
+                                 live=self._source if live is None else live, unit=unit)
 
 
 class FreshIndex:
@@ -128,11 +128,12 @@ class FreshIndex:
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
-        live: LiveVersions | None = None,
+        live: LiveVersions | None = None, unit: bool = False,
     ) -> list[VectorHit]:
         """:meth:`PinnedIndex.search` of an up-to-date index (see :meth:`current`).
 
         Raises:
             InvalidRequest: as :meth:`IndexView.search`.
         """
-        return self.current().search(query, k, valid_us=valid_us, tx_us=tx_us, live=live)
+        return self.current().search(query, k, valid_us=valid_us, tx_us=tx_us, live=live,
+                                     unit=unit)

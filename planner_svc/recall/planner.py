@@ -176,7 +176,8 @@ class _Semantic:
         or a validated caller's) by exact similarity, from candidates the index chose with a
         margin (ties by node id): ``(version id, similarity)``."""
         hits = self._index().search(vector, max(k + CANDIDATE_MARGIN, 2 * k),
-                                    valid_us=self._valid_us, tx_us=self._tx_us, live=self)
+                                    valid_us=self._valid_us, tx_us=self._tx_us, live=self,
+                                    unit=True)
         if not hits:
             return []
         sims = exact_similarities(vector, np.stack([h.vector for h in hits])).tolist()

@@ -178,18 +178,19 @@ class VectorSearch(Protocol):
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
-        live: LiveVersions | None = None,
+        live: LiveVersions | None = None, unit: bool = False,
     ) -> Sequence[VectorHitView]:
         """The ``k`` (>= 1) nodes most similar to ``query`` among versions live as of
         ``(valid_us, tx_us)``.
 
         Args:
-            query: float32 ``(dim,)``, unit norm: an embedder's row, or a caller's vector once
-                validated and normalised (:func:`~planner_svc.recall.semantic.query_vector`,
-                which names the field ``semantic.vector``). Such a vector is used as it is;
-                anything else is checked and normalised.
+            query: ``(dim,)`` numbers: checked and normalised, unless ``unit``.
             live: which candidates are live (default: the store's answer); a version it does
                 not know is not live.
+            unit: ``query`` is a float32 unit vector already (an embedder's row, or a caller's
+                vector once validated and normalised by
+                :func:`~planner_svc.recall.semantic.query_vector`, which names the field
+                ``semantic.vector``): used as it is.
 
         Returns:
             At most ``k`` hits, each node once (its best live version), score descending, ties

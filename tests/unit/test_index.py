@@ -582,7 +582,9 @@ def test_a_pinned_search_asks_the_liveness_it_is_given_not_the_store() -> None:
 @pytest.mark.parametrize(
     ("query", "fragment"),
     [(np.ones(DIM + 1, dtype=np.float32), "shape"), (np.array([np.nan] * DIM), "NaN"),
-     (np.ones((1, DIM), dtype=np.float32), "shape"), (np.zeros(DIM), "norm")],
+     (np.ones((1, DIM), dtype=np.float32), "shape"), (np.zeros(DIM), "norm"),
+     (np.full(DIM, np.nan, dtype=np.float32), "NaN"),
+     (np.zeros(DIM, dtype=np.float32), "norm")],
 )
 def test_a_pinned_search_checks_a_query_that_is_not_a_float32_vector_of_the_dimension(
     query: np.ndarray, fragment: str
@@ -603,8 +605,10 @@ def test_a_float32_unit_query_is_searched_as_given() -> None:
     for _ in range(20):
         query = normalize_rows(rng.standard_normal((1, DIM)))[0]
         at = {"valid_us": int(rng.integers(-3 * BUCKET, 20 * BUCKET)), "tx_us": 10**6}
-        assert_exact(pairs(fresh.search(query, 7, **at)),
+        assert_exact(pairs(fresh.search(query, 7, unit=True, **at)),
                      brute_force(src, query, **at), 7)
+        assert [h.node_id for h in fresh.search(query, 7, unit=True, **at)] == [
+            h.node_id for h in fresh.search(query, 7, **at)]
 
 
 # ---------------------------------------------------------------- segments

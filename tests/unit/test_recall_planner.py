@@ -78,7 +78,7 @@ class ScriptedIndex:
         return self
 
     def search(self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
-               live: object = None) -> list[VectorHit]:
+               live: object = None, unit: bool = False) -> list[VectorHit]:
         out = [
             VectorHit(node_id=n, version_id=vid,
                       score=float(np.dot(query, v)) + self.noise * (-1) ** i, vector=v)
@@ -302,7 +302,7 @@ class PinningIndex(ScriptedIndex):
         return self
 
     def search(self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
-               live: object = None) -> list[VectorHit]:
+               live: object = None, unit: bool = False) -> list[VectorHit]:
         self.live.append(live)
         return super().search(query, k, valid_us=valid_us, tx_us=tx_us)
 
