@@ -102,7 +102,7 @@ def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str
     """A readable table: source, kind, location (page, heading path, notebook cell), tokens,
     weight, text (one line per span), then totals."""
     st = plan.stats
-    if not plan.spans and plan.budget == 0:  # the ungrounded plan: nothing to tabulate
+    if not plan.spans and plan.budget == 0 and st.pool_spans == 0:  # the ungrounded plan
         return "\n".join([
             f"plan {plan.plan_hash}  empty: no span to cite (the ungrounded plan "
             "--allow-ungrounded asks for when recall declines or finds nothing)",

@@ -79,21 +79,21 @@ class SpanTexts:
         :meth:`SliceSource.canonical_slices` answers: kept texts first, the rest read from
         the source in one call and kept."""
         found: dict[CoordKey, str] = {}
-        missing: list[CoordKey] = []
+        missing: dict[CoordKey, None] = {}  # in first-asked order, each once
         kept = self._kept
         with self._lock:
             for key in keys:
-                if key in found:
+                if key in found or key in missing:
                     continue
                 text = kept.get(key)
                 if text is None:
-                    missing.append(key)
+                    missing[key] = None
                 else:
                     kept.move_to_end(key)
                     found[key] = text
         if not missing:
             return found
-        read = self._source.canonical_slices(missing)
+        read = self._source.canonical_slices(list(missing))
         found.update(read)
         if self._max_bytes:
             self._keep(read)

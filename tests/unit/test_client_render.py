@@ -76,3 +76,6 @@ def test_an_ungrounded_empty_plan_says_so_rather_than_used_0_of_0() -> None:
     ]
     grounded = plan_pb2.EvidencePlan(plan_hash="b3:" + "2" * 64, budget=100)
     assert "used 0/100 tokens" in render_plan(grounded, width=120)
+    no_room = plan_pb2.EvidencePlan(plan_hash="b3:" + "3" * 64, budget=0, stats=plan_pb2.PlanStats(
+        pool_spans=4, skipped_budget_full=4))  # a budget of 1 token: 0 once the margin is off
+    assert "used 0/0 tokens  0/4 spans" in render_plan(no_room, width=120)

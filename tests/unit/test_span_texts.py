@@ -201,3 +201,11 @@ def test_a_plan_cites_kept_texts_and_equals_the_plan_read_from_the_store(
         assert [s.text for s in first.spans] == ["Paris is the capital of France.",
                                                  "Lyon lies on the Rhone."]
         assert [e.candidate.text for e in first.explanations] == [s.text for s in first.spans]
+
+
+def test_a_key_asked_twice_in_one_call_is_read_once() -> None:
+    source = CountingSource()
+    cache = SpanTexts(source)
+    assert cache.slices([key(0, 5), key(32, 36), key(0, 5)]) == {key(0, 5): "Paris",
+                                                                  key(32, 36): "Lyon"}
+    assert source.reads == [[key(0, 5), key(32, 36)]]
