@@ -1,9 +1,11 @@
-"""Selection over a pool given as columns equals selection over the candidates themselves.
+"""Selection over a pool given as columns does not depend on how the columns are given.
 
 The planner hands Phase B its pool as columns (:class:`PoolColumns`), with each whole candidate
-built on demand; :func:`select_columns` must return what :func:`select` returns for the
-candidates, field for field and weight bit for bit, and refuse the same invalid pools with the
-same error.
+built on demand. :func:`select` itself reads its pool through :func:`select_columns`, so this
+checks what the columns add: plain sequences or other column types, and candidates rebuilt on
+demand rather than given, return the same result field for field (weights bit for bit) and
+refuse the same invalid pools with the same error. That Phase B keeps the seed's rules is
+checked against an independent reference (``test_select_reference.py``) and the golden cases.
 """
 
 from __future__ import annotations
