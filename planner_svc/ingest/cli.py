@@ -102,9 +102,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest.add_argument(
         "--source-prefix",
         default="",
-        help="prefix for the source ids of files, written as given: include the separator "
-        "(--source-prefix notes/ gives notes/a.md; default: none, the id is the path relative "
-        "to the ingested directory)",
+        help="prefix for the source ids of files, joined with '/' (--source-prefix notes and "
+        "notes/ both give notes/a.md; default: none, the id is the path relative to the "
+        "ingested directory)",
     )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.set_defaults(func=_ingest)
