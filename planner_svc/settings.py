@@ -195,6 +195,8 @@ class ServerSettings:
         models_path: model registry JSON (context windows, tokenizers); None = the packaged
             ``planner_svc/data/models.json``.
         workers: server processes sharing the port, 1..64 (several need a fixed port).
+        span_text_mib: memory for span texts kept between plans, MiB per process, 0..65536
+            (0 reads every plan's texts from the store).
         transport, selection, recall, research: the subtrees (see the module docstring).
 
     Raises:
@@ -208,12 +210,14 @@ class ServerSettings:
     model_dir: Path | None = None
     models_path: Path | None = None
     workers: int = 1
+    span_text_mib: int = 64
     transport: TransportSettings = field(default_factory=TransportSettings)
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     research: ResearchSettings = field(default_factory=ResearchSettings)
 
-    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({"workers": Bounds(1, 64)})
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
+        "workers": Bounds(1, 64), "span_text_mib": Bounds(0, 65536)})
     """The allowed interval of each bounded field."""
 
     def __post_init__(self) -> None:
@@ -367,6 +371,8 @@ SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--max-message-bytes", "transport.max_message_bytes",
          "largest request or response message, bytes (a larger response is refused, naming "
          "what to lower)"),
+    Flag("--span-text-mib", "span_text_mib",
+         "MiB of span texts kept in memory between plans, per worker (0: none)"),
     Flag("--workers", "workers",
          "worker processes sharing the port (SO_REUSEPORT); 1 = this process"),
     Flag("--grace", "transport.grace_s", "shutdown: seconds in-flight calls get to finish"),

@@ -136,6 +136,7 @@ class Services:
             planner = EvidencePlanner(
                 store, index=index, embedder=embedder, config=settings.selection,
                 counter=default_counter(settings.models_path), recall=settings.recall,
+                span_text_bytes=settings.span_text_mib << 20,
             )
             build_catalog(planner)
         except BaseException:

@@ -37,10 +37,11 @@ def test_every_flag_reaches_its_field() -> None:
     given = settings_from_flags(
         _parse("--data", "d", "--port", "0", "--threads", "4", "--grace", "1.5",
                "--max-frac-per-source", "0.25", "--default-budget", "900", "--hop-decay", "0.5",
-               "--default-k", "7", "--cassettes", "tapes"),
+               "--default-k", "7", "--cassettes", "tapes", "--span-text-mib", "0"),
         Environment(),
     )
     assert given.data_dir == Path("d")
+    assert given.span_text_mib == 0
     assert (given.transport.port, given.transport.max_workers, given.transport.grace_s) == (
         0, 4, 1.5)
     assert given.selection == SelectionSettings(max_frac_per_source=0.25, default_budget_tokens=900)
@@ -58,6 +59,7 @@ def test_every_flag_reaches_its_field() -> None:
         (("--default-budget", "10000001"), "10000001 is outside 1..10000000"),
         (("--hop-decay", "1.5"), "1.5 is outside (0, 1]"),
         (("--drain", "301"), "301.0 is outside [0, 300]"),
+        (("--span-text-mib", "-1"), "-1 is outside 0..65536"),
     ],
 )
 def test_flags_refuse_values_outside_the_fields_bounds(
@@ -107,3 +109,10 @@ def test_workers_need_a_fixed_port_and_their_own_metrics_ports() -> None:
 def test_research_sessions_take_at_most_half_the_threads() -> None:
     assert ServerSettings(transport=TransportSettings(max_workers=4)).research_sessions == 2
     assert ServerSettings(transport=TransportSettings(max_workers=2)).research_sessions == 1
+
+
+def test_the_span_text_memory_default_is_the_caches_default() -> None:
+    from planner_svc.recall.span_texts import DEFAULT_SPAN_TEXT_BYTES
+    from planner_svc.settings import ServerSettings
+
+    assert ServerSettings().span_text_mib << 20 == DEFAULT_SPAN_TEXT_BYTES

@@ -4,6 +4,7 @@ services' planner."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,18 @@ def test_an_invalid_registry_stops_start_up(tmp_path: Path) -> None:
             ServerSettings(data_dir=tmp_path / "data", semantic=False, models_path=registry)
         )
     assert caught.value.field == "models.gpt-4o.context_window"
+
+
+@pytest.mark.parametrize(("mib", "keeps"), [(0, False), (1, True)])
+def test_serve_bounds_the_span_texts_it_keeps(tmp_path: Path, mib: int, keeps: bool) -> None:
+    settings = settings_from_flags(
+        _serve_args("--data", str(tmp_path / "data"), "--span-text-mib", str(mib)),
+        Environment())
+    services = Services.open(dataclasses.replace(settings, semantic=False))
+    try:
+        plan = _plan_as(services, "", 500)
+        assert plan.spans and all(s.text for s in plan.spans)
+        kept = services.planner._texts.kept_bytes  # the bound the flag set
+        assert (kept > 0) is keeps and kept <= mib << 20
+    finally:
+        services.close()
