@@ -20,28 +20,9 @@ from hypothesis import strategies as st
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import PlannedSpan, SpanClass, SpanRef
 from planner_svc.core.select import PoolColumns, SelectionResult, select, select_columns
+from tests.property.test_select_properties import candidates
 
 SETTINGS = settings(max_examples=300, deadline=None)
-
-weights = st.one_of(
-    st.sampled_from([0.0, -0.0, 0.25, 0.5, 1.0]),
-    st.floats(min_value=0.0, max_value=1.0, allow_subnormal=True),
-)
-
-
-@st.composite
-def candidates(draw: st.DrawFn) -> PlannedSpan:
-    start = draw(st.integers(0, 120))
-    return PlannedSpan(
-        span=SpanRef(draw(st.sampled_from(["a", "b", "ä"])), draw(st.sampled_from([1, 2])),
-                     start, start + draw(st.integers(1, 60))),
-        kind=draw(st.sampled_from(["paragraph", "heading", "body"])),
-        span_class=draw(st.sampled_from([SpanClass.TRUTH, SpanClass.CACHE])),
-        weight=draw(weights),
-        tokens=draw(st.integers(0, 80)),
-        text=draw(st.sampled_from(["", "x"])),
-    )
-
 
 class Built:
     """Columns of ``pool`` whose candidates are rebuilt on every call (new, equal objects, as
