@@ -11,8 +11,8 @@ store a title of common words costs what its commonest word costs. A lookup firs
 rows holding the phrase's likely rarest word (:func:`rare_word_order`: stop words last, longer
 words first), at most :data:`RARE_WORD_MAX_ROWS` of them: when that word is that rare, its rows
 are the candidates (every row holding the phrase holds each of its words); else the next word
-is tried, then the phrase query runs as before. Either way the answer holds every row that holds the phrase, which is what
-callers rely on (they verify).
+is tried, then the phrase query runs as before. Either way the answer holds every row that
+holds the phrase, which is what callers rely on (they verify).
 """
 
 from __future__ import annotations
@@ -73,12 +73,12 @@ class FullText(TransactionClock):
                 # No row at all is an answer only for an ASCII word: FTS5's tokenizer surely
                 # keeps it; another word might hold characters it treats as separators.
                 if len(ids) <= RARE_WORD_MAX_ROWS and (ids or word.isascii()):
-                    rows = self._read_batch(
+                    held = self._read_batch(
                         f"SELECT {_NODE_SELECT} FROM nodes AS n WHERE n.version_id IN "
                         f"(SELECT value FROM json_each(?)) AND {_CURRENT_WITH_LABEL} "
                         "ORDER BY n.version_id",
                         ids, label)
-                    return [node_from_row(row) for row in rows]
+                    return [node_from_row(row) for row in held]
         rows = conn.execute(
             f"SELECT {_NODE_SELECT} FROM nodes_fts JOIN nodes AS n "
             f"ON n.version_id = nodes_fts.rowid WHERE nodes_fts MATCH ? "
