@@ -547,13 +547,13 @@ def test_a_pinned_index_checks_the_store_once_and_keeps_its_state() -> None:
     # a write the pinned state does not see, however often it is searched
     added = inner.add("late", queries[0] * 3.0, valid_from_us=0, tx_from_us=0)
     assert [pairs(pinned.search(q, 5, **at)) for q in queries] == before
-    assert pinned.vectors([added]) == {}
+    assert not pinned.vector_rows([added]).held.any()
     assert source.checks == 1 and pinned.covered_version_id == added - 1
     # the next plan's state has it: one more check, and the catch-up reads its target
     again = fresh.current()
     assert source.checks == 3 and again.covered_version_id == added
     assert pairs(again.search(queries[0], 1, **at))[0][0] == "late"
-    np.testing.assert_array_equal(again.vectors([added])[added],
+    np.testing.assert_array_equal(again.vector_rows([added]).matrix[0],
                                   normalize_rows(queries[0][None, :] * 3.0)[0])
 
 
@@ -678,6 +678,27 @@ def test_fresh_build_is_cut_into_sealed_segments(monkeypatch: pytest.MonkeyPatch
     q = rng.standard_normal(DIM)
     assert_exact(pairs(index.search(q, 30, valid_us=5, tx_us=0, source=src)),
                  brute_force(src, q, 5, 0), 30)
+
+
+def test_vector_rows_reads_every_segment_bit_for_bit_in_the_order_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _small_tiers(monkeypatch)
+    src = MemoryVectorSource()
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    rng = np.random.default_rng(6)
+    _grow(src, index, rng, 12, 5)
+    assert index.segment_count > 1
+    wanted = [60, 999, 1, 33, 7, 1]
+    rows = index.vector_rows(wanted)
+    assert rows.held.tolist() == [True, False, True, True, True, True]
+    assert rows.matrix.shape == (6, DIM) and rows.matrix.dtype == np.float32
+    assert not rows.matrix[1].any()
+    by_id = index.vectors_of(wanted)
+    for i, version_id in enumerate(wanted):
+        if version_id in by_id:
+            assert np.array_equal(rows.matrix[i], by_id[version_id])
+    assert index.vector_rows([]).matrix.shape == (0, DIM)
 
 
 def test_vectors_of_reads_every_segment_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
