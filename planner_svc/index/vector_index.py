@@ -425,16 +425,16 @@ class VectorIndex:
         *,
         valid_us: int,
         tx_us: int,
-        source: LiveVersions,
+        live: LiveVersions,
         exact: bool = False,
     ) -> list[VectorHit]:
-        """:meth:`IndexView.search` over the current segments, liveness from ``source`` (the
-        store).
+        """:meth:`IndexView.search` over the current segments; ``live`` says which versions are
+        live (the store, or any :class:`LiveVersions`).
 
         Raises:
             InvalidRequest: as :meth:`IndexView.search`.
         """
-        return self.view().search(query, k, valid_us=valid_us, tx_us=tx_us, live=source,
+        return self.view().search(query, k, valid_us=valid_us, tx_us=tx_us, live=live,
                                   exact=exact)
 
 
