@@ -112,7 +112,7 @@ def bench_size(size: int, n_queries: int, k: int) -> dict[str, Any]:
         valid_us = START_US + int(fraction * SPAN_US)
 
         def run(q: np.ndarray) -> list[VectorHit]:
-            return index.search(q, k, valid_us=valid_us, tx_us=tx_now, source=src)
+            return index.search(q, k, valid_us=valid_us, tx_us=tx_now, live=src)
 
         return run
 

@@ -246,10 +246,10 @@ def index_quality(data: Path, seed: int, docs: int, queries: int, k: int) -> dic
             if not np.any(vec):
                 continue
             t0 = time.perf_counter()
-            hits = index.search(vec, k, valid_us=now, tx_us=now, source=store)
+            hits = index.search(vec, k, valid_us=now, tx_us=now, live=store)
             search_ms.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
-            exact = index.search(vec, k, valid_us=now, tx_us=now, source=store, exact=True)
+            exact = index.search(vec, k, valid_us=now, tx_us=now, live=store, exact=True)
             exact_ms.append((time.perf_counter() - t0) * 1000)
             want = {h.node_id for h in exact}
             recalls.append(len(want & {h.node_id for h in hits}) / max(1, len(want)))

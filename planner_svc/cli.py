@@ -25,16 +25,70 @@ _SUBCOMMAND_MODULES = (
 )
 
 
+class _SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: it rejects the arguments it does not take itself.
+
+    Left alone, argparse hands a subparser's leftovers back to the top-level parser, which
+    reports them under ``planner-svc [-h] [--version] COMMAND ...``, a usage line that says
+    nothing of the subcommand typed. Failing here prints the subcommand's own usage line instead.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        options = [arg for arg in extras if arg.startswith("-") and arg != "-"]
+        if options:
+            self.error(f"no such option: {', '.join(options)} (see '{self.prog} -h')")
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def takes(self, option: str) -> bool:
+        """Whether ``option`` (``--name`` or ``--name=value``, or an abbreviation argparse
+        accepts) names one of this subcommand's options."""
+        name = option.split("=", 1)[0]
+        return any(known.startswith(name) for known in self._option_string_actions)
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """The top-level parser: an option typed before the subcommand is reported by that
+    subcommand's parser (its usage line), saying where the option goes if the subcommand takes
+    it, rather than as an unknown command named after the option's value."""
+
+    commands: dict[str, _SubcommandParser]
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        argv = list(sys.argv[1:] if args is None else args)
+        at = next((i for i, arg in enumerate(argv) if arg in self.commands), None)
+        if at is not None:
+            misplaced = [arg for arg in argv[:at] if arg.startswith("-")
+                         and arg not in self._option_string_actions]
+            if misplaced:
+                command = self.commands[argv[at]]
+                unknown = [arg for arg in misplaced if not command.takes(arg)]
+                if unknown:
+                    command.error(f"no such option: {', '.join(unknown)} (see '{command.prog} -h')")
+                command.error(f"options go after the command: {command.prog} "
+                              f"{' '.join(argv[:at])} {' '.join(argv[at + 1:])}".rstrip())
+        return super().parse_known_args(argv, namespace)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every available subcommand."""
-    parser = argparse.ArgumentParser(
+    """The argument parser with every available subcommand; a subcommand given an option it does
+    not take, or an option before the subcommand's name, fails with that subcommand's usage."""
+    parser = _CommandParser(
         prog="planner-svc",
         description="Evidence plans over gRPC: which source spans an answer may cite.",
     )
     from planner_svc import __version__
 
     parser.add_argument("--version", action="version", version=f"planner-svc {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_SubcommandParser
+    )
     for module_name in _SUBCOMMAND_MODULES:
         try:
             module = importlib.import_module(module_name)
@@ -43,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # subcommand module not present in this build
             raise
         module.register(subparsers)
+    parser.commands = dict(subparsers.choices)
     return parser
 
 

@@ -194,7 +194,8 @@ class ServerSettings:
         model_dir: the embedding model's directory; None = the repository's model.
         models_path: model registry JSON (context windows, tokenizers); None = the packaged
             ``planner_svc/data/models.json``.
-        workers: server processes sharing the port, 1..64 (several need a fixed port).
+        workers: server processes sharing the port, 1..64 (with port 0, one ephemeral port
+            for all of them).
         span_text_mib: memory for span texts kept between plans, MiB per process, 0..65536
             (0 reads every plan's texts from the store).
         transport, selection, recall, research: the subtrees (see the module docstring).
@@ -227,10 +228,6 @@ class ServerSettings:
         object.__setattr__(self, "store", check_store_url(self.store))
         if self.workers > 1:
             t = self.transport
-            if t.port == 0:
-                raise ConfigError(
-                    "port", "several workers need a fixed port (0 picks one per process)"
-                )
             if t.metrics_port is not None:
                 metrics = range(t.metrics_port, t.metrics_port + self.workers)
                 if metrics.stop - 1 > TCP_PORT.high or t.port in metrics:
@@ -366,7 +363,8 @@ SERVE_FLAGS: tuple[Flag, ...] = (
          "shared store URL, postgresql://user@host:port/database (password from PGPASSWORD "
          "or ~/.pgpass); default: the SQLite store in --data"),
     Flag("--host", "transport.host", "bind address (default loopback)"),
-    Flag("--port", "transport.port", "TCP port; 0 picks a free one"),
+    Flag("--port", "transport.port",
+         "TCP port; 0 picks a free one (the serving log line names it)"),
     Flag("--threads", "transport.max_workers", "gRPC handler threads per worker"),
     Flag("--max-message-bytes", "transport.max_message_bytes",
          "largest request or response message, bytes (a larger response is refused, naming "

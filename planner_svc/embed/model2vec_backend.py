@@ -123,13 +123,11 @@ class Model2VecEmbedder:
             np.float64)
         if self._weights is not None:
             rows64 *= self._weights[index].astype(np.float64)[:, None]
+        # a running sum (np.add.accumulate) adds one row at a time, in token order
         start = 0
         for i, length in enumerate(lengths):
             if length:
-                total = sums[i]
-                total[:] = rows64[start]
-                for row in rows64[start + 1:start + length]:
-                    total += row
+                sums[i] = np.add.accumulate(rows64[start:start + length], axis=0)[-1]
                 start += length
         return normalize_rows(sums)
 
@@ -145,4 +143,5 @@ class Model2VecEmbedder:
         unknown = self._model.unk_token_id
         if unknown is None:
             return [list(e.ids) for e in encodings]
-        return [[i for i in e.ids if i != unknown] for e in encodings]
+        out = [e.ids for e in encodings]
+        return [ids if unknown not in ids else [i for i in ids if i != unknown] for ids in out]

@@ -46,7 +46,7 @@ def cosine_candidates(
         valid_us, tx_us: as-of times, microseconds since the epoch.
     """
     vec = embedder.embed([question])[0]
-    hits = index.search(vec, k, valid_us=valid_us, tx_us=tx_us, source=store)
+    hits = index.search(vec, k, valid_us=valid_us, tx_us=tx_us, live=store)
     nodes = store.get_many_as_of([hit.node_id for hit in hits], valid_us, tx_us)
     out: list[Candidate] = []
     for hit in hits:

@@ -26,7 +26,12 @@ import faiss
 faiss.omp_set_num_threads(1)
 
 from planner_svc.index.fresh import FreshIndex  # noqa: E402
-from planner_svc.index.source import VectorHit, VectorRecord, VectorSource  # noqa: E402
+from planner_svc.index.source import (  # noqa: E402
+    VectorHit,
+    VectorRecord,
+    VectorRows,
+    VectorSource,
+)
 from planner_svc.index.vector_index import (  # noqa: E402
     DEFAULT_BUCKET_US,
     INDEX_DIRNAME,
@@ -40,5 +45,6 @@ __all__ = [
     "VectorHit",
     "VectorIndex",
     "VectorRecord",
+    "VectorRows",
     "VectorSource",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from planner_svc.index.source import LiveVersions, VectorHit, VectorSource
+from planner_svc.index.source import LiveVersions, VectorHit, VectorRows, VectorSource
 from planner_svc.index.vector_index import IndexView, VectorIndex
 
 _log = structlog.get_logger("planner_svc.index")
@@ -48,9 +48,9 @@ class PinnedIndex:
         """This pinned state itself (it is already current for its plan)."""
         return self
 
-    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        """:meth:`IndexView.vectors_of` of the pinned state."""
-        return self._view.vectors_of(version_ids)
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        """:meth:`IndexView.vector_rows` of the pinned state."""
+        return self._view.vector_rows(version_ids)
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
@@ -115,9 +115,9 @@ class FreshIndex:
         self._catch_up()
         return PinnedIndex(self._index.view(), self._source)
 
-    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        """:meth:`PinnedIndex.vectors` of an up-to-date index."""
-        return self.current().vectors(version_ids)
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        """:meth:`PinnedIndex.vector_rows` of an up-to-date index."""
+        return self.current().vector_rows(version_ids)
 
     def _catch_up(self) -> None:
         if self._source.max_version_id() > self._index.covered_version_id:

@@ -36,6 +36,20 @@ class VectorHit:
     vector: npt.NDArray[np.float32]
 
 
+@dataclass(frozen=True, slots=True)
+class VectorRows:
+    """The indexed vectors of some node versions, one row each, in the order asked.
+
+    Attributes:
+        held: bool ``(n,)``, whether each version has an indexed vector.
+        matrix: float32 ``(n, dim)``, each held version's unit vector bit for bit as searched
+            (zeros where ``held`` is False).
+    """
+
+    held: npt.NDArray[np.bool_]
+    matrix: npt.NDArray[np.float32]
+
+
 class LiveVersions(Protocol):
     """Which node versions are live as of a bitemporal point (the store, or a read model of
     it such as the recall catalog)."""

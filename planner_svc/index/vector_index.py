@@ -41,7 +41,7 @@ from planner_svc.index.partition import (
     merge_partitions,
     read_rows,
 )
-from planner_svc.index.source import LiveVersions, VectorHit, VectorSource
+from planner_svc.index.source import LiveVersions, VectorHit, VectorRows, VectorSource
 
 #: Default partition width: 30 days in microseconds.
 DEFAULT_BUCKET_US = 30 * 86_400 * 1_000_000
@@ -49,7 +49,8 @@ DEFAULT_BUCKET_US = 30 * 86_400 * 1_000_000
 INDEX_DIRNAME = "index"
 #: Candidates fetched per partition on the first round, at least (then doubled while widening).
 _MIN_FETCH = 32
-#: Version ids in the first liveness query of a round, at least (2k; doubled per query).
+#: Version ids in the first liveness query of a round, at least (k; doubled per query). Which
+#: versions a round settles on never depends on it: only how many are asked about.
 _MIN_LIVE_CHUNK = 16
 #: Candidates fetched from approximate segments, per candidate of an exact segment (spread over
 #: those segments in proportion to their eligible rows).
@@ -409,6 +410,10 @@ class VectorIndex:
         return IndexView(state.partitions, dim=self.dim,
                          covered_version_id=state.covered_version_id)
 
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        """:meth:`IndexView.vector_rows` over the current segments."""
+        return self.view().vector_rows(version_ids)
+
     def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
         """:meth:`IndexView.vectors_of` over the current segments."""
         return self.view().vectors_of(version_ids)
@@ -420,16 +425,16 @@ class VectorIndex:
         *,
         valid_us: int,
         tx_us: int,
-        source: LiveVersions,
+        live: LiveVersions,
         exact: bool = False,
     ) -> list[VectorHit]:
-        """:meth:`IndexView.search` over the current segments, liveness from ``source`` (the
-        store).
+        """:meth:`IndexView.search` over the current segments; ``live`` says which versions are
+        live (the store, or any :class:`LiveVersions`).
 
         Raises:
             InvalidRequest: as :meth:`IndexView.search`.
         """
-        return self.view().search(query, k, valid_us=valid_us, tx_us=tx_us, live=source,
+        return self.view().search(query, k, valid_us=valid_us, tx_us=tx_us, live=live,
                                   exact=exact)
 
 
@@ -473,6 +478,22 @@ class IndexView:
         if not norm > 0.0 or not math.isfinite(norm):
             raise InvalidRequest("semantic.vector", f"has norm {norm}; a direction is needed")
         return (vector / norm).astype(np.float32).reshape(1, self.dim)
+
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        """The indexed unit vectors of ``version_ids`` as one matrix, in their order (float32
+        ``(len(version_ids), dim)``, bit for bit as searched, zeros for a version not
+        indexed), and which of them are indexed (bool ``(len(version_ids),)``)."""
+        wanted = np.asarray(version_ids, dtype=np.int64).reshape(-1)
+        held = np.zeros(wanted.shape[0], dtype=np.bool_)
+        matrix = np.zeros((wanted.shape[0], self.dim), dtype=np.float32)
+        if not wanted.shape[0]:
+            return VectorRows(held=held, matrix=matrix)
+        for part in self._partitions:  # a later segment's copy wins, as in vectors_of
+            positions, rows = part.rows_of(wanted)
+            if rows.shape[0]:
+                matrix[positions] = part.stored[rows]
+                held[positions] = True
+        return VectorRows(held=held, matrix=matrix)
 
     def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
         """The indexed unit vectors of ``version_ids`` (float32 ``(dim,)``, read-only views of
@@ -637,7 +658,7 @@ class IndexView:
         ordered_nids = nids[order]
         alive = np.zeros(order.shape[0], dtype=np.bool_)
         chosen = np.zeros(0, dtype=np.int64)
-        stop, chunk = 0, max(2 * k, _MIN_LIVE_CHUNK)
+        stop, chunk = 0, max(k, _MIN_LIVE_CHUNK)
         while stop < order.shape[0]:
             start, stop = stop, min(stop + chunk, order.shape[0])
             ids: list[int] = ordered_vids[start:stop].tolist()

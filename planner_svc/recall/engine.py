@@ -54,6 +54,7 @@ from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
 from planner_svc.index.lexical import LexicalView
+from planner_svc.index.source import VectorRows
 from planner_svc.recall.question import Question, analyze_question
 from planner_svc.recall.semantic import confidence_decay, ordered_column_sums
 from planner_svc.recall.settings import RecallSettings
@@ -93,8 +94,9 @@ class SemanticAccess(Protocol):
         ``vector`` and the stored vector). Their order never matters."""
         ...
 
-    def vectors(self, version_ids: Sequence[int]) -> Mapping[int, Vector]:
-        """Stored unit vectors by version id; versions without a vector are absent."""
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        """The stored unit vectors of ``version_ids``, one row each in their order (zeros for
+        a version without one), and which versions have one."""
         ...
 
 
@@ -309,19 +311,14 @@ class _PassageTable:
         for offset, version_id in enumerate(ids):
             self._rows[version_id] = first + offset
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
-        stored = self._semantic.vectors(ids) if self._semantic is not None else {}
-        have = [i in stored for i in ids]
-        self._has = np.concatenate([self._has, np.asarray(have, dtype=np.bool_)])
         block: npt.NDArray[np.float32] | None = None
-        if stored:
-            if all(have):
-                block = np.stack([stored[i] for i in ids])
-            else:
-                block = np.zeros((len(ids), next(iter(stored.values())).shape[0]),
-                                 dtype=np.float32)
-                for j, i in enumerate(ids):
-                    if have[j]:
-                        block[j] = stored[i]
+        if self._semantic is not None:
+            stored = self._semantic.vector_rows(ids)
+            self._has = np.concatenate([self._has, stored.held])
+            if stored.held.any():
+                block = stored.matrix
+        else:
+            self._has = np.concatenate([self._has, np.zeros(len(ids), dtype=np.bool_)])
         self._loads.append((len(ids), block))
         self._vectors = None
 
@@ -337,29 +334,37 @@ class _PassageTable:
                  for n, b in self._loads])
         return self._vectors
 
-    def _contribution(self, term: str) -> npt.NDArray[np.float64] | None:
-        """``term``'s BM25 contribution at every row (None when no live passage holds it)."""
+    def _contributions(self, terms: list[str]) -> None:
+        """Bring each of ``terms``' BM25 contribution up to every loaded row (one lexical
+        call per run of rows the terms lack; a term no live passage holds stays None)."""
         size = self._positions.shape[0]
-        done = self._terms.get(term)
-        if done is not None and (done[0] == size or done[1] is None):
-            return done[1]
-        start = 0 if done is None else done[0]
-        found = self._view.contributions([term], self._positions[start:])
-        if not found:
-            self._terms[term] = (size, None)
-            return None
-        values = found[0][1] if done is None or done[1] is None else np.concatenate(
-            [done[1], found[0][1]])
-        self._terms[term] = (size, values)
-        return values
+        stale: dict[int, list[str]] = {}  # first row a term lacks -> the terms
+        for term in terms:
+            done = self._terms.get(term)
+            if done is None:
+                stale.setdefault(0, []).append(term)
+            elif done[1] is not None and done[0] != size:
+                stale.setdefault(done[0], []).append(term)
+        for start, group in stale.items():
+            found = dict(self._view.contributions(group, self._positions[start:]))
+            for term in group:
+                done = self._terms.get(term)
+                values = found.get(term)
+                if done is None or done[1] is None:
+                    self._terms[term] = (size, values)
+                else:
+                    extra = values if values is not None else np.zeros(size - start)
+                    self._terms[term] = (size, np.concatenate([done[1], extra]))
 
     def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """BM25 of ``terms`` at ``rows``: the terms' contributions added in code point order
         (:meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s bits; 0.0 for a passage
         holding no term)."""
+        ordered = sorted(set(terms))
+        self._contributions(ordered)
         total = np.zeros(rows.shape[0], dtype=np.float64)
-        for term in sorted(set(terms)):
-            values = self._contribution(term)
+        for term in ordered:
+            values = self._terms[term][1]
             if values is not None:
                 total += values[rows]
         return total
@@ -636,18 +641,21 @@ class _Recall:
                                for w in entry.links.values()), dtype=np.float64,
                               count=int(per_step.sum()))
         values = (steps_score * weights * settings.hop_decay * relevance).tolist()
+        # each target's best step (the first of equal ones); its hop is built once
+        best: dict[str, tuple[float, int]] = {}
         at = 0
-        for (source, _score, entry, terms, _text), probe, found in zip(steps, probes, scored,
-                                                                      strict=True):
+        for step, (_s, _v, entry, _t, _x) in enumerate(steps):
             for target in entry.links:
                 value = values[at]
                 at += 1
-                if not value > 0.0:
-                    continue
-                current = out.get(target)
-                if current is None or value > current.score:
-                    out[target] = _Hop(score=value, source=source, terms=terms, vector=probe,
-                                       local=found.of(target))
+                if value > 0.0:
+                    current = best.get(target)
+                    if current is None or value > current[0]:
+                        best[target] = (value, step)
+        for target, (value, step) in best.items():
+            source, _score, _entry, terms, _text = steps[step]
+            out[target] = _Hop(score=value, source=source, terms=terms, vector=probes[step],
+                               local=scored[step].of(target))
         return out
 
     # ---------------------------------------------------------------- passages

@@ -35,6 +35,7 @@ from planner_svc.core.tokens import TokenAccounting, effective_budget
 from planner_svc.core.weigh import weigh
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
+from planner_svc.index.source import VectorRows
 from planner_svc.recall.engine import (
     DocumentScore,
     EngineQuery,
@@ -184,8 +185,8 @@ class _Semantic:
         order = sorted(range(len(hits)), key=lambda i: (-sims[i], hits[i].node_id))[:k]
         return [(hits[i].version_id, sims[i]) for i in order]
 
-    def vectors(self, version_ids: Sequence[int]) -> Mapping[int, Vector]:
-        return self._index().vectors(version_ids)
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        return self._index().vector_rows(version_ids)
 
 
 class EvidencePlanner:

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.model import CoordKey, Direction, SpanRef
-from planner_svc.index.source import LiveVersions
+from planner_svc.index.source import LiveVersions, VectorRows
 
 __all__ = [
     "EdgeView",
@@ -204,10 +204,11 @@ class VectorSearch(Protocol):
         """
         ...
 
-    def vectors(self, version_ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
-        """The stored unit vectors (float32 ``(dim,)``, read-only, bit for bit as searched) of
-        ``version_ids``; versions without a vector are absent. Recall scores the passages of a
-        candidate document with them."""
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        """The stored unit vectors of ``version_ids`` in their order, one matrix (float32
+        ``(len(version_ids), dim)``, bit for bit as searched, zeros for a version without a
+        vector), and which versions have one. Recall scores the passages of a candidate
+        document with them."""
         ...
 
 

@@ -14,6 +14,7 @@ services close. :func:`serve` and :func:`serve_workers` claim the port first
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import signal
@@ -44,7 +45,7 @@ from planner_svc.api.planner.v1 import (
 from planner_svc.core.errors import ConfigError
 from planner_svc.server.auth import BearerTokenInterceptor
 from planner_svc.server.health import HEALTH_SERVICE_NAME, HealthServicer
-from planner_svc.server.port import claim_port
+from planner_svc.server.port import PortClaim, claim_port
 from planner_svc.server.reflection import add_reflection
 from planner_svc.server.research import ResearchPlannerServicer, add_research_servicer
 from planner_svc.server.servicers import EvidencePlannerServicer, MemoryServicer
@@ -225,16 +226,18 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
         RuntimeError: the address (or the metrics port) could not be bound.
     """
     transport = settings.transport
-    # A worker of a group shares the port its parent claimed; a single server claims it.
+    # A worker of a group shares the port its parent claimed; a single server claims it (port
+    # 0: the port it bound, once bound).
     claim = None if transport.reuse_port else claim_port(transport.host, transport.port)
     try:
-        return _serve(settings, ready)
+        return _serve(settings, ready, claim)
     finally:
         if claim is not None:
             claim.release()
 
 
-def _serve(settings: ServerSettings, ready: threading.Event | None) -> int:
+def _serve(settings: ServerSettings, ready: threading.Event | None,
+           claim: PortClaim | None) -> int:
     transport = settings.transport
     services = Services.open(settings)
     try:
@@ -249,6 +252,12 @@ def _serve(settings: ServerSettings, ready: threading.Event | None) -> int:
     except BaseException:
         services.close()
         raise
+    if claim is not None and claim.port == 0:
+        try:
+            claim.hold(running.port)
+        except BaseException:
+            running.stop(0)
+            raise
     if transport.metrics_port is not None:
         from prometheus_client import start_http_server
 
@@ -261,7 +270,7 @@ def _serve(settings: ServerSettings, ready: threading.Event | None) -> int:
                 f"{exc.strerror}"
             ) from None
     facts = services.describe()
-    log.info("serving", address=f"{transport.host}:{running.port}",
+    log.info("serving", address=dataclasses.replace(transport, port=running.port).address,
              data_dir=str(settings.data_dir), **facts)
     if not facts["sources"]:
         log.warning("store_empty", data_dir=str(settings.data_dir),
@@ -299,14 +308,20 @@ def serve_workers(
     The parent opens the services once first, so the vector index is built or caught up and
     persisted before any worker starts; workers then map the same index files. Workers are
     started with ``spawn`` (never ``fork`` once gRPC or FAISS exist, see docs/architecture.md).
+    Port 0: the parent reserves one ephemeral port for the whole group (each worker's
+    ``serving`` line names it).
 
     Raises:
         PortInUse: another server serves the port.
     """
     if settings.workers == 1:
         return serve(settings)
-    claim = claim_port(settings.transport.host, settings.transport.port)
+    transport = settings.transport
+    claim = claim_port(transport.host, transport.port, group=True)
     try:
+        if transport.port == 0:
+            settings = dataclasses.replace(
+                settings, transport=dataclasses.replace(transport, port=claim.port))
         return _serve_workers(settings, log_json, log_level)
     finally:
         claim.release()

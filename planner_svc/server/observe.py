@@ -8,16 +8,16 @@ goes to the ``planner_plan_stage_duration_seconds`` histogram, labelled by stage
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import time
 import uuid
-from typing import Any
+from typing import Generic, TypeVar
 
 import grpc
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 
 from planner_svc.recall.timing import StageClock
 
@@ -30,6 +30,7 @@ __all__ = [
     "RESEARCH_SESSION_SECONDS",
     "RPC_LATENCY",
     "RPC_TOTAL",
+    "LabelledChildren",
     "RpcTimer",
     "configure_logging",
     "observe_stages",
@@ -81,11 +82,37 @@ RESEARCH_SESSION_SECONDS = Histogram(
 )
 
 
-@functools.cache
-def _child(metric: Any, *labels: str) -> Any:
-    """``metric.labels(*labels)``, looked up once per label values (a plan observes about 15
-    labelled series; ``labels()`` checks and locks on every call)."""
-    return metric.labels(*labels)
+_Metric = TypeVar("_Metric", bound=MetricWrapperBase)
+
+
+class LabelledChildren(Generic[_Metric]):
+    """The labelled children of one metric (``metric.labels(*values)``), each looked up once:
+    a plan observes about 15 labelled series, and ``labels()`` validates and locks on every call.
+
+    Thread-safe: two threads asking for a new child at once both get the one stored first.
+    """
+
+    __slots__ = ("_children", "metric")
+
+    def __init__(self, metric: _Metric) -> None:
+        self.metric = metric
+        self._children: dict[tuple[str, ...], _Metric] = {}
+
+    def __call__(self, *values: str) -> _Metric:
+        """The child for one label value per label name, in the metric's label order.
+
+        Raises:
+            ValueError: ``values`` does not match the metric's label names in number.
+        """
+        child = self._children.get(values)
+        if child is None:
+            child = self._children.setdefault(values, self.metric.labels(*values))
+        return child
+
+
+_RPC_LATENCY_BY = LabelledChildren(RPC_LATENCY)
+_RPC_TOTAL_BY = LabelledChildren(RPC_TOTAL)
+_PLAN_STAGE_SECONDS_BY = LabelledChildren(PLAN_STAGE_SECONDS)
 
 
 class _CurrentStderr:
@@ -137,8 +164,8 @@ class RpcTimer:
 
     def __exit__(self, *exc: object) -> None:
         elapsed = time.perf_counter() - self.started
-        _child(RPC_LATENCY, self.method).observe(elapsed)
-        _child(RPC_TOTAL, self.method, self.code).inc()
+        _RPC_LATENCY_BY(self.method).observe(elapsed)
+        _RPC_TOTAL_BY(self.method, self.code).inc()
 
     @property
     def elapsed_us(self) -> int:
@@ -150,4 +177,4 @@ def observe_stages(clock: StageClock) -> None:
     """Add each stage's wall time of one plan to :data:`PLAN_STAGE_SECONDS` (the stages that
     ran; a stage that ran several times is observed once, with its sum)."""
     for stage, seconds in clock.seconds.items():
-        _child(PLAN_STAGE_SECONDS, stage).observe(seconds)
+        _PLAN_STAGE_SECONDS_BY(stage).observe(seconds)

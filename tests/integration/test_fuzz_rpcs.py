@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import collections
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +20,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import HealthCheck, given, settings
 
-from planner_svc.client.common import wait_serving
 from planner_svc.store.store import Store
 from tests.fuzzcases import FAILURES, RPCS, Payload, Rpc, payloads, perform
+from tests.serving import ServeProcess
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +36,7 @@ EXAMPLES = {"Plan": 800, "IngestSources": 300, "PutNode": 600, "PutEdge": 600, "
 class Fuzzed:
     """The server under fuzz and what the calls got."""
 
-    proc: subprocess.Popen[str]
+    server: ServeProcess
     channel: grpc.Channel
     counts: dict[str, collections.Counter[str]]
     valid_sources: set[str] = field(default_factory=set)
@@ -51,26 +47,17 @@ class Fuzzed:
 def fuzzed(fixture_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
     data = tmp_path_factory.mktemp("fuzz") / "data"
     shutil.copytree(fixture_data_dir, data)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", str(data), "--port",
-         str(port), "--log-level", "warning"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    address = f"127.0.0.1:{port}"
+    server = ServeProcess(data)
     fuzzed = None
     try:
-        wait_serving(address, proc, timeout_s=60)
+        address = server.wait_serving(timeout_s=60)
         with grpc.insecure_channel(address) as channel:
-            fuzzed = Fuzzed(proc=proc, channel=channel, counts={})
+            fuzzed = Fuzzed(server=server, channel=channel, counts={})
             yield fuzzed
     finally:
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 0
-    assert "internal_error" not in stderr
+        code = server.stop()
+    assert code == 0
+    assert "internal_error" not in server.stderr
     if fuzzed is not None and fuzzed.valid_sources:
         with Store.open(data) as store:
             assert set(store.latest_versions(fuzzed.valid_sources)) == fuzzed.valid_sources
@@ -94,7 +81,7 @@ def test_fuzzed_calls_never_fail_the_server(fuzzed: Fuzzed, rpc: Rpc) -> None:
             assert outcome.committed, (payload, outcome)
 
     call()
-    assert fuzzed.proc.poll() is None  # the same process, still running
+    assert fuzzed.server.proc.poll() is None  # the same process, still running
     health = health_pb2_grpc.HealthStub(fuzzed.channel)
     assert health.Check(health_pb2.HealthCheckRequest(), timeout=10).status == (
         health_pb2.HealthCheckResponse.SERVING

@@ -5,10 +5,6 @@ same documents, and writes through either reach the other's next plan."""
 
 from __future__ import annotations
 
-import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,9 +13,10 @@ import pytest
 from google.protobuf import json_format
 
 from planner_svc.api.planner.v1 import memory_pb2, memory_pb2_grpc, plan_pb2_grpc
-from planner_svc.client.common import question_request, wait_serving
+from planner_svc.client.common import question_request
 from tests.integration.conftest import fixture_documents
 from tests.pgserver import SchemaPerTest
+from tests.serving import ServeProcess
 
 pytestmark = pytest.mark.integration
 
@@ -36,24 +33,12 @@ QUESTIONS = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Replica:
     """One ``planner-svc serve`` process and a channel to it."""
 
     def __init__(self, data: Path, store: str | None) -> None:
-        self.address = f"127.0.0.1:{_free_port()}"
-        extra = ["--store", store] if store else []
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "planner_svc.cli", "serve", "--data", str(data), "--port",
-             self.address.rpartition(":")[2], "--log-level", "info", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
-        wait_serving(self.address, self.proc, timeout_s=120)
+        self.server = ServeProcess(data, *(["--store", store] if store else []))
+        self.address = self.server.wait_serving(timeout_s=120)
         self.channel = grpc.insecure_channel(self.address)
         self.planner = plan_pb2_grpc.EvidencePlannerServiceStub(self.channel)
         self.memory = memory_pb2_grpc.MemoryServiceStub(self.channel)
@@ -75,10 +60,9 @@ class Replica:
 
     def stop(self) -> str:
         self.channel.close()
-        self.proc.send_signal(signal.SIGTERM)
-        _out, err = self.proc.communicate(timeout=60)
-        assert self.proc.returncode == 0, err
-        return err
+        code = self.server.stop()
+        assert code == 0, self.server.stderr
+        return self.server.stderr
 
 
 @pytest.fixture()
@@ -86,7 +70,7 @@ def replicas() -> Iterator[list[Replica]]:
     started: list[Replica] = []
     yield started
     for replica in started:
-        if replica.proc.poll() is None:
+        if replica.server.proc.poll() is None:
             replica.stop()
 
 

@@ -9,12 +9,7 @@ scores then differ in their last bits with the thread count.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import grpc
@@ -22,9 +17,10 @@ import numpy as np
 import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.client.common import question_request, wait_serving
+from planner_svc.client.common import question_request
 from planner_svc.core.model import SpanRef
 from planner_svc.store import NodeWrite, Store
+from tests.serving import ServeProcess
 
 pytestmark = pytest.mark.integration
 
@@ -43,20 +39,6 @@ QUESTIONS = (
     "Who wrote the Divine Comedy?",
     "What do dung beetles eat?",
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _serve(data: Path, port: int, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "planner_svc.cli", "serve", "--data", str(data), "--port",
-         str(port), "--log-level", "warning", *extra],
-        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
 
 
 def _pad(data: Path) -> None:
@@ -111,15 +93,10 @@ def test_thread_counts_seeds_and_workers_do_not_change_a_plan(
         ):
             data = tmp_path / name
             shutil.copytree(padded, data)
-            port = _free_port()
-            servers.append((f"127.0.0.1:{port}", _serve(data, port, env, *extra)))
-        for address, proc in servers:
-            wait_serving(address, proc, timeout_s=90)
-        first, second = (_hashes(address) for address, _proc in servers)
+            servers.append(ServeProcess(data, *extra, env=env))
+        first, second = (_hashes(server.wait_serving(timeout_s=90)) for server in servers)
         assert len(set(first)) > len(QUESTIONS)  # real, distinct plans
         assert first == second
     finally:
-        for _address, proc in servers:
-            proc.send_signal(signal.SIGTERM)
-        for _address, proc in servers:
-            proc.wait(timeout=60)
+        for server in servers:
+            server.stop()

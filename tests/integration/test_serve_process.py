@@ -5,7 +5,6 @@ either)."""
 from __future__ import annotations
 
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -15,15 +14,10 @@ import grpc
 import pytest
 
 from planner_svc.api.planner.v1 import plan_pb2_grpc
-from planner_svc.client.common import question_request, wait_serving
+from planner_svc.client.common import question_request
+from tests.serving import ServeProcess, serving_address
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve(data: Path, port: int, *extra: str) -> subprocess.Popen[str]:
@@ -39,11 +33,10 @@ def test_two_workers_share_a_port_and_stop_on_sigterm(
 ) -> None:
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    proc = _serve(data, port, "--workers", "2")
+    server = ServeProcess(data, "--workers", "2")  # port 0: one ephemeral port for the group
     try:
-        wait_serving(address, proc, timeout_s=60)
+        address = server.wait_serving(timeout_s=60)
+        port = int(address.rpartition(":")[2])
         hashes = set()
         for _ in range(4):  # separate connections may land on either worker
             with grpc.insecure_channel(
@@ -63,9 +56,11 @@ def test_two_workers_share_a_port_and_stop_on_sigterm(
         _assert_refused(_serve(other, port, "--workers", "2"), _served_message(port))
         assert not other.exists()  # refused before touching its data directory
     finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
+        code = server.stop()
     assert code == 0
+    serving = {line for line in server.stderr.splitlines() if serving_address(line)}
+    assert len(serving) == 2  # each worker serves the group's port
+    assert {serving_address(line) for line in serving} == {address}
 
 
 def _served_message(port: int) -> str:
@@ -87,15 +82,13 @@ def test_a_served_port_refuses_a_second_server_of_either_mode(
 ) -> None:
     data = tmp_path / "data"
     shutil.copytree(fixture_data_dir, data)
-    port = _free_port()
-    proc = _serve(data, port)
+    server = ServeProcess(data)
     try:
-        wait_serving(f"127.0.0.1:{port}", proc, timeout_s=60)
+        port = int(server.wait_serving(timeout_s=60).rpartition(":")[2])
         _assert_refused(_serve(tmp_path / "b", port), _served_message(port))
         _assert_refused(_serve(tmp_path / "c", port, "--workers", "2"), _served_message(port))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
+        assert server.stop() == 0
 
 
 def test_a_port_another_program_listens_on_is_refused(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def test_search_is_exact_with_ties(
     expected = sorted(best, key=lambda n: (-best[n], n))[:k]
 
     with mock.patch.object(vector_index, "_MIN_FETCH", 1):
-        result = pairs(index.search(QUERIES[query], k, valid_us=valid_us, tx_us=tx_us, source=src))
+        result = pairs(index.search(QUERIES[query], k, valid_us=valid_us, tx_us=tx_us, live=src))
     assert [n for n, _ in result] == expected
     for found, sim in result:
         assert abs(sim - best[found]) < 1e-5

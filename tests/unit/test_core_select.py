@@ -121,6 +121,31 @@ def test_all_three_skips_in_one_pool() -> None:
     check_accounting(r, len(pool))
 
 
+def test_weight_zero_spans_of_other_sources_fill_the_budget_a_capped_source_leaves() -> None:
+    # README "Selection rules": no weight threshold. B = 100, cap floor(0.5 * 100) = 50.
+    # a (s1, 40 tok, d 0.1) packs: used 40, s1 40
+    # b (s1, 20 tok, d 0.09) fits the budget but s1 would reach 60 > 50: cap blocked
+    # z2, z3 (weight 0, density 0; coordinate order s2 < s3) pack: used 70, then 100
+    # z4 (weight 0, 1 tok): 101 > 100, budget full
+    pool = [
+        cand("s1", 0, 100, tokens=40, weight=4.0),
+        cand("s1", 200, 300, tokens=20, weight=1.8),
+        cand("s4", 0, 10, tokens=1, weight=0.0),
+        cand("s3", 0, 100, tokens=30, weight=0.0),
+        cand("s2", 0, 100, tokens=30, weight=0.0),
+    ]
+    r = select(pool, 100, 0.5, 0.5, explain=True)
+    assert coords(r.selected) == [("s1", 1, 0, 100), ("s2", 1, 0, 100), ("s3", 1, 0, 100)]
+    assert r.used == 100
+    assert fates(r)[("s1", 1, 200, 300)] is F.CAP_BLOCKED
+    assert fates(r)[("s4", 1, 0, 10)] is F.BUDGET_FULL
+    assert r.stats.budget_stranded_by_cap == 0  # the cap refused a fitting span, nothing is left
+    # without the weight-0 spans the same cap strands the 60 tokens s1 may not use
+    alone = select(pool[:2], 100, 0.5, 0.5)
+    assert (alone.used, alone.stats.budget_stranded_by_cap) == (40, 60)
+    check_accounting(r, len(pool))
+
+
 def test_span_larger_than_remaining_but_not_budget_is_budget_full_not_unpackable() -> None:
     pool = [cand("a", 0, 10, tokens=70, weight=7.0), cand("b", 0, 10, tokens=70, weight=6.0)]
     r = select(pool, 100, 1.0, 0.5)

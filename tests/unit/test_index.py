@@ -138,7 +138,7 @@ def test_search_equals_brute_force_at_random_as_of_points(seed: int, bucket_us: 
         valid_us = int(rng.integers(-4 * BUCKET, 18 * BUCKET))
         tx_us = int(rng.integers(0, max_tx + 10))
         k = int(rng.choice([1, 3, 10, 40]))
-        result = pairs(index.search(query, k, valid_us=valid_us, tx_us=tx_us, source=src))
+        result = pairs(index.search(query, k, valid_us=valid_us, tx_us=tx_us, live=src))
         truth = brute_force(src, query, valid_us, tx_us)
         assert_exact(result, truth, k)
         everything = brute_force(src, query, 10**9, max_tx + 10)
@@ -155,7 +155,7 @@ def test_exact_ties_are_broken_by_node_id() -> None:
         src.add(node, direction, valid_from_us=5, tx_from_us=0)
     src.add("z", -direction, valid_from_us=5, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
-    result = pairs(index.search(direction, 3, valid_us=10, tx_us=10, source=src))
+    result = pairs(index.search(direction, 3, valid_us=10, tx_us=10, live=src))
     assert [n for n, _ in result] == ["a", "b", "c"]
     assert all(abs(s - 1.0) < TOL for _, s in result)
 
@@ -170,10 +170,10 @@ def test_boundary_partition_uses_exact_valid_from_prefix() -> None:
     src.add("exactly-at", q + 0.2, valid_from_us=500, tx_from_us=0)
     src.add("next-bucket", q, valid_from_us=1000, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
-    result = pairs(index.search(q, 10, valid_us=500, tx_us=1, source=src))
+    result = pairs(index.search(q, 10, valid_us=500, tx_us=1, live=src))
     assert [n for n, _ in result] == ["exactly-at", "early"]
-    assert pairs(index.search(q, 10, valid_us=99, tx_us=1, source=src)) == []
-    later = [n for n, _ in pairs(index.search(q, 10, valid_us=1000, tx_us=1, source=src))]
+    assert pairs(index.search(q, 10, valid_us=99, tx_us=1, live=src)) == []
+    later = [n for n, _ in pairs(index.search(q, 10, valid_us=1000, tx_us=1, live=src))]
     assert later == ["late-best", "next-bucket", "exactly-at", "early"]
 
 
@@ -192,7 +192,7 @@ def test_widening_finds_live_vectors_behind_many_superseded_ones() -> None:
         src.add(f"cold{i:02d}", rng.standard_normal(DIM), valid_from_us=0, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     # At tx 150 only version 150 of "hot" is live: the other 299 near-duplicates are not.
-    result = pairs(index.search(q, 5, valid_us=1, tx_us=150, source=src))
+    result = pairs(index.search(q, 5, valid_us=1, tx_us=150, live=src))
     assert_exact(result, brute_force(src, q, 1, 150), 5)
     assert result[0][0] == "hot"
     assert len(result) == 5
@@ -204,15 +204,38 @@ def test_nothing_live_or_nothing_eligible_returns_empty() -> None:
     src.close_tx(v, 20)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     q = np.ones(DIM)
-    assert pairs(index.search(q, 3, valid_us=100, tx_us=5, source=src)) == []  # before tx_from
-    assert pairs(index.search(q, 3, valid_us=100, tx_us=25, source=src)) == []  # after tx_to
-    assert pairs(index.search(q, 3, valid_us=10, tx_us=15, source=src)) == []  # before valid_from
-    assert [n for n, _ in pairs(index.search(q, 3, valid_us=100, tx_us=15, source=src))] == ["a"]
+    assert pairs(index.search(q, 3, valid_us=100, tx_us=5, live=src)) == []  # before tx_from
+    assert pairs(index.search(q, 3, valid_us=100, tx_us=25, live=src)) == []  # after tx_to
+    assert pairs(index.search(q, 3, valid_us=10, tx_us=15, live=src)) == []  # before valid_from
+    assert [n for n, _ in pairs(index.search(q, 3, valid_us=100, tx_us=15, live=src))] == ["a"]
     empty = VectorIndex.build_in_memory(
         MemoryVectorSource(), embedder_name="t", dim=DIM, bucket_us=BUCKET
     )
     assert empty.size == 0
-    assert pairs(empty.search(q, 3, valid_us=0, tx_us=0, source=src)) == []
+    assert pairs(empty.search(q, 3, valid_us=0, tx_us=0, live=src)) == []
+
+
+class OnlyVersions:
+    """Liveness that knows only the given version ids (a read model narrower than the store)."""
+
+    def __init__(self, *version_ids: int) -> None:
+        self.version_ids = set(version_ids)
+
+    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int) -> set[int]:
+        return self.version_ids & set(version_ids)
+
+
+def test_liveness_comes_from_live_not_from_the_indexed_source() -> None:
+    src = MemoryVectorSource()
+    src.add("a", np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    src.add("b", np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    q = np.ones(DIM)
+    assert sorted(n for n, _ in pairs(index.search(q, 5, valid_us=0, tx_us=0, live=src))) == [
+        "a", "b"]
+    assert [n for n, _ in pairs(index.search(q, 5, valid_us=0, tx_us=0,
+                                             live=OnlyVersions(2)))] == ["b"]
+    assert pairs(index.view().search(q, 5, valid_us=0, tx_us=0, live=OnlyVersions())) == []
 
 
 def test_zero_vectors_are_not_indexed_and_others_are_normalised() -> None:
@@ -222,7 +245,7 @@ def test_zero_vectors_are_not_indexed_and_others_are_normalised() -> None:
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     assert index.size == 1
     assert index.covered_version_id == 2
-    [(node, sim)] = pairs(index.search(np.ones(DIM), 5, valid_us=0, tx_us=0, source=src))
+    [(node, sim)] = pairs(index.search(np.ones(DIM), 5, valid_us=0, tx_us=0, live=src))
     assert node == "long"
     assert abs(sim - 1.0) < TOL
 
@@ -246,7 +269,7 @@ def test_invalid_query_vector_is_rejected(query: object, fragment: str) -> None:
     src.add("a", np.ones(DIM), valid_from_us=0, tx_from_us=0)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     with pytest.raises(InvalidRequest) as info:
-        pairs(index.search(query, 3, valid_us=0, tx_us=0, source=src))  # type: ignore[arg-type]
+        pairs(index.search(query, 3, valid_us=0, tx_us=0, live=src))  # type: ignore[arg-type]
     assert info.value.field == "semantic.vector"
     assert fragment in info.value.reason
 
@@ -255,7 +278,7 @@ def test_invalid_k_and_settings_are_rejected() -> None:
     src = MemoryVectorSource()
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     with pytest.raises(InvalidRequest) as info:
-        pairs(index.search(np.ones(DIM), 0, valid_us=0, tx_us=0, source=src))
+        pairs(index.search(np.ones(DIM), 0, valid_us=0, tx_us=0, live=src))
     assert info.value.field == "semantic.k"
     with pytest.raises(ConfigError, match=r"index\.bucket_us: 0"):
         VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=0)
@@ -274,7 +297,7 @@ def _queries(n: int) -> list[np.ndarray]:
 
 def _answers(index: VectorIndex, src: MemoryVectorSource) -> list[list[tuple[str, float]]]:
     return [
-        pairs(index.search(q, 7, valid_us=8 * BUCKET, tx_us=10**6, source=src))
+        pairs(index.search(q, 7, valid_us=8 * BUCKET, tx_us=10**6, live=src))
         for q in _queries(10)
     ]
 
@@ -336,7 +359,7 @@ def test_lagging_index_catches_up_by_appending(tmp_path: Path) -> None:
     assert src.iter_calls == [0, covered]  # appended, not rebuilt
     assert reopened.covered_version_id == covered + 2
     assert reopened.size == first.size + 2
-    [(node, sim)] = pairs(reopened.search(special, 1, valid_us=3 * BUCKET, tx_us=1, source=inner))
+    [(node, sim)] = pairs(reopened.search(special, 1, valid_us=3 * BUCKET, tx_us=1, live=inner))
     assert node == "fresh"
     assert abs(sim - 1.0) < TOL
     segments_after = _segments(tmp_path)
@@ -425,7 +448,7 @@ def test_concurrent_searches_during_catch_up() -> None:
         try:
             while not stop.is_set():
                 result = pairs(index.search(
-                    rng.standard_normal(DIM), 5, valid_us=20 * BUCKET, tx_us=10**6, source=inner
+                    rng.standard_normal(DIM), 5, valid_us=20 * BUCKET, tx_us=10**6, live=inner
                 ))
                 assert len(result) == 5
         except BaseException as exc:
@@ -547,13 +570,13 @@ def test_a_pinned_index_checks_the_store_once_and_keeps_its_state() -> None:
     # a write the pinned state does not see, however often it is searched
     added = inner.add("late", queries[0] * 3.0, valid_from_us=0, tx_from_us=0)
     assert [pairs(pinned.search(q, 5, **at)) for q in queries] == before
-    assert pinned.vectors([added]) == {}
+    assert not pinned.vector_rows([added]).held.any()
     assert source.checks == 1 and pinned.covered_version_id == added - 1
     # the next plan's state has it: one more check, and the catch-up reads its target
     again = fresh.current()
     assert source.checks == 3 and again.covered_version_id == added
     assert pairs(again.search(queries[0], 1, **at))[0][0] == "late"
-    np.testing.assert_array_equal(again.vectors([added])[added],
+    np.testing.assert_array_equal(again.vector_rows([added]).matrix[0],
                                   normalize_rows(queries[0][None, :] * 3.0)[0])
 
 
@@ -564,7 +587,7 @@ def test_a_pinned_search_asks_the_liveness_it_is_given_not_the_store() -> None:
     pinned = fresh.current()
     at = {"valid_us": 20 * BUCKET, "tx_us": 10**6}
     query = normalize_rows(np.random.default_rng(9).standard_normal((1, DIM)))[0]
-    full = fresh.index.search(query, 20, source=src, **at)
+    full = fresh.index.search(query, 20, live=src, **at)
     assert len(full) == 20
     # the read model holds every other hit live: those are dropped, the store is not asked
     keep = {h.version_id for h in full[::2]}
@@ -656,7 +679,7 @@ def test_catch_up_appends_segments_and_merges_by_tier(
     assert truth_index.segment_count == -(-index.size // 64)  # a fresh build: sealed runs
     assert _answers(index, src) == _answers(truth_index, src)  # any layout answers alike
     for q in _queries(10):
-        assert_exact(pairs(index.search(q, 25, valid_us=BUCKET, tx_us=1, source=src)),
+        assert_exact(pairs(index.search(q, 25, valid_us=BUCKET, tx_us=1, live=src)),
                      brute_force(src, q, BUCKET, 1), 25)
     # only the files of listed segments are left, and a reopened index equals the live one
     files = {f for f in os.listdir(tmp_path / INDEX_DIRNAME) if f.startswith("p")}
@@ -676,8 +699,29 @@ def test_fresh_build_is_cut_into_sealed_segments(monkeypatch: pytest.MonkeyPatch
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     assert index.describe()["segments"] == 3  # 64 + 64 + 22
     q = rng.standard_normal(DIM)
-    assert_exact(pairs(index.search(q, 30, valid_us=5, tx_us=0, source=src)),
+    assert_exact(pairs(index.search(q, 30, valid_us=5, tx_us=0, live=src)),
                  brute_force(src, q, 5, 0), 30)
+
+
+def test_vector_rows_reads_every_segment_bit_for_bit_in_the_order_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _small_tiers(monkeypatch)
+    src = MemoryVectorSource()
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    rng = np.random.default_rng(6)
+    _grow(src, index, rng, 12, 5)
+    assert index.segment_count > 1
+    wanted = [60, 999, 1, 33, 7, 1]
+    rows = index.vector_rows(wanted)
+    assert rows.held.tolist() == [True, False, True, True, True, True]
+    assert rows.matrix.shape == (6, DIM) and rows.matrix.dtype == np.float32
+    assert not rows.matrix[1].any()
+    by_id = index.vectors_of(wanted)
+    for i, version_id in enumerate(wanted):
+        if version_id in by_id:
+            assert np.array_equal(rows.matrix[i], by_id[version_id])
+    assert index.vector_rows([]).matrix.shape == (0, DIM)
 
 
 def test_vectors_of_reads_every_segment_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -717,10 +761,10 @@ def test_approximate_segments_keep_the_as_of_filter_exact(
         valid_us = int(rng.integers(-4 * BUCKET, 18 * BUCKET))
         tx_us = int(rng.integers(0, max_tx + 10))
         truth = brute_force(src, q, valid_us, tx_us)
-        got = pairs(index.search(q, 10, valid_us=valid_us, tx_us=tx_us, source=src))
+        got = pairs(index.search(q, 10, valid_us=valid_us, tx_us=tx_us, live=src))
         assert all(node in truth for node, _ in got)  # never a version not live as of then
         assert len({n for n, _ in got}) == len(got) == min(10, len(truth))
-        exact = pairs(index.search(q, 10, valid_us=valid_us, tx_us=tx_us, source=src,
+        exact = pairs(index.search(q, 10, valid_us=valid_us, tx_us=tx_us, live=src,
                                    exact=True))
         assert_exact(exact, truth, 10)
         if exact:
@@ -735,7 +779,7 @@ def test_approximate_segments_keep_the_as_of_filter_exact(
         q = rng.standard_normal(DIM)
         valid_us = int(rng.integers(-4 * BUCKET, 18 * BUCKET))
         tx_us = int(rng.integers(0, max_tx + 10))
-        assert_exact(pairs(reopened.search(q, 10, valid_us=valid_us, tx_us=tx_us, source=src)),
+        assert_exact(pairs(reopened.search(q, 10, valid_us=valid_us, tx_us=tx_us, live=src)),
                      brute_force(src, q, valid_us, tx_us), 10)
 
 

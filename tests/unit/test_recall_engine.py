@@ -11,6 +11,7 @@ import pytest
 from planner_svc.core.model import SpanRef
 from planner_svc.embed import HashingEmbedder
 from planner_svc.index.catalog import Catalog, CatalogBatch
+from planner_svc.index.source import VectorRows
 from planner_svc.recall.engine import EngineQuery, Recalled, measure_evidence, recall_documents
 from planner_svc.recall.semantic import exact_similarities
 from planner_svc.recall.settings import RecallSettings
@@ -49,8 +50,13 @@ class Semantic:
         order = sorted(range(len(ids)), key=lambda i: (-sims[i], ids[i]))[:k]
         return [(ids[i], sims[i]) for i in order]
 
-    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        return {v: self.stored[v] for v in version_ids if v in self.stored}
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        held = np.asarray([v in self.stored for v in version_ids], dtype=np.bool_)
+        matrix = np.zeros((len(version_ids), self.embedder.dim), dtype=np.float32)
+        for i, v in enumerate(version_ids):
+            if v in self.stored:
+                matrix[i] = self.stored[v]
+        return VectorRows(held=held, matrix=matrix)
 
 
 def _world() -> tuple[Catalog, Semantic, dict[tuple[str, int], int]]:

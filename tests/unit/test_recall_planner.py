@@ -17,7 +17,7 @@ from planner_svc.core.errors import InsufficientEvidence
 from planner_svc.core.fusion import unit_power
 from planner_svc.core.model import NOWHERE, Location, SpanRef
 from planner_svc.core.plan_hash import plan_hash
-from planner_svc.index import VectorHit
+from planner_svc.index import VectorHit, VectorRows
 from planner_svc.index.analysis import query_terms
 from planner_svc.index.catalog_sync import FreshCatalog
 from planner_svc.recall.planner import EvidencePlanner
@@ -87,9 +87,14 @@ class ScriptedIndex:
         out.sort(key=lambda h: (-h.score, h.node_id))
         return out[:k]
 
-    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        wanted = set(version_ids)
-        return {vid: v for _n, vid, v in self.rows if vid in wanted}
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        stored = {vid: v for _n, vid, v in self.rows}
+        held = np.asarray([vid in stored for vid in version_ids], dtype=np.bool_)
+        matrix = np.zeros((len(version_ids), len(self.rows[0][2])), dtype=np.float32)
+        for i, vid in enumerate(version_ids):
+            if vid in stored:
+                matrix[i] = stored[vid]
+        return VectorRows(held=held, matrix=matrix)
 
 
 def _query(*, structured: StructuredLeg | None = None, semantic: SemanticLeg | None = None,
@@ -306,9 +311,9 @@ class PinningIndex(ScriptedIndex):
         self.live.append(live)
         return super().search(query, k, valid_us=valid_us, tx_us=tx_us)
 
-    def vectors(self, version_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
         self.reads += 1
-        return super().vectors(version_ids)
+        return super().vector_rows(version_ids)
 
 
 def test_a_plan_takes_the_index_once_and_asks_its_catalog_which_versions_are_live(

@@ -1,0 +1,90 @@
+"""``planner-svc`` argument errors: a subcommand's bad or misplaced option is reported under that
+subcommand's usage line, exit code 2, before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_svc.cli import build_parser, main
+
+# each subcommand with the positional arguments it needs, so only the option is wrong
+VALID = {
+    "select": [],
+    "ingest": ["corpus.jsonl"],
+    "fetch-corpus": [],
+    "serve": [],
+    "plan": ["Who painted the Mona Lisa?"],
+    "research": ["Who painted the Mona Lisa?"],
+    "eval": ["questions.jsonl", "--budget", "500"],
+}
+
+
+def _fail(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return err.splitlines()
+
+
+def test_every_subcommand_is_covered() -> None:
+    assert sorted(build_parser().commands) == sorted(VALID)
+
+
+@pytest.mark.parametrize("command", sorted(VALID))
+def test_an_option_a_subcommand_does_not_take_shows_its_usage(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _fail([command, *VALID[command], "--no-such-option", "1"], capsys)
+    assert lines[0].startswith(f"usage: planner-svc {command} [-h]")
+    assert lines[-1] == (f"planner-svc {command}: error: no such option: --no-such-option "
+                         f"(see 'planner-svc {command} -h')")
+
+
+def test_a_server_option_given_to_plan_names_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _fail(["plan", "--data", "data/demo", "Who painted the Mona Lisa?"], capsys)
+    assert lines[0].startswith("usage: planner-svc plan [-h] [--address ADDRESS]")
+    assert lines[-1] == ("planner-svc plan: error: no such option: --data "
+                         "(see 'planner-svc plan -h')")
+
+
+def test_a_stray_positional_argument_shows_the_subcommands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lines = _fail(["plan", "Who painted the Mona Lisa?", "extra"], capsys)
+    assert lines[0].startswith("usage: planner-svc plan [-h]")
+    assert lines[-1] == "planner-svc plan: error: unrecognized arguments: extra"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--budget", "500", "plan", "q"],
+         "planner-svc plan: error: options go after the command: planner-svc plan --budget 500 q"),
+        (["--budget=500", "--explain", "plan", "q"],
+         "planner-svc plan: error: options go after the command: "
+         "planner-svc plan --budget=500 --explain q"),
+        (["--data", "d", "serve"],
+         "planner-svc serve: error: options go after the command: planner-svc serve --data d"),
+        (["--data", "d", "plan", "q"],
+         "planner-svc plan: error: no such option: --data (see 'planner-svc plan -h')"),
+    ],
+)
+def test_an_option_before_the_subcommand_shows_the_subcommands_usage(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _fail(argv, capsys)
+    command = next(arg for arg in argv if arg in VALID)
+    assert lines[0].startswith(f"usage: planner-svc {command} [-h]")
+    assert lines[-1] == message
+
+
+def test_top_level_options_still_work(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("planner-svc ")
+    lines = _fail(["no-such-command"], capsys)
+    assert lines[0] == "usage: planner-svc [-h] [--version] COMMAND ..."
+    assert "invalid choice: 'no-such-command'" in lines[-1]
