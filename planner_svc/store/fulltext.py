@@ -8,8 +8,9 @@ every backend.
 
 A phrase query opens a cursor on every word's posting list in every index segment, so in a large
 store a title of common words costs what its commonest word costs. A lookup first asks for the
-rows holding the phrase's likely rarest word (:func:`rare_word_order`: stop words last, longer
-words first), at most :data:`RARE_WORD_MAX_ROWS` of them: when that word is that rare, its rows
+rows holding the phrase's likely rarest word (:func:`rare_word_order`: stop words last, then
+the words the caller says are least common, e.g. in fewest titles, then longer words first), at
+most :data:`RARE_WORD_MAX_ROWS` of them: when that word is that rare, its rows
 are the candidates (every row holding the phrase holds each of its words); else the next word
 is tried, then the phrase query runs as before. Either way the answer holds every row that
 holds the phrase, which is what callers rely on (they verify).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.nodes import NODE_COLUMNS, node_from_row
@@ -41,30 +43,41 @@ _CURRENT_WITH_LABEL = (
 )
 
 
-def rare_word_order(phrase: str) -> list[str]:
-    """The words of ``phrase`` (``\\w+`` runs holding a letter or digit, NFC, lower-case,
-    distinct) in the order they are tried alone: words that are not stop words before stop
-    words, then longer first, then later in the phrase first (a title's last word, often a
-    name, is rarer than its first)."""
-    words = [w for w in _WORD.findall(unicodedata.normalize("NFC", phrase).lower())
-             if any(ch.isalnum() for ch in w)]
+def phrase_words(phrase: str) -> list[str]:
+    """The words of ``phrase`` a lookup may try alone: ``\\w+`` runs holding a letter or digit,
+    NFC, lower-case, in order (repeats kept)."""
+    return [w for w in _WORD.findall(unicodedata.normalize("NFC", phrase).lower())
+            if any(ch.isalnum() for ch in w)]
+
+
+def rare_word_order(phrase: str, commonness: Mapping[str, int] | None = None) -> list[str]:
+    """The distinct :func:`phrase_words` of ``phrase`` in the order they are tried alone:
+    words that are not stop words before stop words, then lower ``commonness`` first (a word
+    it does not hold counts 0), then longer first, then later in the phrase first (a title's
+    last word, often a name, is rarer than its first)."""
+    words = phrase_words(phrase)
     last = {w: i for i, w in enumerate(words)}
-    return sorted(last, key=lambda w: (w in STOPWORDS, -len(w), -last[w]))
+    common = commonness or {}
+    return sorted(last, key=lambda w: (w in STOPWORDS, common.get(w, 0), -len(w), -last[w]))
 
 
 class FullText(TransactionClock):
     """Phrase lookup (a part of :class:`planner_svc.store.Store`)."""
 
-    def current_nodes_matching_phrase(self, phrase: str, *, label: str) -> list[NodeVersion]:
+    def current_nodes_matching_phrase(
+        self, phrase: str, *, label: str, commonness: Mapping[str, int] | None = None
+    ) -> list[NodeVersion]:
         """Current node versions (open tx interval) carrying ``label``: every one whose text
         contains the words of ``phrase`` in sequence (case-insensitively, after stemming), and
         possibly others holding one of its words (see the module docstring): callers verify.
+        ``commonness`` (lower-case word -> count) orders the words tried alone
+        (:func:`rare_word_order`); it changes the cost, never which matches are returned.
         Ordered by version_id."""
         fts = fts_phrase_query(phrase)
         if fts is None:
             return []
         conn = self._conn()
-        words = rare_word_order(phrase)
+        words = rare_word_order(phrase, commonness)
         if len(words) > 1:
             for word in words[:RARE_WORD_TRIES]:
                 ids = [row[0] for row in conn.execute(
