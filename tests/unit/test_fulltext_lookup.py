@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from planner_svc.ingest import DocumentIn, late_mentions
 from planner_svc.ingest import ingest_documents as _ingest_documents
-from planner_svc.ingest.mentions import title_forms
+from planner_svc.ingest.mentions import TitleMatcher, title_forms
 from planner_svc.store import Store, fulltext
 from planner_svc.store.fulltext import rare_word_order
 from planner_svc.store.records import NodeWrite
@@ -71,6 +71,24 @@ def test_rare_word_order_puts_stop_words_last_then_longer_then_later_words_first
     assert rare_word_order("...") == []
 
 
+def test_rare_word_order_tries_words_in_fewest_titles_first() -> None:
+    counts = {"frank": 40, "capra": 2, "the": 1}
+    assert rare_word_order("Frank Capra", counts) == ["capra", "frank"]
+    assert rare_word_order("The Frank", counts) == ["frank", "the"]  # stop words stay last
+    assert rare_word_order("Frank Zappa", counts) == ["zappa", "frank"]  # unknown counts 0
+
+
+def test_matcher_counts_the_titles_holding_each_word() -> None:
+    matcher = TitleMatcher()
+    matcher.add("a", "Bora Bora")
+    matcher.add("b", "Bora (island)")
+    matcher.add("c", "Johnny Cash")
+    assert matcher.word_titles == {"bora": 2, "island": 1, "johnny": 1, "cash": 1}
+    matcher.add("b", "Cash Island")  # a new title replaces the old one's words
+    matcher.add("c", "Johnny Cash")  # the same title again changes nothing
+    assert matcher.word_titles == {"bora": 1, "island": 1, "johnny": 1, "cash": 2}
+
+
 @pytest.mark.parametrize("max_rows", [64, 2, 0])
 def test_rare_word_lookup_finds_every_row_the_phrase_query_finds(
     tmp_path: Path, max_rows: int, monkeypatch: pytest.MonkeyPatch
@@ -87,18 +105,24 @@ def test_rare_word_lookup_finds_every_row_the_phrase_query_finds(
         store.write_nodes([NodeWrite(node_id="psg:t:0", labels=("passage",),
                                      text="Frank Capra only.", valid_from_us=T1)],
                           tx_us=T1 + 1)
+        matcher = TitleMatcher()
+        matcher.add_all((str(i), t) for i, t in enumerate(TITLES))
+        # a hint that is wrong on purpose: the words in most titles first
+        reversed_hint = {w: -n for w, n in matcher.word_titles.items()}
         found_any = 0
         for title in TITLES:
             for form in title_forms(title):
                 phrase = " ".join(form)
                 want = _phrase_rows(store, phrase)
                 monkeypatch.setattr(fulltext, "RARE_WORD_MAX_ROWS", max_rows)
-                got = store.current_nodes_matching_phrase(phrase, label="passage")
+                for hint in (None, matcher.word_titles, reversed_hint):
+                    got = store.current_nodes_matching_phrase(phrase, label="passage",
+                                                              commonness=hint)
+                    ids = [n.version_id for n in got]
+                    assert ids == sorted(set(ids))
+                    assert want <= set(ids), (phrase, hint, want, ids)
+                    assert all(n.tx_to_us is None and "passage" in n.labels for n in got)
                 monkeypatch.undo()
-                ids = [n.version_id for n in got]
-                assert ids == sorted(set(ids))
-                assert want <= set(ids), (phrase, want, ids)
-                assert all(n.tx_to_us is None and "passage" in n.labels for n in got)
                 found_any += bool(want)
         assert found_any >= 12  # the texts do name most titles
 
