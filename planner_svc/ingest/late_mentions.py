@@ -3,7 +3,8 @@
 A passage ``mentions`` a document when it names that document's title
 (:mod:`planner_svc.ingest.mentions`). When a batch registers new titles, passages written
 earlier may name them: at the end of an ingest call the mentions of current passages are
-brought up to date, by FTS5 phrase lookup of the new titles when there are few
+brought up to date, by FTS5 phrase lookup of the new titles (by their words in fewest titles
+first: :meth:`~planner_svc.ingest.mentions.TitleMatcher.word_titles`) when there are few
 (:data:`FTS_RESOLVE_MAX_TITLES`, or one per :data:`SCAN_NODES_PER_TITLE` node versions the store
 holds), else by one scan of all current passages. So a stream of small batches into a large
 store costs per batch what its titles cost, not what the store holds. Mentions a longer new
@@ -61,8 +62,8 @@ def resolve_late_mentions(
         seen: dict[int, NodeVersion] = {}
         for title in new_titles.values():
             for form in title_forms(title):
-                for node in store.current_nodes_matching_phrase(" ".join(form),
-                                                                label=PASSAGE_LABEL):
+                for node in store.current_nodes_matching_phrase(
+                        " ".join(form), label=PASSAGE_LABEL, commonness=matcher.word_titles):
                     seen[node.version_id] = node
         candidates = [seen[k] for k in sorted(seen)]
     else:

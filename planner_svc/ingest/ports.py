@@ -162,9 +162,13 @@ class IngestStore(WriteTransactions, Protocol):
         """Every current node version (carrying ``label`` when given), by version id."""
         ...
 
-    def current_nodes_matching_phrase(self, phrase: str, *, label: str) -> list[NodeVersion]:
+    def current_nodes_matching_phrase(
+        self, phrase: str, *, label: str, commonness: Mapping[str, int] | None = None
+    ) -> list[NodeVersion]:
         """Current versions carrying ``label`` whose text may contain the words of ``phrase``
-        in sequence (a superset of the exact matches; callers verify), by version id."""
+        in sequence (a superset of the exact matches; callers verify), by version id.
+        ``commonness`` (lower-case word -> a count, e.g. of titles holding it) hints which of
+        the phrase's words is rarest; it never changes which exact matches are returned."""
         ...
 
     def put_vectors(self, items: Iterable[tuple[int, npt.NDArray[np.float32]]]) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from planner_svc.core.errors import InvalidRequest
@@ -187,10 +187,13 @@ class PgNodes(PgClock):
             yield from (pg_node(row) for row in rows)
             after = int(rows[-1][0])
 
-    def current_nodes_matching_phrase(self, phrase: str, *, label: str) -> list[NodeVersion]:
+    def current_nodes_matching_phrase(
+        self, phrase: str, *, label: str, commonness: Mapping[str, int] | None = None
+    ) -> list[NodeVersion]:
         """Current node versions carrying ``label`` whose text holds every word of ``phrase``
         (``\\w+`` runs, NFC, as written: case-sensitive). A superset of the texts that name
-        the phrase's words in sequence (callers verify); ordered by version_id."""
+        the phrase's words in sequence (callers verify); ordered by version_id.
+        ``commonness`` is not used here (one statement tests every word)."""
         words = sorted(set(_WORD.findall(unicodedata.normalize("NFC", phrase))))
         if not words:
             return []
