@@ -20,6 +20,7 @@ _SUBCOMMAND_MODULES = (
     "planner_svc.demo.cli",
     "planner_svc.server.cli",
     "planner_svc.client.plan",
+    "planner_svc.client.health",
     "planner_svc.client.research",
     "planner_svc.client.eval",
 )

@@ -14,6 +14,7 @@ VALID = {
     "fetch-corpus": [],
     "serve": [],
     "plan": ["Who painted the Mona Lisa?"],
+    "health": [],
     "research": ["Who painted the Mona Lisa?"],
     "eval": ["questions.jsonl", "--budget", "500"],
 }
