@@ -26,8 +26,11 @@ _STEMMER = Stemmer.Stemmer("english")
 
 def _words(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKC", text).casefold()
+    words: list[str] = _WORD.findall(folded)
+    if _CJK.search(folded) is None:  # no word holds a CJK run: every word stays whole
+        return words
     out: list[str] = []
-    for word in _WORD.findall(folded):
+    for word in words:
         if not _CJK.search(word):
             out.append(word)
             continue
@@ -47,10 +50,26 @@ def _words(text: str) -> list[str]:
     return out
 
 
+_STEMS: dict[str, str | None] = dict.fromkeys(STOPWORDS)
+"""Word -> its stem (None for a stopword), filled as words are first met: a dictionary lookup
+costs a fraction of a stemmer call, and the words of a corpus repeat (Zipf)."""
+STEM_MEMO_WORDS = 262_144
+"""Words whose stems are kept, at most (about 40 MB; later new words are stemmed each time)."""
+
+
 def analyze(text: str) -> list[str]:
     """The index terms of ``text``, in order (repeats kept): stemmed words without stopwords."""
-    words = [w for w in _words(text) if w not in STOPWORDS]
-    return list(_STEMMER.stemWords(words)) if words else []
+    stems = _STEMS
+    out: list[str] = []
+    for word in _words(text):
+        stem = stems.get(word, word)
+        if stem is word:  # not met yet (or a one-letter word that is its own stem: same result)
+            stem = _STEMMER.stemWord(word)
+            if len(stems) < STEM_MEMO_WORDS:
+                stems[word] = stem
+        if stem is not None:
+            out.append(stem)
+    return out
 
 
 def query_terms(text: str) -> list[str]:
