@@ -182,6 +182,11 @@ def _prepare(
     )
 
 
+def _passage_prefix(source_id: str) -> str:
+    """What every passage node id of the source starts with (then its ordinal)."""
+    return passage_node_id(source_id, 0)[:-1]
+
+
 def _name(media_type: str) -> str:
     return FORMAT_NAMES.get(media_type, media_type)
 
@@ -226,6 +231,11 @@ class _Run:
         written: list[_Prepared] = []
         counts = IngestReport()
         with self.store.transaction():  # one commit per chunk; a savepoint per document
+            self.store.expect_writes(
+                source_ids=[p.source_id for p in chunk],
+                node_ids=[doc_node_id(p.source_id) for p in chunk],
+                node_prefixes=[_passage_prefix(p.source_id) for p in chunk],
+            )
             for p, vecs in zip(chunk, vectors, strict=True):
                 try:
                     self._write(p, vecs, counts)
@@ -294,10 +304,11 @@ class _Run:
             node_writes, psg_ids = self._node_writes(p, tx)
             results = store.write_nodes(node_writes, tx_us=tx)
             new_ids = set(psg_ids)
+            prefix = _passage_prefix(sid)
             stale_psg = [
                 nid
-                for nid in store.current_node_ids(f"psg:{sid}:")
-                if nid[len(f"psg:{sid}:") :].isdigit() and nid not in new_ids
+                for nid in store.current_node_ids(prefix)
+                if nid[len(prefix) :].isdigit() and nid not in new_ids
             ]
             store.retire_nodes(stale_psg, tx_us=tx)
             stored_vectors = store.put_vectors(

@@ -85,6 +85,20 @@ class IngestStore(WriteTransactions, Protocol):
         """Set a free-form metadata value."""
         ...
 
+    def expect_writes(
+        self,
+        *,
+        source_ids: Iterable[str],
+        node_ids: Iterable[str],
+        node_prefixes: Iterable[str] = (),
+    ) -> None:
+        """Announce, inside a write transaction, what it will write over: these sources, these
+        nodes and those whose ids start with one of ``node_prefixes`` (non-empty), and the edges
+        leaving them. A backend whose every statement is a network round trip (PostgreSQL)
+        reads their current rows now, in a few queries, instead of once per document; results
+        and rules are unchanged, and a backend may ignore the call."""
+        ...
+
     def latest_version(self, source_id: str) -> int | None:
         """Transaction time of the source's latest version; None for an unknown source."""
         ...
