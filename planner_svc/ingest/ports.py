@@ -103,6 +103,11 @@ class IngestStore(WriteTransactions, Protocol):
         """Transaction time of the source's latest version; None for an unknown source."""
         ...
 
+    def latest_texts(self, source_ids: Iterable[str]) -> Mapping[str, tuple[int, str]]:
+        """Source id -> (latest version's transaction time, its canonical text), in one query;
+        unknown sources are absent."""
+        ...
+
     def source_text(self, source_id: str, tx_us: int) -> str | None:
         """Whole canonical text of one version; None when it does not exist."""
         ...

@@ -68,16 +68,26 @@ class PgSourceVersions(PgClock):
         if self._local_depth() == 0:
             return
         ids = sorted(set(source_ids))
+        found = self._latest_bytes(ids)
+        known = self._tx().known.sources
+        for sid in ids:
+            known[sid] = found.get(sid)
+
+    def _latest_bytes(self, source_ids: Iterable[str]) -> dict[str, tuple[int, bytes]]:
+        ids = sorted(set(source_ids))
         if not ids:
-            return
+            return {}
         rows = self._rows(
             "SELECT s.source_id, s.latest_tx, v.text FROM sources s JOIN source_versions v "
             "ON v.source_id = s.source_id AND v.tx = s.latest_tx WHERE s.source_id = ANY(%s)",
             (ids,))
-        found = {r[0]: (int(r[1]), bytes(r[2])) for r in rows}
-        known = self._tx().known.sources
-        for sid in ids:
-            known[sid] = found.get(sid)
+        return {r[0]: (int(r[1]), bytes(r[2])) for r in rows}
+
+    def latest_texts(self, source_ids: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Batched :meth:`latest_version` with that version's canonical text: source_id ->
+        (latest tx, text), in one query; unknown ids are absent."""
+        found = self._latest_bytes(source_ids)
+        return {sid: (tx, _utf8(text)) for sid, (tx, text) in found.items()}
 
     def latest_version(self, source_id: str) -> int | None:
         """Transaction time of the source's latest version; None if unknown."""
