@@ -19,7 +19,7 @@ from planner_svc.ingest import DocumentIn
 from planner_svc.ingest import ingest_documents as _ingest_documents
 from planner_svc.store import EdgeWrite, NodeWrite
 from planner_svc.store.open import AnyStore
-from tests.pgserver import Backend, SchemaPerTest
+from tests.pgserver import Backend, SchemaPerTest, StatementCounter
 
 ingest_documents = functools.partial(_ingest_documents, min_passage_bytes=0)
 
@@ -134,3 +134,24 @@ def test_both_backends_write_the_same_rows(
     assert isinstance(nodes, list)
     assert [(v.text, v.tx_from_us, v.tx_to_us) for v in nodes if v.node_id == "n"] == [
         ("one", S1, S2), ("two", S2, S3), ("four", S3, None)]
+
+
+def test_the_round_trips_of_an_ingest_do_not_grow_with_its_documents(
+    postgres_schemas: SchemaPerTest,
+) -> None:
+    """A PostgreSQL store reads and writes a chunk of documents in a fixed number of round
+    trips (a statement each, or a pipelined group), so a database on another host costs the
+    ingest a few round-trip times a chunk, not a dozen a document."""
+    from planner_svc.store.postgres import PostgresStore
+
+    trips = []
+    for n in (70, 140):  # one chunk; more new titles than late mentions look up one by one
+        docs = [_doc(f"gen/{i}", f"# Topic {i}\n\nAbout topic {i} and Topic {i // 2}.\n\n"
+                                 f"More on topic {i}.", f"Topic {i}") for i in range(n)]
+        with PostgresStore.open(postgres_schemas.url()) as store, \
+                StatementCounter() as counter:
+            first = ingest_documents(store, HashingEmbedder(dim=8), docs, now_us=NOW)
+            again = ingest_documents(store, HashingEmbedder(dim=8), docs, now_us=NOW)
+        assert (first.ingested, again.unchanged) == (n, n)
+        trips.append(counter.round_trips)
+    assert trips[0] == trips[1] < 30  # both ingests together, schema and metadata included
