@@ -32,7 +32,7 @@ Durability: a write returns after ``COMMIT``, which the server makes durable bef
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,27 +72,55 @@ class Known:
     Attributes:
         sources: source_id -> (latest version tx, its canonical UTF-8 text), None for a source
             without versions.
-        nodes: node_id -> its current version, None for a node without one.
+        nodes: node_id -> its current version, None for a node without one (write with
+            :meth:`set_node`).
         edges: src -> {(src, dst, relation): (edge_id, current version)} of every current edge
             leaving src (the inner mappings are replaced, never changed, so a copy of the outer
             one is independent).
         prefixes: node ids starting with one of these are known (absent: no current version),
-            and so are the edges leaving them.
+            and so are the edges leaving them (extend with :meth:`add_prefixes`).
     """
 
     sources: dict[str, tuple[int, bytes] | None] = field(default_factory=dict)
     nodes: dict[str, NodeVersion | None] = field(default_factory=dict)
     edges: dict[str, dict[tuple[str, str, str], tuple[int, Edge]]] = field(
         default_factory=dict)
-    prefixes: tuple[str, ...] = ()
+    prefixes: frozenset[str] = frozenset()
+    _lengths: tuple[int, ...] = ()
+    # prefix -> ids of ``nodes`` starting with it, and maybe ids a rolled-back block added
+    # (the sets are shared between copies: a superset, filtered by ``nodes``)
+    _under: dict[str, set[str]] = field(default_factory=dict)
 
     def copy(self) -> Known:
         return Known(sources=dict(self.sources), nodes=dict(self.nodes), edges=dict(self.edges),
-                     prefixes=self.prefixes)
+                     prefixes=self.prefixes, _lengths=self._lengths, _under=dict(self._under))
+
+    def _prefixes_of(self, node_id: str) -> list[str]:
+        """The known prefixes ``node_id`` starts with (a set lookup per prefix length)."""
+        return [node_id[:n] for n in self._lengths
+                if n <= len(node_id) and node_id[:n] in self.prefixes]
+
+    def add_prefixes(self, prefixes: Iterable[str]) -> None:
+        """Mark the ids starting with ``prefixes`` known (call before :meth:`set_node` of the
+        versions read for them)."""
+        added = frozenset(prefixes) - self.prefixes
+        if not added:
+            return
+        self.prefixes = self.prefixes | added
+        self._lengths = tuple(sorted({len(p) for p in self.prefixes}))
+        for node_id in self.nodes:
+            for p in self._prefixes_of(node_id):
+                self._under.setdefault(p, set()).add(node_id)
+
+    def set_node(self, node_id: str, version: NodeVersion | None) -> None:
+        """Record the node's current version (None: it has none)."""
+        self.nodes[node_id] = version
+        for p in self._prefixes_of(node_id):
+            self._under.setdefault(p, set()).add(node_id)
 
     def covers(self, node_id: str) -> bool:
         """Whether ``node_id`` starts with a known prefix."""
-        return any(node_id.startswith(p) for p in self.prefixes)
+        return bool(self._prefixes_of(node_id))
 
     def knows_node(self, node_id: str) -> bool:
         """Whether the node's current version (or its absence) is known."""
@@ -101,6 +129,15 @@ class Known:
     def knows_edges_of(self, src: str) -> bool:
         """Whether every current edge leaving ``src`` is known."""
         return src in self.edges or self.covers(src)
+
+    def ids_starting(self, prefix: str) -> list[str] | None:
+        """Sorted ids of the nodes with a current version starting with ``prefix``; None
+        unless every such node is known."""
+        bases = self._prefixes_of(prefix)
+        if not bases:
+            return None
+        return sorted(i for i in self._under.get(bases[0], ())
+                      if i.startswith(prefix) and self.nodes.get(i) is not None)
 
 
 @dataclass(slots=True)

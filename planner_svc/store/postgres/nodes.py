@@ -78,7 +78,7 @@ class PgNodes(PgClock):
                                 w.confidence, provenance_json(w.provenance), w.valid_from_us,
                                 w.valid_to_us, tx_us)
                 tx.pending.nodes.append(row)
-                tx.known.nodes[w.node_id] = node_from_row((*row[:4], w.text, *row[5:], None))
+                tx.known.set_node(w.node_id, node_from_row((*row[:4], w.text, *row[5:], None)))
                 tx.created_nodes.add(next_id)
                 results.append(NodeWriteResult(node_id=w.node_id, version_id=next_id,
                                                tx_us=tx_us, created=True))
@@ -105,7 +105,7 @@ class PgNodes(PgClock):
             tx = self._tx()
             for node_id, version in sorted(current.items()):
                 tx.pending.node_closings.append((version.version_id, tx_us))
-                tx.known.nodes[node_id] = None
+                tx.known.set_node(node_id, None)
             self._changed()
             return len(current)
 
@@ -144,16 +144,16 @@ class PgNodes(PgClock):
              "AND e.tx_to IS NULL", (ids, starts, uppers)),
         ])
         known = self._tx().known
+        known.add_prefixes(starts)
         for node_id in ids:
-            known.nodes[node_id] = None
+            known.set_node(node_id, None)
         for row in node_rows.fetchall():
-            known.nodes[row[1]] = pg_node(row)
+            known.set_node(row[1], pg_node(row))
         leaving: dict[str, dict[tuple[str, str, str], tuple[int, Edge]]] = {i: {} for i in ids}
         for row in edge_rows.fetchall():
             edge = edge_from_row(row[1:])
             leaving.setdefault(edge.src, {})[edge.key] = (int(row[0]), edge)
         known.edges.update(leaving)
-        known.prefixes = tuple(sorted(set(known.prefixes) | set(starts)))
 
     def current_node_ids(self, prefix: str) -> list[str]:
         """Ids of nodes with a current version that start with ``prefix`` (non-empty), sorted.
@@ -164,10 +164,9 @@ class PgNodes(PgClock):
         if not prefix:
             raise InvalidRequest("prefix", "must not be empty")
         if self._local_depth() > 0:
-            known = self._tx().known
-            if any(prefix.startswith(p) for p in known.prefixes):
-                return sorted(i for i, v in known.nodes.items()
-                              if v is not None and i.startswith(prefix))
+            known_ids = self._tx().known.ids_starting(prefix)
+            if known_ids is not None:
+                return known_ids
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         rows = self._rows(
             "SELECT node_id FROM nodes WHERE node_id >= %s AND node_id < %s AND tx_to IS NULL "
