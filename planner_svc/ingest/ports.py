@@ -181,9 +181,12 @@ class IngestStore(WriteTransactions, Protocol):
         """Every current node version (carrying ``label`` when given), by version id."""
         ...
 
-    def current_nodes_matching_phrase(self, phrase: str, *, label: str) -> list[NodeVersion]:
-        """Current versions carrying ``label`` whose text may contain the words of ``phrase``
-        in sequence (a superset of the exact matches; callers verify), by version id."""
+    def current_nodes_matching_phrases(
+        self, phrases: Iterable[str], *, label: str
+    ) -> list[NodeVersion]:
+        """Current versions carrying ``label`` whose text may contain the words of one of
+        ``phrases`` in sequence (a superset of the exact matches; callers verify), by version
+        id, each once."""
         ...
 
     def put_vectors(self, items: Iterable[tuple[int, npt.NDArray[np.float32]]]) -> int:

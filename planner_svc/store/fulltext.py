@@ -9,6 +9,8 @@ every backend.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.nodes import NODE_COLUMNS, node_from_row
 from planner_svc.store.records import NodeVersion
@@ -33,3 +35,14 @@ class FullText(TransactionClock):
             (fts, label),
         )
         return [node_from_row(row) for row in rows]
+
+    def current_nodes_matching_phrases(
+        self, phrases: Iterable[str], *, label: str
+    ) -> list[NodeVersion]:
+        """The union of :meth:`current_nodes_matching_phrase` over ``phrases`` (an FTS5
+        lookup each: a local read costs no round trip), ordered by version_id."""
+        found: dict[int, NodeVersion] = {}
+        for phrase in phrases:
+            for node in self.current_nodes_matching_phrase(phrase, label=label):
+                found[node.version_id] = node
+        return [found[k] for k in sorted(found)]

@@ -333,7 +333,7 @@ def _mention_graph(store: AnyStore, sources: list[str]) -> list[tuple[str, str, 
 
 @pytest.mark.parametrize("mode", ["fresh matcher, scan", "known titles", "phrase lookups"])
 def test_mentions_independent_of_title_cache_and_lookup(
-    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+    backend: Backend, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs = [
         _doc("wiki/Cash", CASH, title="Johnny Cash"),
@@ -351,8 +351,8 @@ def test_mentions_independent_of_title_cache_and_lookup(
         monkeypatch.setattr(late_mentions, "FTS_RESOLVE_MAX_TITLES", 0)
         monkeypatch.setattr(late_mentions, "SCAN_NODES_PER_TITLE", 1)
     titles = KnownTitles() if mode == "known titles" else None
-    with Store.open(tmp_path / "s") as s:
-        spy_phrase = s.current_nodes_matching_phrase
+    with backend.open() as s:
+        spy_phrase = s.current_nodes_matching_phrases
         spy_scan = s.iter_current_nodes
 
         def phrase(*a: object, **kw: object) -> object:
@@ -363,7 +363,7 @@ def test_mentions_independent_of_title_cache_and_lookup(
             calls.append("scan")
             return spy_scan(*a, **kw)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(s, "current_nodes_matching_phrase", phrase)
+        monkeypatch.setattr(s, "current_nodes_matching_phrases", phrase)
         monkeypatch.setattr(s, "iter_current_nodes", scan)
         for doc in docs:  # one call per document, as a stream's batches
             ingest_documents(s, None, [doc], now_us=NOW, titles=titles)

@@ -248,6 +248,24 @@ class PgNodes(PgClock):
             (label, *(w.encode("utf-8") for w in words)))
         return [pg_node(row) for row in rows]
 
+    def current_nodes_matching_phrases(
+        self, phrases: Iterable[str], *, label: str
+    ) -> list[NodeVersion]:
+        """The union of :meth:`current_nodes_matching_phrase` over ``phrases``, in one query
+        (one pass over the current nodes), ordered by version_id."""
+        groups = [sorted(set(_WORD.findall(unicodedata.normalize("NFC", p)))) for p in phrases]
+        groups = [g for g in groups if g]
+        if not groups:
+            return []
+        held = " OR ".join(
+            "(" + " AND ".join("position(%s::bytea IN text) > 0" for _ in g) + ")"
+            for g in groups)
+        rows = self._rows(
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL AND %s = ANY(label_set) "
+            f"AND ({held}) ORDER BY version_id",
+            (label, *(w.encode("utf-8") for g in groups for w in g)))
+        return [pg_node(row) for row in rows]
+
     def max_version_id(self) -> int:
         """Largest node version_id stored, 0 when there is none (read once per snapshot)."""
         row = self._snapshot_constant("SELECT coalesce(max(version_id), 0) FROM nodes")
