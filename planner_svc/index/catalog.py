@@ -311,13 +311,7 @@ class Catalog:
 
     def document_row(self, source_id: str, tx_us: int) -> int | None:
         """The row id of the version of ``source_id`` current at ``tx_us``, or None."""
-        rows = self._rows_of_source.get(source_id)
-        if not rows:
-            return None
-        row_id, tx_from, tx_to = rows[-1]  # the latest version: the one almost every plan reads
-        if tx_from <= tx_us < tx_to:
-            return row_id
-        for row_id, tx_from, tx_to in reversed(rows[:-1]):
+        for row_id, tx_from, tx_to in reversed(self._rows_of_source.get(source_id, ())):
             if tx_from <= tx_us < tx_to:
                 return row_id
         return None

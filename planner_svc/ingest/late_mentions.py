@@ -3,7 +3,8 @@
 A passage ``mentions`` a document when it names that document's title
 (:mod:`planner_svc.ingest.mentions`). When a batch registers new titles, passages written
 earlier may name them: at the end of an ingest call the mentions of current passages are
-brought up to date, by FTS5 phrase lookup of the new titles when there are few
+brought up to date, by FTS5 phrase lookup of the new titles (by their words in fewest titles
+first: :meth:`~planner_svc.ingest.mentions.TitleMatcher.word_titles`) when there are few
 (:data:`FTS_RESOLVE_MAX_TITLES`, or one per :data:`SCAN_NODES_PER_TITLE` node versions the store
 holds), else by one scan of all current passages. So a stream of small batches into a large
 store costs per batch what its titles cost, not what the store holds. Mentions a longer new
@@ -59,7 +60,8 @@ def resolve_late_mentions(
     lookups = max(FTS_RESOLVE_MAX_TITLES, store.max_version_id() // SCAN_NODES_PER_TITLE)
     if len(new_titles) <= lookups:
         phrases = [" ".join(form) for title in new_titles.values() for form in title_forms(title)]
-        candidates = store.current_nodes_matching_phrases(phrases, label=PASSAGE_LABEL)
+        candidates = store.current_nodes_matching_phrases(phrases, label=PASSAGE_LABEL,
+                                                          commonness=matcher.word_titles)
     else:
         candidates = store.iter_current_nodes(label=PASSAGE_LABEL)
     new = set(new_titles)

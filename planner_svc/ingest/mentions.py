@@ -17,8 +17,10 @@ passage length and not with the number of titles.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
+
+from planner_svc.store.fulltext import phrase_words
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _QUALIFIED = re.compile(r"^(.*\S)\s+\([^()]*\)$")
@@ -61,6 +63,7 @@ class TitleMatcher:
         self._forms: dict[tuple[str, ...], set[str]] = {}
         self._lengths: dict[str, tuple[int, ...]] = {}
         self._titles: dict[str, str] = {}
+        self._word_titles: dict[str, int] = {}
 
     def __len__(self) -> int:
         """Number of registered sources."""
@@ -78,6 +81,14 @@ class TitleMatcher:
             for form in title_forms(previous):
                 if form not in new_forms:
                     self._forms.get(form, set()).discard(source_id)
+        if previous != title:
+            counts = self._word_titles
+            for word in set(phrase_words(previous or "")):
+                counts[word] -= 1
+                if not counts[word]:
+                    del counts[word]
+            for word in set(phrase_words(title)):
+                counts[word] = counts.get(word, 0) + 1
         self._titles[source_id] = title
         added = False
         for form in new_forms:
@@ -94,6 +105,12 @@ class TitleMatcher:
         """Register every ``(source_id, title)``."""
         for source_id, title in pairs:
             self.add(source_id, title)
+
+    @property
+    def word_titles(self) -> Mapping[str, int]:
+        """Lower-case word (:func:`planner_svc.store.fulltext.phrase_words`) -> number of
+        registered titles holding it: a cheap hint of which word of a title is rarest."""
+        return self._word_titles
 
     def title(self, source_id: str) -> str | None:
         """The title registered for ``source_id``."""

@@ -182,11 +182,13 @@ class IngestStore(WriteTransactions, Protocol):
         ...
 
     def current_nodes_matching_phrases(
-        self, phrases: Iterable[str], *, label: str
+        self, phrases: Iterable[str], *, label: str, commonness: Mapping[str, int] | None = None
     ) -> list[NodeVersion]:
         """Current versions carrying ``label`` whose text may contain the words of one of
         ``phrases`` in sequence (a superset of the exact matches; callers verify), by version
-        id, each once."""
+        id, each once. ``commonness`` (lower-case word -> a count, e.g. of titles holding it)
+        hints which of a phrase's words is rarest; it never changes which exact matches are
+        returned."""
         ...
 
     def put_vectors(self, items: Iterable[tuple[int, npt.NDArray[np.float32]]]) -> int:

@@ -338,6 +338,8 @@ class _PassageTable:
         """Bring each of ``terms``' BM25 contribution up to every loaded row (one lexical
         call per run of rows the terms lack; a term no live passage holds stays None)."""
         size = self._positions.shape[0]
+        if size == 0:  # nothing to score yet: an empty answer says nothing about a term
+            return
         stale: dict[int, list[str]] = {}  # first row a term lacks -> the terms
         for term in terms:
             done = self._terms.get(term)
@@ -364,7 +366,7 @@ class _PassageTable:
         self._contributions(ordered)
         total = np.zeros(rows.shape[0], dtype=np.float64)
         for term in ordered:
-            values = self._terms[term][1]
+            values = self._terms.get(term, (0, None))[1]
             if values is not None:
                 total += values[rows]
         return total

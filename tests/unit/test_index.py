@@ -703,15 +703,21 @@ def test_fresh_build_is_cut_into_sealed_segments(monkeypatch: pytest.MonkeyPatch
                  brute_force(src, q, 5, 0), 30)
 
 
-def test_vector_rows_reads_every_segment_bit_for_bit_in_the_order_asked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _segmented(monkeypatch: pytest.MonkeyPatch) -> tuple[MemoryVectorSource, VectorIndex]:
+    """A source and an index over it that holds its vectors in more than one segment."""
     _small_tiers(monkeypatch)
     src = MemoryVectorSource()
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     rng = np.random.default_rng(6)
     _grow(src, index, rng, 12, 5)
     assert index.segment_count > 1
+    return src, index
+
+
+def test_vector_rows_reads_every_segment_bit_for_bit_in_the_order_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _src, index = _segmented(monkeypatch)
     wanted = [60, 999, 1, 33, 7, 1]
     rows = index.vector_rows(wanted)
     assert rows.held.tolist() == [True, False, True, True, True, True]
@@ -725,12 +731,7 @@ def test_vector_rows_reads_every_segment_bit_for_bit_in_the_order_asked(
 
 
 def test_vectors_of_reads_every_segment_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
-    _small_tiers(monkeypatch)
-    src = MemoryVectorSource()
-    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
-    rng = np.random.default_rng(6)
-    _grow(src, index, rng, 12, 5)
-    assert index.segment_count > 1
+    src, index = _segmented(monkeypatch)
     wanted = [1, 7, 33, 60, 999]
     got = index.vectors_of(wanted)
     assert sorted(got) == [1, 7, 33, 60]

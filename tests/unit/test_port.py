@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import errno
 import socket
-import sys
 
 import pytest
 
 from planner_svc.server.port import PortInUse, claim_port
-
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="the port lock is a Linux abstract socket")
 
 HOST = "127.0.0.1"
 

@@ -159,3 +159,28 @@ def test_evidence_is_the_share_of_the_question_the_best_documents_hold() -> None
     low = measure_evidence(catalog, unknown.question, unknown.best_similarity, valid_us=T,
                            tx_us=T)
     assert low.coverage == 0.0 and low.best_source is None
+
+
+class _OneTermView:
+    """A passage view where every row holds the term ``t`` with contribution 1.0."""
+
+    def positions(self, row_ids: Sequence[int]) -> npt.NDArray[np.int64]:
+        return np.asarray(row_ids, dtype=np.int64)
+
+    def contributions(self, terms: Sequence[str], positions: npt.NDArray[np.int64]
+                      ) -> list[tuple[str, npt.NDArray[np.float64]]]:
+        if not positions.shape[0]:
+            return []
+        return [(t, np.ones(positions.shape[0])) for t in sorted(set(terms)) if t == "t"]
+
+
+def test_a_bm25_ask_over_no_rows_does_not_hide_a_term_from_later_asks() -> None:
+    from planner_svc.recall.engine import _PassageTable
+
+    fresh = _PassageTable(_OneTermView(), None)  # type: ignore[arg-type]
+    asked_empty_first = _PassageTable(_OneTermView(), None)  # type: ignore[arg-type]
+    nothing = asked_empty_first.rows([])
+    assert asked_empty_first.bm25(["t", "u"], nothing).tolist() == []
+    for table in (fresh, asked_empty_first):
+        rows = table.rows([3, 4, 5])
+        assert table.bm25(["t", "u"], rows).tolist() == [1.0, 1.0, 1.0]

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.store.edges import EDGE_COLUMNS, edge_from_row
+from planner_svc.store.fulltext import rare_word_order
 from planner_svc.store.nodes import node_from_row
 from planner_svc.store.postgres.clock import PgClock
 from planner_svc.store.postgres.db import PAGE_ROWS, live
@@ -27,6 +28,17 @@ _N_COLUMNS = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))
 _E_COLUMNS = ", ".join(f"e.{c.strip()}" for c in EDGE_COLUMNS.split(","))
 
 _WORD = re.compile(r"\w+")
+
+
+def rarest_first(phrase: str, commonness: Mapping[str, int] | None = None) -> list[str]:
+    """The distinct words of ``phrase`` a PostgreSQL phrase lookup tests (``\\w+`` runs, NFC,
+    as written: case-sensitive), in the order the lookup tests them: that of their lower-case
+    forms in :func:`planner_svc.store.fulltext.rare_word_order` (stop words last, then fewest
+    in ``commonness``, then longer, then later first); words it leaves out (no letter or digit)
+    last; ties by code point."""
+    rank = {w: i for i, w in enumerate(rare_word_order(phrase, commonness))}
+    words = set(_WORD.findall(unicodedata.normalize("NFC", phrase)))
+    return sorted(words, key=lambda w: (rank.get(w.lower(), len(rank)), w))
 
 
 def pg_node(row: Sequence[Any]) -> NodeVersion:
@@ -234,26 +246,25 @@ class PgNodes(PgClock):
             yield from (pg_node(row) for row in rows)
             after = int(rows[-1][0])
 
-    def current_nodes_matching_phrase(self, phrase: str, *, label: str) -> list[NodeVersion]:
+    def current_nodes_matching_phrase(
+        self, phrase: str, *, label: str, commonness: Mapping[str, int] | None = None
+    ) -> list[NodeVersion]:
         """Current node versions carrying ``label`` whose text holds every word of ``phrase``
         (``\\w+`` runs, NFC, as written: case-sensitive). A superset of the texts that name
-        the phrase's words in sequence (callers verify); ordered by version_id."""
-        words = sorted(set(_WORD.findall(unicodedata.normalize("NFC", phrase))))
-        if not words:
-            return []
-        held = " AND ".join("position(%s::bytea IN text) > 0" for _ in words)
-        rows = self._rows(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL AND %s = ANY(label_set) "
-            f"AND {held} ORDER BY version_id",
-            (label, *(w.encode("utf-8") for w in words)))
-        return [pg_node(row) for row in rows]
+        the phrase's words in sequence (callers verify); ordered by version_id.
+        ``commonness`` orders the word tests (:func:`rarest_first`); it never changes the
+        answer."""
+        return self.current_nodes_matching_phrases([phrase], label=label, commonness=commonness)
 
     def current_nodes_matching_phrases(
-        self, phrases: Iterable[str], *, label: str
+        self, phrases: Iterable[str], *, label: str, commonness: Mapping[str, int] | None = None
     ) -> list[NodeVersion]:
         """The union of :meth:`current_nodes_matching_phrase` over ``phrases``, in one query
-        (one pass over the current nodes), ordered by version_id."""
-        groups = [sorted(set(_WORD.findall(unicodedata.normalize("NFC", p)))) for p in phrases]
+        (one pass over the current nodes), ordered by version_id. Each phrase's words are
+        tested rarest first (:func:`rarest_first`, by ``commonness``): PostgreSQL stops at a
+        phrase's first word a text does not hold, so most texts cost one test per phrase,
+        that of its rarest word, not one per word."""
+        groups = [rarest_first(p, commonness) for p in phrases]
         groups = [g for g in groups if g]
         if not groups:
             return []
