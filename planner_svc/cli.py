@@ -20,6 +20,7 @@ _SUBCOMMAND_MODULES = (
     "planner_svc.demo.cli",
     "planner_svc.server.cli",
     "planner_svc.client.plan",
+    "planner_svc.client.health",
     "planner_svc.client.research",
     "planner_svc.client.eval",
 )
@@ -44,17 +45,39 @@ class _SubcommandParser(argparse.ArgumentParser):
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
 
+    def action_for(self, option: str) -> argparse.Action | None:
+        """The action of this subcommand's option named by ``option`` (``--name`` or
+        ``--name=value``, or an abbreviation of a long option), or None when it names none."""
+        name = option.split("=", 1)[0]
+        if name in self._option_string_actions:
+            return self._option_string_actions[name]
+        if not name.startswith("--") or len(name) < 3:
+            return None
+        return next((action for known, action in self._option_string_actions.items()
+                     if known.startswith(name)), None)
+
     def takes(self, option: str) -> bool:
         """Whether ``option`` (``--name`` or ``--name=value``, or an abbreviation argparse
         accepts) names one of this subcommand's options."""
-        name = option.split("=", 1)[0]
-        return any(known.startswith(name) for known in self._option_string_actions)
+        return self.action_for(option) is not None
+
+
+def _is_option(arg: str) -> bool:
+    """Whether argparse reads ``arg`` as an option string rather than as an argument: ``-`` (a
+    file name for standard input), ``--`` and negative numbers are arguments."""
+    if not arg.startswith("-") or arg in ("-", "--"):
+        return False
+    try:
+        float(arg)
+    except ValueError:
+        return True
+    return False
 
 
 class _CommandParser(argparse.ArgumentParser):
-    """The top-level parser: an option typed before the subcommand is reported by that
-    subcommand's parser (its usage line), saying where the option goes if the subcommand takes
-    it, rather than as an unknown command named after the option's value."""
+    """The top-level parser: an option or argument typed before the subcommand is reported by
+    that subcommand's parser (its usage line), saying where the option goes if the subcommand
+    takes it, rather than as an unknown command named after the option's value."""
 
     commands: dict[str, _SubcommandParser]
 
@@ -63,17 +86,43 @@ class _CommandParser(argparse.ArgumentParser):
     ) -> tuple[argparse.Namespace, list[str]]:
         argv = list(sys.argv[1:] if args is None else args)
         at = next((i for i, arg in enumerate(argv) if arg in self.commands), None)
-        if at is not None:
-            misplaced = [arg for arg in argv[:at] if arg.startswith("-")
-                         and arg not in self._option_string_actions]
-            if misplaced:
-                command = self.commands[argv[at]]
-                unknown = [arg for arg in misplaced if not command.takes(arg)]
-                if unknown:
-                    command.error(f"no such option: {', '.join(unknown)} (see '{command.prog} -h')")
-                command.error(f"options go after the command: {command.prog} "
-                              f"{' '.join(argv[:at])} {' '.join(argv[at + 1:])}".rstrip())
+        if at:
+            self._check_before(self.commands[argv[at]], argv[:at], argv[at + 1:])
         return super().parse_known_args(argv, namespace)
+
+    def _check_before(self, command: _SubcommandParser, before: list[str],
+                      after: list[str]) -> None:
+        """Fail under ``command``'s usage when ``before`` (what was typed ahead of the command's
+        name) holds anything but this parser's own options: an option the command does not
+        take, then an argument that is no option's value, are named; otherwise the command's
+        options are shown moved after it."""
+        misplaced: list[str] = []
+        unknown: list[str] = []
+        stray: list[str] = []
+        values = 0  # arguments still owed to the option before them
+        for arg in before:
+            if _is_option(arg):
+                values = 0
+                if arg in self._option_string_actions:
+                    continue
+                misplaced.append(arg)
+                action = command.action_for(arg)
+                if action is None:
+                    unknown.append(arg)
+                elif "=" not in arg and action.nargs != 0:
+                    values = action.nargs if isinstance(action.nargs, int) else 1
+            elif values:
+                values -= 1
+            else:
+                stray.append(arg)
+        if unknown:
+            command.error(f"no such option: {', '.join(unknown)} (see '{command.prog} -h')")
+        if stray:
+            command.error(f"unrecognized arguments before the command: {' '.join(stray)} "
+                          f"(see '{command.prog} -h')")
+        if misplaced:
+            command.error(f"options go after the command: {command.prog} "
+                          f"{' '.join(before)} {' '.join(after)}".rstrip())
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,8 @@
 - :mod:`~planner_svc.client.research`: ``planner-svc research`` (plays orchestrator on a
   research stream);
 - :mod:`~planner_svc.client.eval`: ``planner-svc eval`` (the server's side of an evaluation);
+- :mod:`~planner_svc.client.health`: ``planner-svc health`` (a server's health status, as a
+  probe);
 - :mod:`~planner_svc.client.select`: ``planner-svc select`` (Phase B over proto3 JSON pools, the
   conformance entry point);
 - :mod:`~planner_svc.client.common`: the default request for a question, plan rendering,

@@ -159,14 +159,28 @@ def render_recall(trace: plan_pb2.RecallTrace, *, documents: int = 12) -> str:
     for d in trace.documents[:documents]:
         line = (f"{d.score:>6.3f} {d.structured:>6.3f} {d.semantic:>6.3f} {d.hop:>6.3f}  "
                 f"{d.source_id}")
-        if d.hop_from:
-            line += f"  (hop from {d.hop_from}"
-            line += f"; residual {' '.join(d.residual_terms)})" if d.residual_terms else ")"
+        provenance = _provenance(d)
+        if provenance:
+            line += f"  ({provenance})"
         lines.append(line)
     hidden = len(trace.documents) - documents
     if hidden > 0:
         lines.append(f"... {hidden} more documents")
     return "\n".join(lines)
+
+
+def _provenance(d: plan_pb2.DocumentScore) -> str:
+    """What ranked a candidate document, for its line of :func:`render_recall`: empty for its
+    direct scores alone; ``hop from X; residual ...`` when a hop ranked it (its hop score is its
+    score: recall takes the hop when it is at least the direct score, and ranks the document's
+    passages on the residual terms); ``direct; also a hop from X`` when its direct scores ranked
+    it and a hop reached it too."""
+    if not d.hop_from:
+        return ""
+    if d.hop >= d.score:
+        residual = f"; residual {' '.join(d.residual_terms)}" if d.residual_terms else ""
+        return f"hop from {d.hop_from}{residual}"
+    return f"direct; also a hop from {d.hop_from}"
 
 
 def render_timings(timings: Sequence[plan_pb2.StageTiming]) -> str:

@@ -414,10 +414,6 @@ class VectorIndex:
         """:meth:`IndexView.vector_rows` over the current segments."""
         return self.view().vector_rows(version_ids)
 
-    def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
-        """:meth:`IndexView.vectors_of` over the current segments."""
-        return self.view().vectors_of(version_ids)
-
     def search(
         self,
         query: npt.ArrayLike,
@@ -488,29 +484,12 @@ class IndexView:
         matrix = np.zeros((wanted.shape[0], self.dim), dtype=np.float32)
         if not wanted.shape[0]:
             return VectorRows(held=held, matrix=matrix)
-        for part in self._partitions:  # a later segment's copy wins, as in vectors_of
+        for part in self._partitions:  # a later segment's copy wins
             positions, rows = part.rows_of(wanted)
             if rows.shape[0]:
                 matrix[positions] = part.stored[rows]
                 held[positions] = True
         return VectorRows(held=held, matrix=matrix)
-
-    def vectors_of(self, version_ids: Sequence[int]) -> dict[int, Float32s]:
-        """The indexed unit vectors of ``version_ids`` (float32 ``(dim,)``, read-only views of
-        the segments), bit for bit as searched; versions not indexed are absent."""
-        ids = list(version_ids)
-        out: dict[int, Float32s] = {}
-        if not ids:
-            return out
-        wanted = np.asarray(ids, dtype=np.int64)
-        for part in self._partitions:
-            positions, rows = part.rows_of(wanted)
-            if rows.shape[0] == 0:
-                continue
-            stored = part.stored  # read-only, so are its rows
-            for position, row in zip(positions.tolist(), rows.tolist(), strict=True):
-                out[ids[position]] = stored[row]
-        return out
 
     def search(
         self,

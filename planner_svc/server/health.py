@@ -4,6 +4,8 @@ advertises: ``Check``, ``Watch`` and ``List``.
 grpcio-health-checking implements ``Check`` and ``Watch``; ``List`` (every service's status in
 one call) is in the service's descriptor, so reflection advertises it, but the servicer answers
 UNIMPLEMENTED. :class:`HealthServicer` answers it from the same status table ``Check`` reads.
+Its ``Check`` of a service with no status fails NOT_FOUND, as the protocol says, but with empty
+details; :class:`HealthServicer` names the service and the ones it knows.
 """
 
 from __future__ import annotations
@@ -28,6 +30,27 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
 
     Statuses are set with ``set(service, status)`` as before; ``""`` is the whole server.
     """
+
+    def Check(
+        self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext
+    ) -> Any:
+        """The status of ``request.service`` (``""``: the whole server).
+
+        Raises:
+            grpc.RpcError: NOT_FOUND (through ``context.abort``) when the service has no status;
+                the details name it and the services that have one.
+        """
+        with self._lock:
+            status = self._server_status.get(request.service)
+            known = sorted(self._server_status)
+        if status is None:
+            shown = ", ".join(repr(name) for name in known[:MAX_LISTED])
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"service {request.service!r} is unknown to health checking; services with a "
+                f"status: {shown} ('' is the whole server)",
+            )
+        return health_pb2.HealthCheckResponse(status=status)
 
     def List(
         self, request: health_pb2.HealthListRequest, context: grpc.ServicerContext

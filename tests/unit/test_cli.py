@@ -14,6 +14,7 @@ VALID = {
     "fetch-corpus": [],
     "serve": [],
     "plan": ["Who painted the Mona Lisa?"],
+    "health": [],
     "research": ["Who painted the Mona Lisa?"],
     "eval": ["questions.jsonl", "--budget", "500"],
 }
@@ -69,6 +70,23 @@ def test_a_stray_positional_argument_shows_the_subcommands_usage(
          "planner-svc serve: error: options go after the command: planner-svc serve --data d"),
         (["--data", "d", "plan", "q"],
          "planner-svc plan: error: no such option: --data (see 'planner-svc plan -h')"),
+        (["-", "plan", "q"],
+         "planner-svc plan: error: unrecognized arguments before the command: - "
+         "(see 'planner-svc plan -h')"),
+        (["--", "plan", "q"],
+         "planner-svc plan: error: unrecognized arguments before the command: -- "
+         "(see 'planner-svc plan -h')"),
+        (["-5", "serve"],
+         "planner-svc serve: error: unrecognized arguments before the command: -5 "
+         "(see 'planner-svc serve -h')"),
+        (["--explain", "extra", "plan", "q"],
+         "planner-svc plan: error: unrecognized arguments before the command: extra "
+         "(see 'planner-svc plan -h')"),
+        (["--budget", "500", "-", "plan", "q"],
+         "planner-svc plan: error: unrecognized arguments before the command: - "
+         "(see 'planner-svc plan -h')"),
+        (["--bud", "500", "plan", "q"],
+         "planner-svc plan: error: options go after the command: planner-svc plan --bud 500 q"),
     ],
 )
 def test_an_option_before_the_subcommand_shows_the_subcommands_usage(

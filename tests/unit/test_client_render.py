@@ -9,6 +9,8 @@ from planner_svc.client.common import location_text, render_plan, render_recall,
 def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
     trace = plan_pb2.RecallTrace(
         documents=[
+            plan_pb2.DocumentScore(source_id="wiki/Zambezi", score=1.0, structured=1.0,
+                                   semantic=1.0, hop=0.019, hop_from="wiki/Zambia"),
             plan_pb2.DocumentScore(source_id="wiki/Zambia", score=1.0, structured=1.0,
                                    semantic=0.5),
             plan_pb2.DocumentScore(source_id="wiki/Lusaka", score=0.64, hop=0.64,
@@ -18,11 +20,15 @@ def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
         abstention=plan_pb2.Abstention(coverage=0.52, best_source="wiki/Zambia + wiki/Lusaka",
                                        similarity=0.64, min_coverage=0.4, min_similarity=0.65),
     )
-    lines = render_recall(trace, documents=3).splitlines()
+    lines = render_recall(trace, documents=4).splitlines()
     assert lines[0] == ("abstention: answered: coverage 0.520 (min 0.40, wiki/Zambia + "
                         "wiki/Lusaka), similarity 0.640 (min 0.65)")
-    assert lines[2] == " 1.000  1.000  0.500  0.000  wiki/Zambia"
-    assert lines[3].endswith("wiki/Lusaka  (hop from wiki/Zambia; residual altitud)")
+    # ranked by its direct scores; the weaker hop that also reached it comes second
+    assert lines[2] == (" 1.000  1.000  1.000  0.019  wiki/Zambezi  "
+                        "(direct; also a hop from wiki/Zambia)")
+    assert lines[3] == " 1.000  1.000  0.500  0.000  wiki/Zambia"
+    assert lines[4] == (" 0.640  0.000  0.000  0.640  wiki/Lusaka  "
+                        "(hop from wiki/Zambia; residual altitud)")
     assert lines[-1] == "... 2 more documents"
     declined = plan_pb2.RecallTrace(abstention=plan_pb2.Abstention(coverage=0.1, declined=True))
     assert render_recall(declined).startswith(

@@ -1,0 +1,96 @@
+"""``planner-svc health``: ask a server's standard health service (``grpc.health.v1.Health``
+``Check``) for one service's status, as a probe would.
+
+Prints the status (``SERVING``, ``NOT_SERVING``, ...) on stdout. Exit codes: 0 SERVING; 1 the
+server answered with another status; 3 no status could be read (the server unreachable, no
+answer within ``--timeout``, a service name it does not know: one line on stderr naming the
+address); 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planner_svc.cliargs import address, bounded
+from planner_svc.client.connection import (
+    DEFAULT_ADDRESS,
+    add_tls_flags,
+    channel_for,
+    unavailable_hint,
+)
+from planner_svc.core.limits import Bounds
+
+__all__ = ["EXIT_NOT_SERVING", "EXIT_NO_STATUS", "EXIT_SERVING", "HEALTH_TIMEOUT_S", "register"]
+
+EXIT_SERVING = 0
+"""Exit code: the service is SERVING."""
+EXIT_NOT_SERVING = 1
+"""Exit code: the server answered with a status other than SERVING."""
+EXIT_NO_STATUS = 3
+"""Exit code: no status was read (unreachable, deadline exceeded, unknown service, ...)."""
+
+HEALTH_TIMEOUT_S = Bounds(0.0, 3600.0, low_open=True)
+"""Allowed ``--timeout``, seconds: the deadline of the one ``Check`` call (connecting
+included)."""
+
+DEFAULT_HEALTH_TIMEOUT_S = 5.0
+"""Default ``--timeout``, seconds."""
+
+_FMT = argparse.ArgumentDefaultsHelpFormatter
+
+
+def _health(args: argparse.Namespace) -> int:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    try:
+        channel = channel_for(args)
+    except ValueError as exc:
+        print(f"planner-svc health: {exc}", file=sys.stderr)
+        return 2
+    with channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=args.service),
+                               timeout=args.timeout)
+        except grpc.RpcError as err:
+            code = err.code()  # type: ignore[attr-defined]
+            details = str(err.details() or "")  # type: ignore[attr-defined]
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                reason = f"no answer from {args.address} within {args.timeout:g} s"
+            elif code == grpc.StatusCode.UNAVAILABLE:
+                reason = f"cannot reach {args.address}: {details}"
+            else:
+                reason = f"{args.address}: {details}"
+            print(f"planner-svc health: {code.name}: {reason}"
+                  f"{unavailable_hint(code.name, args.address)}", file=sys.stderr)
+            return EXIT_NO_STATUS
+    name = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    print(name)
+    return EXIT_SERVING if reply.status == health_pb2.HealthCheckResponse.SERVING \
+        else EXIT_NOT_SERVING
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``health`` subcommand."""
+    health = subparsers.add_parser(
+        "health",
+        help="print a server's health status; exit 0 only when SERVING",
+        description=(
+            "Call grpc.health.v1.Health/Check on a server and print the status (SERVING, "
+            "NOT_SERVING). Exit codes: 0 SERVING, 1 another status, 3 no status (unreachable, "
+            "no answer within --timeout, unknown service), 2 bad arguments."
+        ),
+        formatter_class=_FMT,
+    )
+    health.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
+                        help="server HOST:PORT")
+    health.add_argument("--service", default="",
+                        help="service to check, e.g. planner.v1.EvidencePlannerService "
+                             "(default: the whole server)%(default).0s")
+    health.add_argument("--timeout", type=bounded(float, HEALTH_TIMEOUT_S),
+                        default=DEFAULT_HEALTH_TIMEOUT_S,
+                        help="deadline of the check, connecting included, seconds")
+    add_tls_flags(health)
+    health.set_defaults(func=_health)

@@ -1,0 +1,129 @@
+"""Standard health checking on a real server: ``Check`` of each service, and of a service the
+server does not know (NOT_FOUND, naming it); ``planner-svc health`` against a serving, a
+draining, an unreachable and a silent server."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from planner_svc.cli import main
+from planner_svc.server.app import SERVICE_NAMES
+from planner_svc.settings import ServerSettings, TransportSettings
+from tests.integration.conftest import Live, start
+from tests.serving import ServeProcess
+
+
+@pytest.mark.parametrize("service", ["", *SERVICE_NAMES])
+def test_check_reports_every_service_serving(live: Live, service: str) -> None:
+    reply = health_pb2_grpc.HealthStub(live.channel).Check(
+        health_pb2.HealthCheckRequest(service=service), timeout=10)
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_check_of_an_unknown_service_is_not_found_and_names_it(live: Live) -> None:
+    with pytest.raises(grpc.RpcError) as info:
+        health_pb2_grpc.HealthStub(live.channel).Check(
+            health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
+    known = ", ".join(repr(name) for name in sorted(("", *SERVICE_NAMES)))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+    assert info.value.details() == (  # type: ignore[attr-defined]
+        "service 'no.such.Service' is unknown to health checking; services with a status: "
+        f"{known} ('' is the whole server)")
+
+
+def _probe(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``planner-svc health`` run in this process: exit code, stdout, stderr."""
+    code = main(["health", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("service", ["", *SERVICE_NAMES])
+def test_the_health_command_prints_serving_and_exits_0(
+    live: Live, service: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _probe(["--address", live.address, "--service", service], capsys) == (
+        0, "SERVING\n", "")
+
+
+def test_the_health_command_exits_1_on_not_serving(
+    fixture_data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = start(ServerSettings(data_dir=fixture_data_dir,
+                                  transport=TransportSettings(port=0, max_workers=2)))
+    try:
+        server.running.health.enter_graceful_shutdown()  # as on SIGTERM, before draining
+        capsys.readouterr()  # the server's startup log
+        assert _probe(["--address", server.address], capsys) == (1, "NOT_SERVING\n", "")
+    finally:
+        server.channel.close()
+        server.running.stop(0)
+
+
+def test_the_health_command_names_an_unknown_service(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _probe(["--address", live.address, "--service", "no.such.Service"], capsys)
+    assert (code, out) == (3, "")
+    assert err.startswith(f"planner-svc health: NOT_FOUND: {live.address}: service "
+                          "'no.such.Service' is unknown to health checking;")
+
+
+def test_the_health_command_names_an_unreachable_address(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{closed.getsockname()[1]}"
+        code, out, err = _probe(["--address", target], capsys)
+    assert (code, out) == (3, "")
+    assert err.startswith(f"planner-svc health: UNAVAILABLE: cannot reach {target}: ")
+    assert f"is `planner-svc serve` running at {target}?" in err
+
+
+def test_the_health_command_gives_up_on_a_silent_server_at_its_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as silent:  # accepts connections, never speaks HTTP/2
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        target = f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        code, out, err = _probe(["--address", target, "--timeout", "0.5"], capsys)
+        waited = time.monotonic() - started
+    assert (code, out) == (3, "")
+    assert err == (f"planner-svc health: DEADLINE_EXCEEDED: no answer from {target} within "
+                   "0.5 s\n")
+    assert waited < 10.0  # bounded by --timeout (generous for a loaded machine)
+
+
+def test_the_health_command_probes_a_served_process(
+    fixture_data_dir: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data)
+    server = ServeProcess(data)
+    try:
+        target = server.wait_serving(timeout_s=60)
+        probe = subprocess.run(
+            [sys.executable, "-m", "planner_svc.cli", "health", "--address", target],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert (probe.returncode, probe.stdout, probe.stderr) == (0, "SERVING\n", "")
+    finally:
+        assert server.stop() == 0
+    probe = subprocess.run(
+        [sys.executable, "-m", "planner_svc.cli", "health", "--address", target],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert (probe.returncode, probe.stdout) == (3, "")
+    assert probe.stderr.startswith(f"planner-svc health: UNAVAILABLE: cannot reach {target}: ")
