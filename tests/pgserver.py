@@ -1,5 +1,6 @@
 """A throwaway PostgreSQL server for tests and benchmarks: Debian's ``postgresql`` package,
-``initdb`` in a temporary directory, ``pg_ctl`` on a free loopback port, stopped afterwards.
+``initdb`` in a temporary directory, ``pg_ctl`` on a free loopback port, stopped afterwards;
+and a counter of the statements and round trips a client sends (:class:`StatementCounter`).
 
 The binaries are found on ``PATH`` or under ``/usr/lib/postgresql/<version>/bin`` (where
 Debian installs them; ``make setup`` installs the package when they are missing). PostgreSQL
@@ -16,10 +17,13 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import psycopg
 
@@ -150,3 +154,45 @@ class SchemaPerTest:
         with psycopg.connect(self._server.url(), autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {name}")  # type: ignore[arg-type]
         return f"{self._server.url()}?options=-csearch_path%3D{name}"
+
+
+class StatementCounter:
+    """Counts, while installed (all threads), the statements sent through
+    ``psycopg.Connection.execute`` and the round trips they cost: one a statement, except that
+    the statements of one ``Connection.pipeline()`` block share one."""
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.round_trips = 0
+        self._execute: Callable[..., Any] = psycopg.Connection.execute
+        self._pipeline: Callable[..., Any] = psycopg.Connection.pipeline
+        self._inside = threading.local()
+
+    def __enter__(self) -> StatementCounter:
+        execute, pipeline, counter = self._execute, self._pipeline, self
+
+        def counting(conn: Any, *args: Any, **kwargs: Any) -> Any:
+            counter.statements += 1
+            if not getattr(counter._inside, "depth", 0):
+                counter.round_trips += 1
+            return execute(conn, *args, **kwargs)
+
+        @contextmanager
+        def counted_pipeline(conn: Any) -> Iterator[Any]:
+            depth = getattr(counter._inside, "depth", 0)
+            if depth == 0:
+                counter.round_trips += 1
+            counter._inside.depth = depth + 1
+            try:
+                with pipeline(conn) as p:
+                    yield p
+            finally:
+                counter._inside.depth = depth
+
+        psycopg.Connection.execute = counting  # type: ignore[method-assign]
+        psycopg.Connection.pipeline = counted_pipeline  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        psycopg.Connection.execute = self._execute  # type: ignore[method-assign]
+        psycopg.Connection.pipeline = self._pipeline  # type: ignore[method-assign]

@@ -59,13 +59,9 @@ def resolve_late_mentions(
     candidates: Iterable[NodeVersion]
     lookups = max(FTS_RESOLVE_MAX_TITLES, store.max_version_id() // SCAN_NODES_PER_TITLE)
     if len(new_titles) <= lookups:
-        seen: dict[int, NodeVersion] = {}
-        for title in new_titles.values():
-            for form in title_forms(title):
-                for node in store.current_nodes_matching_phrase(
-                        " ".join(form), label=PASSAGE_LABEL, commonness=matcher.word_titles):
-                    seen[node.version_id] = node
-        candidates = [seen[k] for k in sorted(seen)]
+        phrases = [" ".join(form) for title in new_titles.values() for form in title_forms(title)]
+        candidates = store.current_nodes_matching_phrases(phrases, label=PASSAGE_LABEL,
+                                                          commonness=matcher.word_titles)
     else:
         candidates = store.iter_current_nodes(label=PASSAGE_LABEL)
     new = set(new_titles)

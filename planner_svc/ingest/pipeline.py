@@ -28,7 +28,10 @@ For each document with new text:
 
 Steps 1-5 of one document run in one savepoint and a chunk of documents commits in one
 transaction, so a crash never leaves half a document and a bad document never blocks the
-others.
+others. The latest versions of a group of inputs' sources are read in one query before the
+documents are prepared, and a chunk announces what it will write
+(:meth:`~planner_svc.ingest.ports.IngestStore.expect_writes`), so a store across a network
+pays a few round trips a chunk rather than several a document.
 Mentions of a title that arrives after the mentioning passage are resolved at the end of the
 call (:mod:`planner_svc.ingest.late_mentions`): by FTS5 phrase lookup of the new titles when
 there are few, else by one scan of all current passages. (A crash between the documents'
@@ -44,8 +47,9 @@ therefore yields the same graph everywhere. Valid intervals start at ``valid_fro
 
 from __future__ import annotations
 
+import itertools
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +97,10 @@ __all__ = [
     "passage_node_id",
 ]
 
+_Item = DocumentIn | ReadAhead | RejectedDocument
+"""One input of :func:`ingest_documents`."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Prepared:
     source_id: str
@@ -121,9 +129,11 @@ def _prepare(
     max_passage_bytes: int,
     min_passage_bytes: int,
     reuse_vectors: bool,
+    looked_up: Mapping[str, tuple[int, str] | None],
 ) -> _Prepared | tuple[SourceOutcome, str]:
     """Validate and read one document (unless read ahead with the same limits); its
-    unchanged outcome (and format) when its text is the latest."""
+    unchanged outcome (and format) when its text is the latest. ``looked_up`` holds the latest
+    version and text of sources read beforehand (None: no version); others are read here."""
     if ahead is None or ahead.limits != (max_passage_bytes, min_passage_bytes):
         ahead = read_ahead(doc, max_passage_bytes=max_passage_bytes,
                            min_passage_bytes=min_passage_bytes)
@@ -150,11 +160,16 @@ def _prepare(
     if not isinstance(doc.title, str):
         raise InvalidRequest("title", f"expected a string, got {echo(doc.title)}")
     title = canonicalize(" ".join(doc.title.split())) or parsed.title or source_id
-    latest = store.latest_version(source_id)
+    if source_id in looked_up:
+        found = looked_up[source_id]
+        latest, latest_text = (None, None) if found is None else found
+    else:
+        latest = store.latest_version(source_id)
+        latest_text = None if latest is None else store.source_text(source_id, latest)
     previous: Mapping[str, NodeVersion] = {}
     previous_vectors: Mapping[int, npt.NDArray[np.float32]] = {}
     if latest is not None:
-        if store.source_text(source_id, latest) == parsed.text:
+        if latest_text == parsed.text:
             return SourceOutcome(source_id, latest, "unchanged"), _name(parsed.media_type)
         if proposed is not None and proposed <= latest:
             raise InvalidRequest(
@@ -180,6 +195,35 @@ def _prepare(
         previous=previous,
         previous_vectors=previous_vectors,
     )
+
+
+def _passage_prefix(source_id: str) -> str:
+    """What every passage node id of the source starts with (then its ordinal)."""
+    return passage_node_id(source_id, 0)[:-1]
+
+
+def _look_up(store: IngestStore, items: Sequence[_Item]) -> dict[str, tuple[int, str] | None]:
+    """The latest version and text of the sources of ``items`` (None: no version), in one
+    query for the group rather than one or two per document (a round trip each to a shared
+    store). Malformed ids are left out: :func:`_prepare` refuses them."""
+    ids: set[str] = set()
+    for item in items:
+        doc = item.doc if isinstance(item, ReadAhead) else item
+        if isinstance(doc, RejectedDocument):
+            continue
+        try:
+            ids.add(check_id(doc.source_id, field="source_id"))
+        except InvalidRequest:
+            continue
+    found = store.latest_texts(ids)
+    return {sid: found.get(sid) for sid in ids}
+
+
+def _groups(items: Iterable[_Item], size: int) -> Iterator[list[_Item]]:
+    """``items`` in lists of up to ``size``, read lazily."""
+    iterator = iter(items)
+    while group := list(itertools.islice(iterator, size)):
+        yield group
 
 
 def _name(media_type: str) -> str:
@@ -208,17 +252,27 @@ class _Run:
             for source_id, title, _latest in store.iter_sources():
                 self.matcher.add(source_id, title)
         self.new_titles: dict[str, str] = {}
+        # the latest version and text of sources read ahead for a group of inputs; a source
+        # leaves it when a chunk writes it
+        self.looked_up: dict[str, tuple[int, str] | None] = {}
         self.uncommitted_titles = False  # a refused document's title is in the matcher
         self.written_tx: int | None = None  # latest transaction time this call wrote at
         # (input position, ...): sorted into the report at the end, so it keeps input order
         self.outcomes: list[tuple[int, SourceOutcome]] = []
         self.errors: list[tuple[int, tuple[str, str]]] = []
 
+    def look_up(self, group: list[_Item]) -> list[_Item]:
+        """Read the latest versions of a group of inputs' sources at once; the group."""
+        self.looked_up = _look_up(self.store, group)
+        return group
+
     # ---------------------------------------------------------------- one chunk
 
     def flush(self, chunk: list[_Prepared]) -> None:
         if not chunk:
             return
+        for p in chunk:
+            self.looked_up.pop(p.source_id, None)
         fresh: dict[str, bool] = {}
         for p in chunk:
             fresh[p.source_id] = self.matcher.add(p.source_id, p.title)
@@ -226,6 +280,11 @@ class _Run:
         written: list[_Prepared] = []
         counts = IngestReport()
         with self.store.transaction():  # one commit per chunk; a savepoint per document
+            self.store.expect_writes(
+                source_ids=[p.source_id for p in chunk],
+                node_ids=[doc_node_id(p.source_id) for p in chunk],
+                node_prefixes=[_passage_prefix(p.source_id) for p in chunk],
+            )
             for p, vecs in zip(chunk, vectors, strict=True):
                 try:
                     self._write(p, vecs, counts)
@@ -294,10 +353,11 @@ class _Run:
             node_writes, psg_ids = self._node_writes(p, tx)
             results = store.write_nodes(node_writes, tx_us=tx)
             new_ids = set(psg_ids)
+            prefix = _passage_prefix(sid)
             stale_psg = [
                 nid
-                for nid in store.current_node_ids(f"psg:{sid}:")
-                if nid[len(f"psg:{sid}:") :].isdigit() and nid not in new_ids
+                for nid in store.current_node_ids(prefix)
+                if nid[len(prefix) :].isdigit() and nid not in new_ids
             ]
             store.retire_nodes(stale_psg, tx_us=tx)
             stored_vectors = store.put_vectors(
@@ -455,7 +515,8 @@ def ingest_documents(
     chunk: list[_Prepared] = []
     pending: set[str] = set()
     try:
-        for item in docs:
+        for item in (i for group in _groups(docs, batch_size)
+                     for i in run.look_up(group)):
             doc, ahead = (item.doc, item) if isinstance(item, ReadAhead) else (item, None)
             report.received += 1
             bar.update(1)
@@ -471,7 +532,7 @@ def ingest_documents(
             try:
                 prepared = _prepare(
                     store, doc, ahead, report.received, now_us, max_passage_bytes,
-                    min_passage_bytes, embedder is not None,
+                    min_passage_bytes, embedder is not None, run.looked_up,
                 )
             except InvalidRequest as exc:
                 reason = f"{exc.field}: {exc.reason}"

@@ -85,8 +85,27 @@ class IngestStore(WriteTransactions, Protocol):
         """Set a free-form metadata value."""
         ...
 
+    def expect_writes(
+        self,
+        *,
+        source_ids: Iterable[str],
+        node_ids: Iterable[str],
+        node_prefixes: Iterable[str] = (),
+    ) -> None:
+        """Announce, inside a write transaction, what it will write over: these sources, these
+        nodes and those whose ids start with one of ``node_prefixes`` (non-empty), and the edges
+        leaving them. A backend whose every statement is a network round trip (PostgreSQL)
+        reads their current rows now, in a few queries, instead of once per document; results
+        and rules are unchanged, and a backend may ignore the call."""
+        ...
+
     def latest_version(self, source_id: str) -> int | None:
         """Transaction time of the source's latest version; None for an unknown source."""
+        ...
+
+    def latest_texts(self, source_ids: Iterable[str]) -> Mapping[str, tuple[int, str]]:
+        """Source id -> (latest version's transaction time, its canonical text), in one query;
+        unknown sources are absent."""
         ...
 
     def source_text(self, source_id: str, tx_us: int) -> str | None:
@@ -162,13 +181,14 @@ class IngestStore(WriteTransactions, Protocol):
         """Every current node version (carrying ``label`` when given), by version id."""
         ...
 
-    def current_nodes_matching_phrase(
-        self, phrase: str, *, label: str, commonness: Mapping[str, int] | None = None
+    def current_nodes_matching_phrases(
+        self, phrases: Iterable[str], *, label: str, commonness: Mapping[str, int] | None = None
     ) -> list[NodeVersion]:
-        """Current versions carrying ``label`` whose text may contain the words of ``phrase``
-        in sequence (a superset of the exact matches; callers verify), by version id.
-        ``commonness`` (lower-case word -> a count, e.g. of titles holding it) hints which of
-        the phrase's words is rarest; it never changes which exact matches are returned."""
+        """Current versions carrying ``label`` whose text may contain the words of one of
+        ``phrases`` in sequence (a superset of the exact matches; callers verify), by version
+        id, each once. ``commonness`` (lower-case word -> a count, e.g. of titles holding it)
+        hints which of a phrase's words is rarest; it never changes which exact matches are
+        returned."""
         ...
 
     def put_vectors(self, items: Iterable[tuple[int, npt.NDArray[np.float32]]]) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from planner_svc.store.clock import TransactionClock
 from planner_svc.store.nodes import NODE_COLUMNS, node_from_row
@@ -99,3 +99,16 @@ class FullText(TransactionClock):
             (fts, label),
         )
         return [node_from_row(row) for row in rows]
+
+    def current_nodes_matching_phrases(
+        self, phrases: Iterable[str], *, label: str, commonness: Mapping[str, int] | None = None
+    ) -> list[NodeVersion]:
+        """The union of :meth:`current_nodes_matching_phrase` over ``phrases``, each looked up
+        by its rarest word first (``commonness`` as there; an FTS5 lookup each: a local read
+        costs no round trip), ordered by version_id."""
+        found: dict[int, NodeVersion] = {}
+        for phrase in phrases:
+            for node in self.current_nodes_matching_phrase(phrase, label=label,
+                                                           commonness=commonness):
+                found[node.version_id] = node
+        return [found[k] for k in sorted(found)]

@@ -100,6 +100,17 @@ class SourceVersions(TransactionClock):
         )
         return {sid: tx for sid, tx in rows}
 
+    def latest_texts(self, source_ids: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Batched :meth:`latest_version` with that version's canonical text: source_id ->
+        (latest tx, text), in one query; unknown ids are absent."""
+        rows = self._read_batch(
+            "SELECT s.source_id, s.latest_tx, v.text FROM sources AS s JOIN source_versions AS v "
+            "ON v.source_id = s.source_id AND v.tx = s.latest_tx "
+            "WHERE s.source_id IN (SELECT value FROM json_each(?))",
+            source_ids,
+        )
+        return {sid: (int(tx), bytes(text).decode("utf-8")) for sid, tx, text in rows}
+
     def version_as_of(self, source_id: str, at_tx_us: int) -> int | None:
         """Transaction time of the latest version recorded at or before ``at_tx_us``
         (microseconds); None when the source had no version then."""

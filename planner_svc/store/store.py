@@ -26,6 +26,7 @@ of :mod:`planner_svc.ingest.ports`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from planner_svc.store.edges import Edges
@@ -46,6 +47,18 @@ class Store(SourceVersions, SpanLedger, Nodes, Edges, FullText, Vectors, ChangeF
     Open with :meth:`Store.open`; use as a context manager or call :meth:`close`. Safe to share
     between threads (see :mod:`planner_svc.store.db`).
     """
+
+    def expect_writes(
+        self,
+        *,
+        source_ids: Iterable[str],
+        node_ids: Iterable[str],
+        node_prefixes: Iterable[str] = (),
+    ) -> None:
+        """Accepted and ignored: reads of an embedded database cost no round trip, so there is
+        nothing to gain by reading ahead (see
+        :meth:`planner_svc.ingest.ports.IngestStore.expect_writes`)."""
+        del source_ids, node_ids, node_prefixes
 
     @classmethod
     def open(cls, data_dir: Path, *, synchronous: str = "NORMAL") -> Store:

@@ -1,8 +1,11 @@
 """The store's phrase lookup (late-mention candidates): the rarest-word path finds every row the
-phrase query finds, and late mentions come out the same whichever way candidates are found."""
+phrase query finds, the batched lookup of many phrases (rarest words first, on SQLite and
+PostgreSQL) finds every passage naming one of them whatever the hint, and late mentions come
+out the same whichever way candidates are found."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,10 @@ from planner_svc.ingest import ingest_documents as _ingest_documents
 from planner_svc.ingest.mentions import TitleMatcher, title_forms
 from planner_svc.store import Store, fulltext
 from planner_svc.store.fulltext import rare_word_order
-from planner_svc.store.records import NodeWrite
+from planner_svc.store.open import AnyStore
+from planner_svc.store.postgres.nodes import rarest_first
+from planner_svc.store.records import NodeVersion, NodeWrite
+from tests.pgserver import Backend, SchemaPerTest
 
 NOW = 1_800_000_000_000_000
 T1 = 1_785_542_400_000_000
@@ -235,3 +241,98 @@ def test_late_mentions_match_a_full_scan_for_generated_titles(
     scan = _graph(root, "scan", docs, "scan", monkeypatch)
     assert _graph(root, "rare", docs, "rare word", monkeypatch) == scan
     assert _graph(root, "cap", docs, "rare word, small cap", monkeypatch) == scan
+
+
+def test_rarest_first_orders_the_postgres_word_tests_as_the_rare_word_order() -> None:
+    assert rarest_first("Frank Capra") == ["Capra", "Frank"]  # same length: later first
+    assert rarest_first("Frank Capra", {"capra": 40, "frank": 2}) == ["Frank", "Capra"]
+    assert rarest_first("Of Mice and Men") == ["Mice", "Men", "and", "Of"]
+    assert rarest_first("Bora bora") == ["Bora", "bora"]  # one rank: by code point
+    assert rarest_first("snake_case __") == ["snake_case", "__"]  # not tried alone: last
+    assert rarest_first("Émile Zola", {"émile": 3}) == ["Zola", "Émile"]
+    assert rarest_first("...") == []
+
+
+def _write_texts(store: AnyStore) -> None:
+    store.write_nodes(
+        [NodeWrite(node_id=f"psg:t:{i}", labels=("passage",), text=text, valid_from_us=T1)
+         for i, text in enumerate(TEXTS)]
+        + [NodeWrite(node_id="doc:t", labels=("document",), text=" ".join(TEXTS),
+                     valid_from_us=T1)],
+        tx_us=T1,
+    )
+    store.write_nodes([NodeWrite(node_id="psg:t:0", labels=("passage",),
+                                 text="Frank Capra only.", valid_from_us=T1)], tx_us=T1 + 1)
+
+
+def test_batched_lookup_holds_every_passage_naming_a_title_whatever_the_hint(
+    backend: Backend,
+) -> None:
+    matcher = TitleMatcher()
+    matcher.add_all((str(i), t) for i, t in enumerate(TITLES))
+    phrases = [" ".join(form) for title in TITLES for form in title_forms(title)]
+    reversed_hint = {w: -n for w, n in matcher.word_titles.items()}
+    with backend.open() as store:
+        _write_texts(store)
+        naming = {n.version_id for n in store.iter_current_nodes(label="passage")
+                  if matcher.find(n.text)}
+        assert len(naming) >= 6
+        answers: list[set[int]] = []
+        for hint in (None, matcher.word_titles, reversed_hint):
+            got = store.current_nodes_matching_phrases(phrases, label="passage",
+                                                       commonness=hint)
+            ids = [n.version_id for n in got]
+            assert ids == sorted(set(ids))
+            assert naming <= set(ids), (hint, naming, ids)
+            assert all(n.tx_to_us is None and "passage" in n.labels for n in got)
+            one_by_one: set[int] = set()
+            for phrase in phrases:
+                one_by_one |= {n.version_id for n in store.current_nodes_matching_phrase(
+                    phrase, label="passage", commonness=hint)}
+            assert set(ids) == one_by_one
+            answers.append(set(ids))
+        if backend.name == "postgresql":  # one query's condition: the hint orders, never adds
+            assert answers[0] == answers[1] == answers[2]
+        assert store.current_nodes_matching_phrases([], label="passage") == []
+        assert store.current_nodes_matching_phrases(["...", "Absentee Zürich"],
+                                                    label="passage") == []
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite", "postgresql"])
+def test_late_mentions_by_batched_lookup_equal_a_full_scan_on_each_backend(
+    backend_name: str, tmp_path: Path, request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = [TEXTS[i % len(TEXTS)] for i in range(len(TITLES))]
+    docs = _docs(TITLES, texts)
+    hints: list[Mapping[str, int] | None] = []
+
+    def graph(mode: str) -> list[tuple[str, str, int, int | None]]:
+        url = None
+        if backend_name == "postgresql":
+            schemas: SchemaPerTest = request.getfixturevalue("postgres_schemas")
+            url = schemas.url()
+        with monkeypatch.context() as m, Backend(backend_name, tmp_path / mode,
+                                                 url).open() as store:
+            if mode == "lookups":  # a store "large" for its titles: lookups, never a scan
+                m.setattr(late_mentions, "FTS_RESOLVE_MAX_TITLES", 0)
+                m.setattr(late_mentions, "SCAN_NODES_PER_TITLE", 1)
+                lookup = store.current_nodes_matching_phrases
+
+                def spy(phrases: list[str], *, label: str,
+                        commonness: Mapping[str, int] | None = None) -> list[NodeVersion]:
+                    hints.append(commonness)
+                    return lookup(phrases, label=label, commonness=commonness)
+
+                m.setattr(store, "current_nodes_matching_phrases", spy)
+            _ingest(store, docs)
+            return _mention_versions(store)
+
+    scan = graph("scan")
+    assert graph("lookups") == scan
+    assert len(scan) >= 20
+    # one batched lookup per ingest call, given the known titles' word counts as its hint
+    assert len(hints) == len(TITLES)
+    assert all(h is not None and h["cash"] >= 1 for h in hints)
+    last = hints[-1]
+    assert last is not None and last["capra"] == 2 and last["snake_case"] == 1

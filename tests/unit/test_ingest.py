@@ -1,4 +1,5 @@
-"""Unit tests of the ingestion pipeline (store + hashing embedder)."""
+"""Unit tests of the ingestion pipeline (store + hashing embedder); the tests taking ``store``
+run on both store backends."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn, late_mentions
 from planner_svc.ingest import ingest_documents as _ingest_documents
 from planner_svc.ingest.mentions import KnownTitles
 from planner_svc.store import Store
+from planner_svc.store.open import AnyStore
+from tests.pgserver import Backend
 
 # These tests check the pipeline's mechanics block by block: one passage per structural block
 # (no merging of short passages, which test_passage_granularity covers).
@@ -25,8 +28,9 @@ T1 = 1_785_542_400_000_000
 
 
 @pytest.fixture()
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "data") as s:
+def store(backend: Backend) -> Iterator[AnyStore]:
+    """An empty store of each backend: the pipeline's tests run on SQLite and PostgreSQL."""
+    with backend.open() as s:
         yield s
 
 
@@ -48,11 +52,11 @@ CASH = (
 )
 
 
-def _edges(store: Store, node_id: str, tx: int = NOW) -> list[tuple[str, str, float]]:
+def _edges(store: AnyStore, node_id: str, tx: int = NOW) -> list[tuple[str, str, float]]:
     return [(e.dst, e.relation, e.weight) for e in store.edges_as_of([node_id], T1, tx)]
 
 
-def test_nodes_spans_edges_and_vectors(store: Store) -> None:
+def test_nodes_spans_edges_and_vectors(store: AnyStore) -> None:
     emb = HashingEmbedder(dim=32)
     report = ingest_documents(
         store,
@@ -123,7 +127,7 @@ def test_nodes_spans_edges_and_vectors(store: Store) -> None:
     assert store.get_meta("embedder") == emb.name
 
 
-def test_unchanged_reingest_writes_nothing(store: Store) -> None:
+def test_unchanged_reingest_writes_nothing(store: AnyStore) -> None:
     docs = [_doc("a", GOAT, title="Capra (genus)")]
     ingest_documents(store, HashingEmbedder(dim=8), docs, now_us=NOW)
     generation = store.generation()
@@ -135,7 +139,7 @@ def test_unchanged_reingest_writes_nothing(store: Store) -> None:
     assert ingest_documents(store, None, crlf, now_us=NOW).unchanged == 1
 
 
-def test_new_version_supersedes_and_retires(store: Store) -> None:
+def test_new_version_supersedes_and_retires(store: AnyStore) -> None:
     emb = HashingEmbedder(dim=8)
     ingest_documents(store, emb, [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW)
     old_head = store.get_as_of("psg:wiki/Cash:0", T1, T1)
@@ -164,7 +168,7 @@ def test_new_version_supersedes_and_retires(store: Store) -> None:
     assert store.canonical_slice("wiki/Cash", T1, *old.provenance[0].key[2:]) is not None
 
 
-def test_bad_documents_are_reported_and_skipped(store: Store) -> None:
+def test_bad_documents_are_reported_and_skipped(store: AnyStore) -> None:
     docs = [
         _doc("ok/1", "# One\n\nfine"),
         _doc("", "text"),
@@ -186,7 +190,7 @@ def test_bad_documents_are_reported_and_skipped(store: Store) -> None:
     assert store.count_sources() == 2
 
 
-def test_defaults_for_title_media_type_and_times(store: Store) -> None:
+def test_defaults_for_title_media_type_and_times(store: AnyStore) -> None:
     docs = [
         DocumentIn(source_id="notes/readme.md", text="# Read me\n\nbody"),
         DocumentIn(source_id="notes/plain.txt", text="# not a heading\n\nbody"),
@@ -204,7 +208,7 @@ def test_defaults_for_title_media_type_and_times(store: Store) -> None:
     assert plain is not None and "paragraph" in plain.labels
 
 
-def test_same_source_twice_in_one_call(store: Store) -> None:
+def test_same_source_twice_in_one_call(store: AnyStore) -> None:
     docs = [_doc("a", "# A\n\nv1"), _doc("a", "# A\n\nv2", version_tx_us=T1 + 5)]
     report = ingest_documents(store, None, docs, now_us=NOW)
     assert report.ingested == 2
@@ -214,7 +218,7 @@ def test_same_source_twice_in_one_call(store: Store) -> None:
 
 @pytest.mark.parametrize("fts_limit", [64, 0])
 def test_late_mentions_across_calls(
-    store: Store, fts_limit: int, monkeypatch: pytest.MonkeyPatch
+    store: AnyStore, fts_limit: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(late_mentions, "FTS_RESOLVE_MAX_TITLES", fts_limit)
     ingest_documents(store, None, [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW)
@@ -280,7 +284,7 @@ def test_mentions_independent_of_batching(tmp_path: Path) -> None:
     assert ("psg:wiki/Frank:1", "doc:wiki/Cash", "mentions", T1) in graphs[0]
 
 
-def test_embedder_mismatch_is_a_config_error(store: Store) -> None:
+def test_embedder_mismatch_is_a_config_error(store: AnyStore) -> None:
     ingest_documents(store, HashingEmbedder(dim=8), [_doc("a", "# A\n\nx")], now_us=NOW)
     with pytest.raises(ConfigError) as err:
         ingest_documents(store, HashingEmbedder(dim=16), [_doc("b", "# B\n\ny")], now_us=NOW)
@@ -289,7 +293,7 @@ def test_embedder_mismatch_is_a_config_error(store: Store) -> None:
         ingest_documents(store, None, [], now_us=NOW, batch_size=0)
 
 
-def test_passage_granularity_merges_a_heading_with_its_short_lead(store: Store) -> None:
+def test_passage_granularity_merges_a_heading_with_its_short_lead(store: AnyStore) -> None:
     report = _ingest_documents(
         store, HashingEmbedder(dim=8), [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW
     )
@@ -311,7 +315,7 @@ def test_passage_granularity_merges_a_heading_with_its_short_lead(store: Store) 
     assert ("psg:wiki/Cash:1", "heads") in heads
 
 
-def test_a_version_time_in_the_future_is_rejected(store: Store) -> None:
+def test_a_version_time_in_the_future_is_rejected(store: AnyStore) -> None:
     future = _doc("wiki/Later", "# Later\n\nNot yet.", version_tx_us=NOW + 3_600_000_000)
     fine = _doc("wiki/Now", "# Now\n\nAlready.", version_tx_us=NOW)
     report = _ingest_documents(store, None, [future, fine], now_us=NOW)
@@ -321,7 +325,7 @@ def test_a_version_time_in_the_future_is_rejected(store: Store) -> None:
     assert store.latest_version("wiki/Later") is None
 
 
-def _mention_graph(store: Store, sources: list[str]) -> list[tuple[str, str, str, int]]:
+def _mention_graph(store: AnyStore, sources: list[str]) -> list[tuple[str, str, str, int]]:
     nodes = [f"psg:{s}:{k}" for s in sources for k in range(6)]
     return sorted((e.src, e.dst, e.relation, e.tx_from_us)
                   for e in store.edges_as_of(nodes, T1, NOW) if e.relation == "mentions")
@@ -329,7 +333,7 @@ def _mention_graph(store: Store, sources: list[str]) -> list[tuple[str, str, str
 
 @pytest.mark.parametrize("mode", ["fresh matcher, scan", "known titles", "phrase lookups"])
 def test_mentions_independent_of_title_cache_and_lookup(
-    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+    backend: Backend, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs = [
         _doc("wiki/Cash", CASH, title="Johnny Cash"),
@@ -347,8 +351,8 @@ def test_mentions_independent_of_title_cache_and_lookup(
         monkeypatch.setattr(late_mentions, "FTS_RESOLVE_MAX_TITLES", 0)
         monkeypatch.setattr(late_mentions, "SCAN_NODES_PER_TITLE", 1)
     titles = KnownTitles() if mode == "known titles" else None
-    with Store.open(tmp_path / "s") as s:
-        spy_phrase = s.current_nodes_matching_phrase
+    with backend.open() as s:
+        spy_phrase = s.current_nodes_matching_phrases
         spy_scan = s.iter_current_nodes
 
         def phrase(*a: object, **kw: object) -> object:
@@ -359,7 +363,7 @@ def test_mentions_independent_of_title_cache_and_lookup(
             calls.append("scan")
             return spy_scan(*a, **kw)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(s, "current_nodes_matching_phrase", phrase)
+        monkeypatch.setattr(s, "current_nodes_matching_phrases", phrase)
         monkeypatch.setattr(s, "iter_current_nodes", scan)
         for doc in docs:  # one call per document, as a stream's batches
             ingest_documents(s, None, [doc], now_us=NOW, titles=titles)
@@ -373,7 +377,7 @@ def test_mentions_independent_of_title_cache_and_lookup(
 
 
 def test_known_titles_follow_other_writers_and_forget_refused_documents(
-    store: Store
+    store: AnyStore
 ) -> None:
     titles = KnownTitles()
     ingest_documents(store, None, [_doc("wiki/Cash", CASH, title="Johnny Cash")], now_us=NOW,

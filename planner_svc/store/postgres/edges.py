@@ -7,14 +7,14 @@ from collections.abc import Iterable
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import Direction
 from planner_svc.store.edges import EDGE_COLUMNS, edge_from_row
-from planner_svc.store.postgres.clock import PgClock
 from planner_svc.store.postgres.db import live
+from planner_svc.store.postgres.nodes import PgNodes
 from planner_svc.store.records import Edge, EdgeWrite
 from planner_svc.store.rules import edge_changes, edge_sources
 from planner_svc.store.text import check_time
 
 
-class PgEdges(PgClock):
+class PgEdges(PgNodes):
     """Bitemporal edge versions (a part of :class:`planner_svc.store.postgres.PostgresStore`).
     """
 
@@ -55,32 +55,61 @@ class PgEdges(PgClock):
         if not srcs:
             return 0
         with self._write(savepoint=False):
-            current: dict[tuple[str, str, str], tuple[int, Edge]] = {}
-            for row in self._rows(f"SELECT edge_id, {EDGE_COLUMNS} FROM edges "
-                                  "WHERE tx_to IS NULL AND src = ANY(%s)", (srcs,)):
-                edge = edge_from_row(row[1:])
-                current[edge.key] = (int(row[0]), edge)
+            current = self._current_edges_in_write(srcs)
             changes, closing = edge_changes(listed, current, replace)
             if not (closing or changes):
                 return 0
             self._record_tx(tx_us, field="tx")
-            if closing:
-                self._run("UPDATE edges SET tx_to = %s WHERE edge_id = ANY(%s::bigint[])",
-                          (tx_us, closing))
-            if changes:
-                first = self._next_id("edges", "edge_id", len(changes))
-                self._run(
-                    "INSERT INTO edges (edge_id, src, dst, relation, weight, valid_from, "
-                    "valid_to, tx_from, tx_to) SELECT *, %s::bigint, NULL::bigint FROM unnest("
-                    "%s::bigint[], "
-                    "%s::text[], %s::text[], %s::text[], %s::float8[], %s::bigint[], "
-                    "%s::bigint[])",
-                    (tx_us, list(range(first, first + len(changes))),
-                     [w.src for w in changes], [w.dst for w in changes],
-                     [w.relation for w in changes], [w.weight for w in changes],
-                     [w.valid_from_us for w in changes], [w.valid_to_us for w in changes]))
-            self._changed()
+            first = self._next_id("edges", "edge_id", len(changes)) if changes else 0
+            added = [(first + i, edge_from_row((w.src, w.dst, w.relation, w.weight,
+                                                w.valid_from_us, w.valid_to_us, tx_us, None)))
+                     for i, w in enumerate(changes)]
+            self._close_and_add(current, closing, added, tx_us)
         return len(changes)
+
+    def _current_edges_in_write(
+        self, srcs: Iterable[str]
+    ) -> dict[tuple[str, str, str], tuple[int, Edge]]:
+        """Inside a write: ``(src, dst, relation)`` -> (edge id, version) of every current edge
+        leaving ``srcs``, from the known state, reading the sources not known yet at once."""
+        known = self._tx().known
+        wanted = sorted(set(srcs))
+        unknown = [s for s in wanted if not known.knows_edges_of(s)]
+        if unknown:
+            self.load_nodes(unknown)
+        out: dict[tuple[str, str, str], tuple[int, Edge]] = {}
+        for src in wanted:
+            out.update(known.edges.get(src, {}))
+        return out
+
+    def _close_and_add(
+        self,
+        current: dict[tuple[str, str, str], tuple[int, Edge]],
+        closing: list[int],
+        added: list[tuple[int, Edge]],
+        tx_us: int,
+    ) -> None:
+        """Write closings (edge ids of ``current``) and new versions, keeping the known state."""
+        tx = self._tx()
+        by_id = {edge_id: edge for edge_id, edge in current.values()}
+        leaving = tx.known.edges
+        touched: dict[str, dict[tuple[str, str, str], tuple[int, Edge]]] = {}
+
+        def of(src: str) -> dict[tuple[str, str, str], tuple[int, Edge]]:
+            if src not in touched:
+                touched[src] = dict(leaving.get(src, {}))
+            return touched[src]
+
+        for edge_id in closing:
+            tx.pending.edge_closings.append((edge_id, tx_us))
+            edge = by_id[edge_id]
+            of(edge.src).pop(edge.key, None)
+        for edge_id, edge in added:
+            tx.pending.edges.append((edge_id, edge.src, edge.dst, edge.relation, edge.weight,
+                                     edge.valid_from_us, edge.valid_to_us, tx_us))
+            of(edge.src)[edge.key] = (edge_id, edge)
+        leaving.update(touched)
+        self._changed()
 
     def edges_as_of(
         self,
@@ -115,6 +144,9 @@ class PgEdges(PgClock):
         ids = sorted(set(src_ids))
         if not ids:
             return []
+        if self._local_depth() > 0:
+            current = self._current_edges_in_write(ids)
+            return [current[k][1] for k in sorted(current)]
         rows = self._rows(f"SELECT {EDGE_COLUMNS} FROM edges WHERE tx_to IS NULL "
                           "AND src = ANY(%s) ORDER BY src, dst, relation", (ids,))
         return [edge_from_row(row) for row in rows]
@@ -131,16 +163,11 @@ class PgEdges(PgClock):
         if not wanted:
             return 0
         with self._write(savepoint=False):
-            rows = self._rows(
-                "SELECT edge_id, src, dst, relation FROM edges WHERE tx_to IS NULL "
-                "AND src = ANY(%s)", (sorted({k[0] for k in wanted}),))
-            keyset = set(wanted)
-            closing = [int(r[0]) for r in rows if (r[1], r[2], r[3]) in keyset]
+            current = self._current_edges_in_write({k[0] for k in wanted})
+            closing = [current[k][0] for k in wanted if k in current]
             if closing:
                 self._record_tx(tx_us, field="tx")
-                self._run("UPDATE edges SET tx_to = %s WHERE edge_id = ANY(%s::bigint[])",
-                          (tx_us, closing))
-                self._changed()
+                self._close_and_add(current, closing, [], tx_us)
         return len(closing)
 
     def count_edges(self, *, current_only: bool = True) -> int:

@@ -31,14 +31,9 @@ class PgSpanLedger(PgClock):
             # re-adding a span replaces its kind and location
             latest = {(r[2], r[3]): (r[4], r[5]) for r in rows}
             if latest:
-                self._run(
-                    "INSERT INTO spans (source_id, tx, byte_start, byte_end, kind, location) "
-                    "SELECT %s, %s, a, b, k, l FROM unnest(%s::bigint[], %s::bigint[], "
-                    "%s::text[], %s::text[]) AS u(a, b, k, l) "
-                    "ON CONFLICT (source_id, tx, byte_start, byte_end) "
-                    "DO UPDATE SET kind = excluded.kind, location = excluded.location",
-                    (source_id, tx_us, [k[0] for k in latest], [k[1] for k in latest],
-                     [v[0] for v in latest.values()], [v[1] for v in latest.values()]))
+                self._pending().spans.extend(
+                    (source_id, tx_us, a, b, kind, location)
+                    for (a, b), (kind, location) in latest.items())
                 self._changed()
         return len(rows)
 

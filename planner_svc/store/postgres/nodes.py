@@ -9,10 +9,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from planner_svc.core.errors import InvalidRequest
+from planner_svc.store.edges import EDGE_COLUMNS, edge_from_row
+from planner_svc.store.fulltext import rare_word_order
 from planner_svc.store.nodes import node_from_row
 from planner_svc.store.postgres.clock import PgClock
 from planner_svc.store.postgres.db import PAGE_ROWS, live
-from planner_svc.store.records import NodeVersion, NodeWrite, NodeWriteResult
+from planner_svc.store.postgres.pending import NodeRow
+from planner_svc.store.records import Edge, NodeVersion, NodeWrite, NodeWriteResult
 from planner_svc.store.rules import provenance_json, same_node, to_json
 from planner_svc.store.text import check_time
 
@@ -21,18 +24,21 @@ NODE_COLUMNS = (
     "valid_from, valid_to, tx_from, tx_to"
 )
 """Columns of a node row, in the order :func:`pg_node` reads them."""
+_N_COLUMNS = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))
+_E_COLUMNS = ", ".join(f"e.{c.strip()}" for c in EDGE_COLUMNS.split(","))
 
 _WORD = re.compile(r"\w+")
 
-_INSERT_NODES = (
-    "INSERT INTO nodes (version_id, node_id, labels, label_set, properties, text, confidence, "
-    "provenance, valid_from, valid_to, tx_from, tx_to) "
-    "SELECT v, n, l, ARRAY(SELECT jsonb_array_elements_text(l::jsonb)), p, t, c, pr, vf, vt, "
-    "tf, NULL::bigint FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[], "
-    "%s::float8[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) "
-    "AS u(v, n, l, p, t, c, pr, vf, vt, tf)"
-)
-"""Inserts many node versions in one statement (one array per column; labels as JSON)."""
+
+def rarest_first(phrase: str, commonness: Mapping[str, int] | None = None) -> list[str]:
+    """The distinct words of ``phrase`` a PostgreSQL phrase lookup tests (``\\w+`` runs, NFC,
+    as written: case-sensitive), in the order the lookup tests them: that of their lower-case
+    forms in :func:`planner_svc.store.fulltext.rare_word_order` (stop words last, then fewest
+    in ``commonness``, then longer, then later first); words it leaves out (no letter or digit)
+    last; ties by code point."""
+    rank = {w: i for i, w in enumerate(rare_word_order(phrase, commonness))}
+    words = set(_WORD.findall(unicodedata.normalize("NFC", phrase)))
+    return sorted(words, key=lambda w: (rank.get(w.lower(), len(rank)), w))
 
 
 def pg_node(row: Sequence[Any]) -> NodeVersion:
@@ -63,15 +69,14 @@ class PgNodes(PgClock):
         if not writes:
             return []
         with self._write(savepoint=False):
-            current = self.current_nodes(ids)
+            current = self._current_in_write(ids)
             fresh = [w for w in writes
                      if w.node_id not in current or not same_node(w, current[w.node_id])]
             if fresh:
                 self._record_tx(tx_us, field="tx")
             next_id = self._next_id("nodes", "version_id", len(fresh)) if fresh else 0
+            tx = self._tx()
             results: list[NodeWriteResult] = []
-            closing: list[int] = []
-            rows: list[tuple[object, ...]] = []
             for w in writes:
                 cur = current.get(w.node_id)
                 if cur is not None and same_node(w, cur):
@@ -79,20 +84,18 @@ class PgNodes(PgClock):
                                                    tx_us=cur.tx_from_us, created=False))
                     continue
                 if cur is not None:
-                    closing.append(cur.version_id)
-                rows.append((next_id, w.node_id, to_json(list(w.labels)),
-                              to_json(dict(w.properties)), w.text.encode("utf-8"), w.confidence,
-                              provenance_json(w.provenance), w.valid_from_us, w.valid_to_us,
-                              tx_us))
+                    tx.pending.node_closings.append((cur.version_id, tx_us))
+                row: NodeRow = (next_id, w.node_id, to_json(list(w.labels)),
+                                to_json(dict(w.properties)), w.text.encode("utf-8"),
+                                w.confidence, provenance_json(w.provenance), w.valid_from_us,
+                                w.valid_to_us, tx_us)
+                tx.pending.nodes.append(row)
+                tx.known.set_node(w.node_id, node_from_row((*row[:4], w.text, *row[5:], None)))
+                tx.created_nodes.add(next_id)
                 results.append(NodeWriteResult(node_id=w.node_id, version_id=next_id,
                                                tx_us=tx_us, created=True))
                 next_id += 1
-            if closing:
-                self._run("UPDATE nodes SET tx_to = %s WHERE version_id = ANY(%s::bigint[])",
-                          (tx_us, closing))
-            if rows:
-                self._run(_INSERT_NODES, [[row[i] for row in rows] for i in range(10)])
-                self._tx().created_nodes.update(r.version_id for r in results if r.created)
+            if fresh:
                 self._changed()
         return results
 
@@ -106,13 +109,63 @@ class PgNodes(PgClock):
         ids = sorted(set(node_ids))
         if not ids:
             return 0
-        with self._write():
-            closed = self._run("UPDATE nodes SET tx_to = %s WHERE tx_to IS NULL "
-                               "AND node_id = ANY(%s)", (tx_us, ids))
-            if closed:
-                self._record_tx(tx_us, field="tx")  # raising rolls the update back
-                self._changed()
-            return closed
+        with self._write(savepoint=False):
+            current = self._current_in_write(ids)
+            if not current:
+                return 0
+            self._record_tx(tx_us, field="tx")
+            tx = self._tx()
+            for node_id, version in sorted(current.items()):
+                tx.pending.node_closings.append((version.version_id, tx_us))
+                tx.known.set_node(node_id, None)
+            self._changed()
+            return len(current)
+
+    def _current_in_write(self, node_ids: Iterable[str]) -> dict[str, NodeVersion]:
+        """Inside a write: the current versions of the given nodes, from the known state
+        (:class:`~planner_svc.store.postgres.db.Known`), reading those not known yet in one
+        query."""
+        ids = sorted(set(node_ids))
+        known = self._tx().known
+        unknown = [i for i in ids if not known.knows_node(i)]
+        if unknown:
+            self.load_nodes(unknown)
+        found = {i: known.nodes.get(i) for i in ids}
+        return {i: v for i, v in found.items() if v is not None}
+
+    def load_nodes(self, node_ids: Iterable[str], prefixes: Iterable[str] = ()) -> None:
+        """Inside a write: read the current versions of the given nodes and of every node
+        whose id starts with one of ``prefixes`` (non-empty), and the current edges leaving
+        them, into the known state (two queries, one round trip); a no-op outside a write."""
+        if self._local_depth() == 0:
+            return
+        ids = sorted(set(node_ids))
+        starts = sorted({p for p in prefixes if p})
+        if not ids and not starts:
+            return
+        self._flush()
+        uppers = [p[:-1] + chr(ord(p[-1]) + 1) for p in starts]
+        node_rows, edge_rows = self._pipelined([
+            (f"SELECT {NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL AND node_id = ANY(%s) "
+             f"UNION ALL SELECT {_N_COLUMNS} FROM unnest(%s::text[], %s::text[]) AS r(lo, hi) "
+             "JOIN nodes AS n ON n.node_id >= r.lo AND n.node_id < r.hi AND n.tx_to IS NULL",
+             (ids, starts, uppers)),
+            (f"SELECT edge_id, {EDGE_COLUMNS} FROM edges WHERE tx_to IS NULL AND src = ANY(%s) "
+             f"UNION ALL SELECT e.edge_id, {_E_COLUMNS} FROM unnest(%s::text[], %s::text[]) "
+             "AS r(lo, hi) JOIN edges AS e ON e.src >= r.lo AND e.src < r.hi "
+             "AND e.tx_to IS NULL", (ids, starts, uppers)),
+        ])
+        known = self._tx().known
+        known.add_prefixes(starts)
+        for node_id in ids:
+            known.set_node(node_id, None)
+        for row in node_rows.fetchall():
+            known.set_node(row[1], pg_node(row))
+        leaving: dict[str, dict[tuple[str, str, str], tuple[int, Edge]]] = {i: {} for i in ids}
+        for row in edge_rows.fetchall():
+            edge = edge_from_row(row[1:])
+            leaving.setdefault(edge.src, {})[edge.key] = (int(row[0]), edge)
+        known.edges.update(leaving)
 
     def current_node_ids(self, prefix: str) -> list[str]:
         """Ids of nodes with a current version that start with ``prefix`` (non-empty), sorted.
@@ -122,6 +175,10 @@ class PgNodes(PgClock):
         """
         if not prefix:
             raise InvalidRequest("prefix", "must not be empty")
+        if self._local_depth() > 0:
+            known_ids = self._tx().known.ids_starting(prefix)
+            if known_ids is not None:
+                return known_ids
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         rows = self._rows(
             "SELECT node_id FROM nodes WHERE node_id >= %s AND node_id < %s AND tx_to IS NULL "
@@ -133,6 +190,8 @@ class PgNodes(PgClock):
         ids = sorted(set(node_ids))
         if not ids:
             return {}
+        if self._local_depth() > 0:
+            return self._current_in_write(ids)
         rows = self._rows(f"SELECT {NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL "
                           "AND node_id = ANY(%s)", (ids,))
         return {row[1]: pg_node(row) for row in rows}
@@ -193,15 +252,29 @@ class PgNodes(PgClock):
         """Current node versions carrying ``label`` whose text holds every word of ``phrase``
         (``\\w+`` runs, NFC, as written: case-sensitive). A superset of the texts that name
         the phrase's words in sequence (callers verify); ordered by version_id.
-        ``commonness`` is not used here (one statement tests every word)."""
-        words = sorted(set(_WORD.findall(unicodedata.normalize("NFC", phrase))))
-        if not words:
+        ``commonness`` orders the word tests (:func:`rarest_first`); it never changes the
+        answer."""
+        return self.current_nodes_matching_phrases([phrase], label=label, commonness=commonness)
+
+    def current_nodes_matching_phrases(
+        self, phrases: Iterable[str], *, label: str, commonness: Mapping[str, int] | None = None
+    ) -> list[NodeVersion]:
+        """The union of :meth:`current_nodes_matching_phrase` over ``phrases``, in one query
+        (one pass over the current nodes), ordered by version_id. Each phrase's words are
+        tested rarest first (:func:`rarest_first`, by ``commonness``): PostgreSQL stops at a
+        phrase's first word a text does not hold, so most texts cost one test per phrase,
+        that of its rarest word, not one per word."""
+        groups = [rarest_first(p, commonness) for p in phrases]
+        groups = [g for g in groups if g]
+        if not groups:
             return []
-        held = " AND ".join("position(%s::bytea IN text) > 0" for _ in words)
+        held = " OR ".join(
+            "(" + " AND ".join("position(%s::bytea IN text) > 0" for _ in g) + ")"
+            for g in groups)
         rows = self._rows(
             f"SELECT {NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL AND %s = ANY(label_set) "
-            f"AND {held} ORDER BY version_id",
-            (label, *(w.encode("utf-8") for w in words)))
+            f"AND ({held}) ORDER BY version_id",
+            (label, *(w.encode("utf-8") for g in groups for w in g)))
         return [pg_node(row) for row in rows]
 
     def max_version_id(self) -> int:

@@ -37,36 +37,63 @@ class PgSourceVersions(PgClock):
         data = source_version_bytes(source_id, text, title=title, media_type=media_type,
                                     tx_us=tx_us)
         with self._write(savepoint=False):
-            row = self._row(
-                "SELECT s.latest_tx, v.text FROM sources s JOIN source_versions v "
-                "ON v.source_id = s.source_id AND v.tx = s.latest_tx WHERE s.source_id = %s",
-                (source_id,),
-            )
-            if row is not None:
-                latest_tx, latest_text = int(row[0]), bytes(row[1])
+            latest = self._latest_in_write(source_id)
+            if latest is not None:
+                latest_tx, latest_text = latest
                 if latest_text == data:
                     return latest_tx, False
                 check_later_version(source_id, tx_us, latest_tx)
             self._record_tx(tx_us, field="version_tx")
             title_b, media_b = title.encode("utf-8"), media_type.encode("utf-8")
-            self._run(
-                "INSERT INTO source_versions (id, source_id, tx, title, media_type, text) "
-                "VALUES (%s, %s, %s, %s, %s, %s)",
-                (self._next_id("source_versions", "id"), source_id, tx_us, title_b, media_b, data),
-            )
-            self._tx().written_texts[(source_id, tx_us)] = data
-            self._run(
-                "INSERT INTO sources (source_id, title, media_type, latest_tx) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (source_id) DO UPDATE SET "
-                "title = excluded.title, media_type = excluded.media_type, "
-                "latest_tx = excluded.latest_tx",
-                (source_id, title_b, media_b, tx_us),
-            )
+            tx = self._tx()
+            tx.pending.source_versions.append(
+                (self._next_id("source_versions", "id"), source_id, tx_us, title_b, media_b, data))
+            tx.pending.sources.append((source_id, title_b, media_b, tx_us))
+            tx.written_texts[(source_id, tx_us)] = data
+            tx.known.sources[source_id] = (tx_us, data)
             self._changed()
         return tx_us, True
 
+    def _latest_in_write(self, source_id: str) -> tuple[int, bytes] | None:
+        """Inside a write: the source's latest version (tx, canonical UTF-8 text), None for a
+        new source; read once, then known (:class:`~planner_svc.store.postgres.db.Known`)."""
+        known = self._tx().known.sources
+        if source_id not in known:
+            self.load_sources([source_id])
+        return known[source_id]
+
+    def load_sources(self, source_ids: Iterable[str]) -> None:
+        """Inside a write: read the latest version of each source (one query) into the
+        known state; a no-op outside a write."""
+        if self._local_depth() == 0:
+            return
+        ids = sorted(set(source_ids))
+        found = self._latest_bytes(ids)
+        known = self._tx().known.sources
+        for sid in ids:
+            known[sid] = found.get(sid)
+
+    def _latest_bytes(self, source_ids: Iterable[str]) -> dict[str, tuple[int, bytes]]:
+        ids = sorted(set(source_ids))
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT s.source_id, s.latest_tx, v.text FROM sources s JOIN source_versions v "
+            "ON v.source_id = s.source_id AND v.tx = s.latest_tx WHERE s.source_id = ANY(%s)",
+            (ids,))
+        return {r[0]: (int(r[1]), bytes(r[2])) for r in rows}
+
+    def latest_texts(self, source_ids: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Batched :meth:`latest_version` with that version's canonical text: source_id ->
+        (latest tx, text), in one query; unknown ids are absent."""
+        found = self._latest_bytes(source_ids)
+        return {sid: (tx, _utf8(text)) for sid, (tx, text) in found.items()}
+
     def latest_version(self, source_id: str) -> int | None:
         """Transaction time of the source's latest version; None if unknown."""
+        if self._local_depth() > 0 and source_id in self._tx().known.sources:
+            latest = self._tx().known.sources[source_id]
+            return None if latest is None else latest[0]
         row = self._row("SELECT latest_tx FROM sources WHERE source_id = %s", (source_id,))
         return None if row is None else int(row[0])
 

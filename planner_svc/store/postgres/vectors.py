@@ -63,10 +63,7 @@ class PgVectors(PgClock):
                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(dim),))
                 self._settle("vector_dim", dim)
             latest = {vid: vec.tobytes() for vid, vec in pairs}  # the last vector of an id wins
-            self._run(
-                "INSERT INTO vectors (version_id, vector) SELECT * FROM unnest(%s::bigint[], "
-                "%s::bytea[]) ON CONFLICT (version_id) DO UPDATE SET vector = excluded.vector",
-                (list(latest), list(latest.values())))
+            self._pending().vectors.extend(latest.items())
             self._changed()
         return len(pairs)
 
