@@ -99,27 +99,20 @@ class _Segment:
         return self.row_terms[lo:hi], self.row_tf[lo:hi]
 
 
-def _build(first: int, per_row: Sequence[dict[int, int]]) -> _Segment:
-    """A segment from per-row ``term id -> tf`` maps for positions ``first, first + 1, ...``."""
-    tids: list[int] = []
-    rows: list[int] = []
-    tfs: list[int] = []
-    row_ptr = [0]
-    row_terms: list[int] = []
-    row_tf: list[int] = []
-    for offset, counts in enumerate(per_row):
-        ordered = sorted(counts)
-        row_terms.extend(ordered)
-        row_tf.extend(counts[t] for t in ordered)
-        row_ptr.append(len(row_terms))
-        for tid in ordered:
-            tids.append(tid)
-            rows.append(first + offset)
-            tfs.append(counts[tid])
-    return _pack(first, len(per_row), np.asarray(tids, dtype=np.int64),
-                 np.asarray(rows, dtype=np.int64), np.asarray(tfs, dtype=np.int64),
-                 np.asarray(row_ptr, dtype=np.int64), np.asarray(row_terms, dtype=np.int64),
-                 np.asarray(row_tf, dtype=np.int64))
+def _build(first: int, term_ids: Int64s, lengths: Int64s) -> _Segment:
+    """A segment of ``lengths.shape[0]`` rows at positions ``first, first + 1, ...``, from
+    their term ids laid end to end (``term_ids``: int64, ``lengths[i]`` ids for row ``i``, in
+    text order, repeats kept)."""
+    n_rows = int(lengths.shape[0])
+    offsets = np.repeat(np.arange(n_rows, dtype=np.int64), lengths)
+    span = int(term_ids.max()) + 1 if term_ids.shape[0] else 1
+    keys, tfs = np.unique(offsets * span + term_ids, return_counts=True)  # by row, then term
+    rows, tids = np.divmod(keys, span)
+    row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=row_ptr[1:])
+    tids = tids.astype(np.int64)
+    tfs = tfs.astype(np.int64)
+    return _pack(first, n_rows, tids, rows.astype(np.int64) + first, tfs, row_ptr, tids, tfs)
 
 
 def _pack(first: int, n_rows: int, tids: Int64s, rows: Int64s, tfs: Int64s,
@@ -180,7 +173,7 @@ class _Column:
     def __init__(self) -> None:
         self.data = np.zeros(1024, dtype=np.int64)
 
-    def put(self, at: int, values: Sequence[int]) -> None:
+    def put(self, at: int, values: Sequence[int] | Int64s) -> None:
         need = at + len(values)
         if need > self.data.shape[0]:
             grown = np.zeros(max(need, 2 * self.data.shape[0]), dtype=np.int64)
@@ -280,30 +273,33 @@ class LexicalIndex:
             if not fresh:
                 return 0
             base = self._size
-            per_row: list[dict[int, int]] = []
             for offset, row in enumerate(fresh):
                 self._positions[row.row_id] = base + offset
-                counts: dict[int, int] = {}
-                for term in row.terms:
-                    tid = self._terms.get(term)
-                    if tid is None:
-                        tid = self._terms[term] = len(self._names)
-                        self._names.append(term)
-                    counts[tid] = counts.get(tid, 0) + 1
-                per_row.append(counts)
-                for bound in (row.valid_from_us, row.valid_to_us, row.tx_from_us, row.tx_to_us):
-                    if bound is not None and bound > self._max_event:
-                        self._max_event = bound
+            terms = self._terms
+            flat = [term for row in fresh for term in row.terms]
+            for term in dict.fromkeys(flat):  # new terms get ids in first-occurrence order
+                if term not in terms:
+                    terms[term] = len(self._names)
+                    self._names.append(term)
+            term_ids = np.fromiter(map(terms.__getitem__, flat), dtype=np.int64,
+                                   count=len(flat))
+            lengths = np.fromiter((len(row.terms) for row in fresh), dtype=np.int64,
+                                  count=len(fresh))
+            bounds = [bound for row in fresh
+                      for bound in (row.valid_from_us, row.valid_to_us, row.tx_from_us,
+                                    row.tx_to_us) if bound is not None]
+            if bounds:
+                self._max_event = max(self._max_event, max(bounds))
             self._map_positions([r.row_id for r in fresh], base)
             cols = self._columns
             cols["row_ids"].put(base, [r.row_id for r in fresh])
-            cols["lengths"].put(base, [len(r.terms) for r in fresh])
+            cols["lengths"].put(base, lengths)
             cols["valid_from"].put(base, [r.valid_from_us for r in fresh])
             cols["valid_to"].put(base, [OPEN if r.valid_to_us is None else r.valid_to_us
                                         for r in fresh])
             cols["tx_from"].put(base, [r.tx_from_us for r in fresh])
             cols["tx_to"].put(base, [OPEN if r.tx_to_us is None else r.tx_to_us for r in fresh])
-            self._segments = self._tiered((*self._segments, _build(base, per_row)))
+            self._segments = self._tiered((*self._segments, _build(base, term_ids, lengths)))
             self._current = None
             self._generation += 1
             self._size = base + len(fresh)  # published last
