@@ -23,6 +23,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from planner_svc.core.model import NOWHERE, CoordKey, Location
 from planner_svc.index.analysis import analyze
@@ -132,8 +133,9 @@ class CrossLink:
     outgoing: bool
 
 
-def _bound(value: int | None) -> int:
-    return OPEN if value is None else value
+def _bound(value: int | None, times: dict[int, int]) -> int:
+    """An interval's end: OPEN for None, else the object ``times`` holds for the value."""
+    return OPEN if value is None else times.setdefault(value, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,13 @@ class Catalog:
         self._rows_of_source: dict[str, list[list[int]]] = defaultdict(list)  # [row, from, to]
         self._spans: dict[CoordKey, SpanInfo] = {}
         self._tokens: dict[tuple[str, CoordKey], int] = {}
+        self._strings: dict[str, str] = {}
+        """One object per distinct node id, source id and relation: edges and versions share
+        them instead of each holding its own decoded copy."""
+        self._sets: dict[frozenset[Any], frozenset[Any]] = {}
+        """One object per distinct label set and property set (most versions share a few)."""
+        self._times: dict[int, int] = {}
+        """One object per distinct interval bound (rows written together share theirs)."""
         self._max_event = -OPEN - 1  # the largest finite bound of a node or edge interval
         self._latest = _Latest(self._max_event)
 
@@ -222,20 +231,27 @@ class Catalog:
         with self._lock:
             self._spans.update(batch.spans)
             fresh = [n for n in batch.nodes if n.version_id not in self._versions]
+            strings, sets, times = self._strings, self._sets, self._times
             for n in fresh:
+                labels: frozenset[str] = frozenset(n.labels)
+                properties: frozenset[tuple[str, str]] = frozenset(n.properties.items())
+                source = n.provenance[0].source_id if n.provenance else None
                 version = CatalogVersion(
-                    version_id=n.version_id, node_id=n.node_id,
-                    source=n.provenance[0].source_id if n.provenance else None,
-                    labels=frozenset(n.labels), properties=frozenset(n.properties.items()),
+                    version_id=n.version_id, node_id=strings.setdefault(n.node_id, n.node_id),
+                    source=None if source is None else strings.setdefault(source, source),
+                    labels=sets.setdefault(labels, labels),
+                    properties=sets.setdefault(properties, properties),
                     confidence=n.confidence,
                     spans=tuple(s.key for s in n.provenance),
-                    valid_from=n.valid_from_us, valid_to=_bound(n.valid_to_us),
-                    tx_from=n.tx_from_us, tx_to=_bound(n.tx_to_us),
+                    valid_from=times.setdefault(n.valid_from_us, n.valid_from_us),
+                    valid_to=_bound(n.valid_to_us, times),
+                    tx_from=times.setdefault(n.tx_from_us, n.tx_from_us),
+                    tx_to=_bound(n.tx_to_us, times),
                 )
                 self._versions[n.version_id] = version
                 self._event(version.valid_from, version.valid_to, version.tx_from,
                             version.tx_to)
-                self._by_node[n.node_id].append(version)
+                self._by_node[version.node_id].append(version)
                 if version.source is not None:
                     self._by_source[version.source].append(version)
                 for label in version.labels:
@@ -245,14 +261,18 @@ class Catalog:
             for edge_id, e in batch.edges:
                 if edge_id in self._edges:
                     continue
-                edge = _Edge(edge_id=edge_id, src=e.src, dst=e.dst, relation=e.relation,
-                             weight=e.weight, valid_from=e.valid_from_us,
-                             valid_to=_bound(e.valid_to_us), tx_from=e.tx_from_us,
-                             tx_to=_bound(e.tx_to_us))
+                edge = _Edge(edge_id=edge_id, src=strings.setdefault(e.src, e.src),
+                             dst=strings.setdefault(e.dst, e.dst),
+                             relation=strings.setdefault(e.relation, e.relation),
+                             weight=e.weight,
+                             valid_from=times.setdefault(e.valid_from_us, e.valid_from_us),
+                             valid_to=_bound(e.valid_to_us, times),
+                             tx_from=times.setdefault(e.tx_from_us, e.tx_from_us),
+                             tx_to=_bound(e.tx_to_us, times))
                 self._edges[edge_id] = edge
                 self._event(edge.valid_from, edge.valid_to, edge.tx_from, edge.tx_to)
-                self._out[e.src].append(edge)
-                self._in[e.dst].append(edge)
+                self._out[edge.src].append(edge)
+                self._in[edge.dst].append(edge)
             documents: list[LexicalRow] = []
             superseded: list[tuple[int, int]] = []
             for sv in batch.sources:

@@ -184,3 +184,19 @@ def test_a_bm25_ask_over_no_rows_does_not_hide_a_term_from_later_asks() -> None:
     for table in (fresh, asked_empty_first):
         rows = table.rows([3, 4, 5])
         assert table.bm25(["t", "u"], rows).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_catalog_rows_share_one_object_per_distinct_id_label_set_and_time() -> None:
+    catalog, _semantic, ids = _world()
+    first = catalog.version(ids[("dacians", 0)])
+    second = catalog.version(ids[("romania", 2)])
+    target = catalog.version(ids[("romania", 0)])
+    assert first is not None and second is not None and target is not None
+    assert first.labels is second.labels and first.properties is second.properties
+    assert first.tx_from is second.tx_from and first.valid_from is second.valid_from
+    links = catalog.cross_links([target], T, T)
+    assert [(link.other.node_id, link.relation, link.outgoing) for link in links] == [
+        ("psg:dacians:1", "mentions", False), ("psg:thracians:0", "mentions", True)]
+    edge = catalog._in["psg:romania:0"][0]
+    assert edge.dst is target.node_id and edge.tx_from is target.tx_from
+    assert edge.relation is catalog._out["psg:dacians:1"][1].relation
