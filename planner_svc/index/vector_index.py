@@ -20,9 +20,11 @@ it adds, not the index size. Segments of :data:`SEAL_ROWS` rows or more are neve
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +64,45 @@ MERGE_RUN = 4
 SEAL_ROWS = 131_072
 """Segments of at least this many rows are never merged (a fresh build is cut into runs of this
 size), so no catch-up rewrites more than about ``MERGE_RUN * SEAL_ROWS`` rows."""
+
+SEARCH_THREADS = max(1, min(4, os.cpu_count() or 1))
+"""Threads that scan one search's segments side by side (FAISS and numpy release the GIL while
+they scan), up to the machine's cores."""
+PARALLEL_MIN_ROWS = 65_536
+"""Eligible rows, summed over at least two segments, from which a search scans its segments
+side by side; smaller searches (the demo corpus: one exact segment of about 20k rows) stay on
+the calling thread."""
+_segment_pool: ThreadPoolExecutor | None = None
+_segment_pool_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _segment_pool
+    with _segment_pool_lock:
+        if _segment_pool is None:
+            _segment_pool = ThreadPoolExecutor(max_workers=SEARCH_THREADS,
+                                               thread_name_prefix="segment-search")
+        return _segment_pool
+
+
+_Scan = tuple[Partition, int, int, bool]
+"""One segment's part of a search round: the segment, rows wanted, eligible prefix, and whether
+it is scanned whole from float32 (else searched through its codes)."""
+
+
+def _scan_segments(q: Float32s, scans: list[_Scan]) -> list[tuple[Float32s, Int64s]]:
+    """``(scores, rows)`` of each scan, in order; side by side on :func:`_pool` when at least
+    two segments hold :data:`PARALLEL_MIN_ROWS` eligible rows between them."""
+
+    def one(scan: _Scan) -> tuple[Float32s, Int64s]:
+        part, n, prefix, whole = scan
+        return part.scan(q, n, prefix) if whole else part.search(q, n, prefix)
+
+    if (SEARCH_THREADS > 1 and len(scans) > 1
+            and sum(prefix for _p, _n, prefix, _w in scans) >= PARALLEL_MIN_ROWS):
+        return list(_pool().map(one, scans))
+    return [one(scan) for scan in scans]
+
 
 #: A build or catch-up over at least this many version ids logs its progress.
 _PROGRESS_MIN_IDS = 10_000
@@ -585,29 +626,25 @@ class IndexView:
     ) -> tuple[list[VectorHit], bool]:
         """One widening round; returns (settled hits, whether every eligible row was seen).
         ``known`` caches liveness across rounds."""
-        picked: list[Int64s] = []
         threshold = -math.inf
         complete = True
         approximate_rows = sum(prefix for part, prefix in eligible if not part.exact)
+        scans: list[_Scan] = []
         for part, prefix in eligible:
-            if exact:
-                n = min(fetch, prefix)
-                codes, rows = part.scan(q, n, prefix)
-                if n < prefix and codes.shape[0]:
-                    threshold = max(threshold, float(codes[-1]) + SCAN_SLACK)
-            elif part.exact:
-                n = min(fetch, prefix)
-                codes, rows = part.search(q, n, prefix)
-                if n < prefix and codes.shape[0]:
-                    threshold = max(threshold, float(codes[-1]) + part.error)
+            if exact or part.exact:
+                scans.append((part, min(fetch, prefix), prefix, exact))
             else:
                 share = -(-APPROXIMATE_FETCH_FACTOR * fetch * prefix // approximate_rows)
                 n = min(prefix, max(fetch, share))
-                if n < prefix:
-                    _codes, rows = part.search(q, n, prefix)
-                    complete = False
-                else:  # widened to every eligible row: the lists not probed are scanned too
-                    _codes, rows = part.scan(q, n, prefix)
+                # widened to every eligible row: the lists not probed are scanned too
+                scans.append((part, n, prefix, n >= prefix))
+                complete = complete and n >= prefix
+        picked: list[Int64s] = []
+        for (part, n, prefix, _whole), (codes, rows) in zip(
+                scans, _scan_segments(q, scans), strict=True):
+            if (exact or part.exact) and n < prefix and codes.shape[0]:
+                slack = SCAN_SLACK if exact else part.error
+                threshold = max(threshold, float(codes[-1]) + slack)
             picked.append(rows)
         # float32 products summed by one loop per row (einsum, no BLAS): equal vectors score
         # equal wherever they sit, so ties fall to the node id

@@ -9,7 +9,9 @@ import subprocess
 import sys
 import threading
 from collections.abc import Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -806,3 +808,39 @@ def test_a_large_build_logs_its_progress_and_a_small_catch_up_does_not(
     log.events.clear()
     VectorIndex.open_or_build(tmp_path, src, embedder_name="t", dim=DIM)
     assert not [e for e in log.events if e["event"] == "vector_index.progress"]
+
+
+@pytest.mark.parametrize("approximate_min", [10**9, 16])
+def test_segments_scanned_side_by_side_answer_as_one_thread_does(
+    monkeypatch: pytest.MonkeyPatch, approximate_min: int
+) -> None:
+    _small_tiers(monkeypatch, approximate_min=approximate_min)
+    src = MemoryVectorSource()
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    _grow(src, index, np.random.default_rng(8), 12, 9)
+    assert index.segment_count > 2
+    kinds = index.describe()["kinds"]
+    assert ("ivf" in kinds) == (approximate_min == 16)
+    calls: list[str] = []
+    real_map = ThreadPoolExecutor.map
+
+    def counted(pool: ThreadPoolExecutor, *args: Any, **kwargs: Any) -> Any:
+        calls.append(threading.current_thread().name)
+        return real_map(pool, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "map", counted)
+    monkeypatch.setattr(vector_index, "SEARCH_THREADS", 1)
+    serial = [_answers(index, src), [
+        pairs(index.search(q, 9, valid_us=BUCKET, tx_us=1, live=src, exact=True))
+        for q in _queries(5)]]
+    assert calls == []
+    monkeypatch.setattr(vector_index, "SEARCH_THREADS", 2)
+    monkeypatch.setattr(vector_index, "PARALLEL_MIN_ROWS", 1)
+    side_by_side = [_answers(index, src), [
+        pairs(index.search(q, 9, valid_us=BUCKET, tx_us=1, live=src, exact=True))
+        for q in _queries(5)]]
+    assert len(calls) >= 15  # every search ran its segments on the pool
+    assert side_by_side == serial
+    monkeypatch.setattr(vector_index, "PARALLEL_MIN_ROWS", 10**9)
+    calls.clear()
+    assert _answers(index, src) == serial[0] and calls == []  # small searches stay serial
