@@ -40,6 +40,7 @@ from planner_svc.research.openai_provider import OpenAISettings
 
 __all__ = [
     "DEFAULT_DATA_DIR",
+    "ENV_ADDRESS",
     "ENV_AUTH_TOKEN",
     "ENV_LLM_API_KEY",
     "ENV_LLM_BASE_URL",
@@ -63,6 +64,9 @@ DEFAULT_DATA_DIR = Path("data/demo")
 
 ENV_AUTH_TOKEN = "PLANNER_SVC_AUTH_TOKEN"
 """Bearer token the server requires on every RPC but health and reflection; the clients send it."""
+ENV_ADDRESS = "PLANNER_SVC_ADDRESS"
+"""``HOST:PORT`` the clients call when no ``--address`` is given (unset or empty: the default
+bind address and port)."""
 ENV_MODEL_DIR = "PLANNER_SVC_MODEL_DIR"
 """Directory of the embedding model, instead of the repository's ``models/minilm-l6-m2v-256``."""
 ENV_LLM_BASE_URL = "PLANNER_LLM_BASE_URL"

@@ -12,28 +12,42 @@ and gRPC's client default of 4 MiB would refuse a large plan the server may send
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from planner_svc.settings import ENV_AUTH_TOKEN, default_address, read_environment
+from planner_svc.settings import ENV_ADDRESS, ENV_AUTH_TOKEN, default_address, read_environment
 
 if TYPE_CHECKING:
     import grpc
 
 __all__ = [
+    "ADDRESS_HELP",
     "CLIENT_CHANNEL_OPTIONS",
     "DEFAULT_ADDRESS",
     "ClientTLS",
     "add_tls_flags",
     "auth_metadata",
     "channel_for",
+    "client_address",
     "open_channel",
     "unavailable_hint",
 ]
 
 DEFAULT_ADDRESS = default_address()
-"""Where the clients look for a server by default: the default bind address and port."""
+"""The default bind address and port of ``serve``."""
+
+
+ADDRESS_HELP = f"server HOST:PORT (without --address: ${ENV_ADDRESS}, else {DEFAULT_ADDRESS})"
+"""The help text of every client command's ``--address``."""
+
+
+def client_address() -> str:
+    """Where a client command looks for the server when given no ``--address``:
+    ``$PLANNER_SVC_ADDRESS`` (:data:`~planner_svc.settings.ENV_ADDRESS`) when set and not
+    empty, else :data:`DEFAULT_ADDRESS`. Read when a command's options are built."""
+    return os.environ.get(ENV_ADDRESS, "").strip() or DEFAULT_ADDRESS
 
 CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.max_receive_message_length", -1),

@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
-    DEFAULT_ADDRESS,
+    ADDRESS_HELP,
     add_tls_flags,
     auth_metadata,
     channel_for,
+    client_address,
     unavailable_hint,
 )
 from planner_svc.core.limits import BUDGET_TOKENS, LEG_RESULTS, Bounds
@@ -279,8 +280,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("questions", nargs="+", metavar="QUESTIONS",
                         help="JSON Lines question files (id, type, question, gold, answer)")
-    parser.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
-                        help="server HOST:PORT")
+    parser.add_argument("--address", type=address, default=client_address(),
+                        help=ADDRESS_HELP)
     budgets = parser.add_mutually_exclusive_group(required=True)
     budgets.add_argument("--budget", type=bounded(int, BUDGET_TOKENS),
                          help="requested budget, tokens")

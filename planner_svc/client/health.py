@@ -14,9 +14,10 @@ import sys
 
 from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
-    DEFAULT_ADDRESS,
+    ADDRESS_HELP,
     add_tls_flags,
     channel_for,
+    client_address,
     unavailable_hint,
 )
 from planner_svc.core.limits import Bounds
@@ -84,8 +85,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
         formatter_class=_FMT,
     )
-    health.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
-                        help="server HOST:PORT")
+    health.add_argument("--address", type=address, default=client_address(),
+                        help=ADDRESS_HELP)
     health.add_argument("--service", default="",
                         help="service to check, e.g. planner.v1.EvidencePlannerService "
                              "(default: the whole server)%(default).0s")

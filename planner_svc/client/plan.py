@@ -8,10 +8,11 @@ import sys
 
 from planner_svc.cliargs import address, bounded, non_empty
 from planner_svc.client.connection import (
-    DEFAULT_ADDRESS,
+    ADDRESS_HELP,
     add_tls_flags,
     auth_metadata,
     channel_for,
+    client_address,
     unavailable_hint,
 )
 from planner_svc.core.config import SelectionSettings
@@ -97,8 +98,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                  formatter_class=_FMT)
     plan.add_argument("question", type=non_empty,
                       help="the question; both recall legs search with it")
-    plan.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
-                      help="server HOST:PORT")
+    plan.add_argument("--address", type=address, default=client_address(),
+                      help=ADDRESS_HELP)
     plan.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
                       # "%(default).0s" prints nothing and keeps the formatter from
                       # appending "(default: None)"

@@ -20,10 +20,11 @@ if TYPE_CHECKING:
 
 from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
-    DEFAULT_ADDRESS,
+    ADDRESS_HELP,
     add_tls_flags,
     auth_metadata,
     channel_for,
+    client_address,
     unavailable_hint,
 )
 from planner_svc.core.limits import BUDGET_TOKENS
@@ -48,8 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default="web",
         help="comma-separated actor types that run leads, round-robin (default: web)",
     )
-    p.add_argument("--address", type=address, default=DEFAULT_ADDRESS,
-                   help=f"HOST:PORT ({DEFAULT_ADDRESS})")
+    p.add_argument("--address", type=address, default=client_address(),
+                   help=ADDRESS_HELP)
     caps = ResearchCaps.BOUNDS
     p.add_argument("--budget", type=bounded(int, BUDGET_TOKENS), default=None,
                    help=f"evidence budget per plan, tokens, {BUDGET_TOKENS} (default: the "

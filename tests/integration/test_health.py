@@ -165,3 +165,27 @@ def test_the_health_command_probes_a_served_process(
     )
     assert (probe.returncode, probe.stdout) == (3, "")
     assert probe.stderr.startswith(f"planner-svc health: UNAVAILABLE: cannot reach {target}: ")
+
+
+@pytest.mark.parametrize("argv", [[], ["--address", "{target}"]])
+def test_the_clients_call_the_address_in_the_environment_unless_given_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    with socket.socket() as closed, socket.socket() as other:
+        closed.bind(("127.0.0.1", 0))
+        other.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{closed.getsockname()[1]}"
+        monkeypatch.setenv("PLANNER_SVC_ADDRESS", target if not argv
+                           else f"127.0.0.1:{other.getsockname()[1]}")
+        code, out, err = _probe([a.format(target=target) for a in argv], capsys)
+    assert (code, out) == (3, "")
+    assert err.startswith(f"planner-svc health: UNAVAILABLE: cannot reach {target}: ")
+
+
+def test_an_empty_address_variable_means_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner_svc.client.connection import DEFAULT_ADDRESS, client_address
+
+    monkeypatch.setenv("PLANNER_SVC_ADDRESS", " ")
+    assert client_address() == DEFAULT_ADDRESS == "127.0.0.1:50151"
+    monkeypatch.setenv("PLANNER_SVC_ADDRESS", "10.0.0.7:9000")
+    assert client_address() == "10.0.0.7:9000"
