@@ -65,9 +65,22 @@ SEAL_ROWS = 131_072
 """Segments of at least this many rows are never merged (a fresh build is cut into runs of this
 size), so no catch-up rewrites more than about ``MERGE_RUN * SEAL_ROWS`` rows."""
 
-SEARCH_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity set where the platform has one (a
+    container or ``taskset`` may allow fewer than the machine has), else ``os.cpu_count()``;
+    at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+SEARCH_THREADS = min(4, usable_cores())
 """Threads that scan one search's segments side by side (FAISS and numpy release the GIL while
-they scan), up to the machine's cores."""
+they scan), up to the cores this process may use (:func:`usable_cores`), at most 4. One pool
+per process, shared by all its requests, created on first use (docs/architecture.md,
+"Processes and threads")."""
 PARALLEL_MIN_ROWS = 65_536
 """Eligible rows, summed over at least two segments, from which a search scans its segments
 side by side; smaller searches (the demo corpus: one exact segment of about 20k rows) stay on

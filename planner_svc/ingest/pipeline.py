@@ -47,7 +47,6 @@ therefore yields the same graph everywhere. Valid intervals start at ``valid_fro
 
 from __future__ import annotations
 
-import itertools
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +98,13 @@ __all__ = [
 
 _Item = DocumentIn | ReadAhead | RejectedDocument
 """One input of :func:`ingest_documents`."""
+
+GROUP_MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""Input bytes (:func:`_input_bytes`) of a group of inputs whose sources are looked up at once
+(:func:`_groups`) at most, 64 MiB, unless one input alone holds more (a group of one): a group
+is held in memory until its last input is prepared, so without this cap ``batch_size`` large
+files (``planner-svc ingest`` reads each file whole) would be held at once. Groups of typical
+documents (a few KiB to a few MiB) are still ``batch_size`` long, one lookup each."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,10 +225,34 @@ def _look_up(store: IngestStore, items: Sequence[_Item]) -> dict[str, tuple[int,
     return {sid: found.get(sid) for sid in ids}
 
 
-def _groups(items: Iterable[_Item], size: int) -> Iterator[list[_Item]]:
-    """``items`` in lists of up to ``size``, read lazily."""
-    iterator = iter(items)
-    while group := list(itertools.islice(iterator, size)):
+def _input_bytes(item: _Item) -> int:
+    """What an input holds: the length of its ``content`` plus that of its ``text`` (bytes,
+    or characters of a string: at least one byte each), 0 for a rejected document."""
+    doc = item.doc if isinstance(item, ReadAhead) else item
+    if isinstance(doc, RejectedDocument):
+        return 0
+    text = doc.text if isinstance(doc.text, (str, bytes)) else ""
+    content = doc.content if isinstance(doc.content, bytes) else b""
+    return len(text) + len(content)
+
+
+def _groups(items: Iterable[_Item], size: int, max_bytes: int) -> Iterator[list[_Item]]:
+    """``items`` in lists of up to ``size`` inputs holding up to ``max_bytes`` input bytes
+    (:func:`_input_bytes`; an input holding more alone is a list of one), in order, read
+    lazily: a list is yielded as soon as it is full or the next input would not fit in it."""
+    group: list[_Item] = []
+    held = 0
+    for item in items:
+        weight = _input_bytes(item)
+        if group and held + weight > max_bytes:
+            yield group
+            group, held = [], 0
+        group.append(item)
+        held += weight
+        if len(group) >= size:
+            yield group
+            group, held = [], 0
+    if group:
         yield group
 
 
@@ -515,7 +545,7 @@ def ingest_documents(
     chunk: list[_Prepared] = []
     pending: set[str] = set()
     try:
-        for item in (i for group in _groups(docs, batch_size)
+        for item in (i for group in _groups(docs, batch_size, GROUP_MAX_INPUT_BYTES)
                      for i in run.look_up(group)):
             doc, ahead = (item.doc, item) if isinstance(item, ReadAhead) else (item, None)
             report.received += 1

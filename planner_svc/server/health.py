@@ -15,6 +15,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2
 
+from planner_svc.core.errors import echo
+
 __all__ = ["HEALTH_SERVICE_NAME", "MAX_LISTED", "HealthServicer"]
 
 HEALTH_SERVICE_NAME: str = health.SERVICE_NAME
@@ -22,7 +24,7 @@ HEALTH_SERVICE_NAME: str = health.SERVICE_NAME
 
 MAX_LISTED = 100
 """Most services ``List`` reports; with more it answers RESOURCE_EXHAUSTED (the limit the
-health protocol suggests)."""
+health protocol suggests). ``Check``'s NOT_FOUND names at most this many, then how many more."""
 
 
 class HealthServicer(health.HealthServicer):  # type: ignore[misc]
@@ -38,16 +40,20 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
 
         Raises:
             grpc.RpcError: NOT_FOUND (through ``context.abort``) when the service has no status;
-                the details name it and the services that have one.
+                the details quote it (:func:`~planner_svc.core.errors.echo`: at most
+                ``ECHO_CHARS`` characters of it, and its length) and name the services that
+                have one (the first :data:`MAX_LISTED`, then how many more).
         """
         with self._lock:
             status = self._server_status.get(request.service)
             known = sorted(self._server_status)
         if status is None:
             shown = ", ".join(repr(name) for name in known[:MAX_LISTED])
+            if len(known) > MAX_LISTED:
+                shown += f" and {len(known) - MAX_LISTED} more"
             context.abort(
                 grpc.StatusCode.NOT_FOUND,
-                f"service {request.service!r} is unknown to health checking; services with a "
+                f"service {echo(request.service)} is unknown to health checking; services with a "
                 f"status: {shown} ('' is the whole server)",
             )
         return health_pb2.HealthCheckResponse(status=status)

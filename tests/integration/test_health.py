@@ -1,6 +1,6 @@
 """Standard health checking on a real server: ``Check`` of each service, and of a service the
-server does not know (NOT_FOUND, naming it); ``planner-svc health`` against a serving, a
-draining, an unreachable and a silent server."""
+server does not know (NOT_FOUND, naming it, a long name clipped, and the services it knows);
+``planner-svc health`` against a serving, a draining, an unreachable and a silent server."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -16,7 +17,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from planner_svc.cli import main
+from planner_svc.core.errors import ECHO_CHARS
 from planner_svc.server.app import SERVICE_NAMES
+from planner_svc.server.health import MAX_LISTED, HealthServicer
 from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import Live, start
 from tests.serving import ServeProcess
@@ -38,6 +41,41 @@ def test_check_of_an_unknown_service_is_not_found_and_names_it(live: Live) -> No
     assert info.value.details() == (  # type: ignore[attr-defined]
         "service 'no.such.Service' is unknown to health checking; services with a status: "
         f"{known} ('' is the whole server)")
+
+
+def test_check_of_a_long_unknown_name_quotes_its_start_and_length(live: Live) -> None:
+    name = "n" * 9_000  # quoted whole, the details would pass gRPC's 8 KiB of metadata
+    with pytest.raises(grpc.RpcError) as info:
+        health_pb2_grpc.HealthStub(live.channel).Check(
+            health_pb2.HealthCheckRequest(service=name), timeout=10)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+    details: str = info.value.details()  # type: ignore[attr-defined]
+    assert details.startswith(f"service '{'n' * ECHO_CHARS}'… (9000 characters) is unknown "
+                              "to health checking; services with a status: ")
+    assert len(details) < 1_000
+
+
+def test_check_names_the_first_services_with_a_status_and_counts_the_rest() -> None:
+    servicer = HealthServicer()
+    names = [f"svc.S{i:03}" for i in range(MAX_LISTED + 4)]  # "" and 104 more
+    for name in names:
+        servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, pytest.raises(
+                grpc.RpcError) as info:
+            health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
+    finally:
+        server.stop(0)
+    shown = ", ".join(repr(n) for n in ["", *names][:MAX_LISTED])
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+    assert info.value.details() == (  # type: ignore[attr-defined]
+        "service 'no.such.Service' is unknown to health checking; services with a status: "
+        f"{shown} and 5 more ('' is the whole server)")
 
 
 def _probe(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -18,9 +18,10 @@ from planner_svc.ingest.mentions import TitleMatcher, title_forms
 from planner_svc.store import Store, fulltext
 from planner_svc.store.fulltext import rare_word_order
 from planner_svc.store.open import AnyStore
+from planner_svc.store.postgres import nodes as pg_nodes
 from planner_svc.store.postgres.nodes import rarest_first
 from planner_svc.store.records import NodeVersion, NodeWrite
-from tests.pgserver import Backend, SchemaPerTest
+from tests.pgserver import Backend, SchemaPerTest, StatementCounter
 
 NOW = 1_800_000_000_000_000
 T1 = 1_785_542_400_000_000
@@ -296,6 +297,50 @@ def test_batched_lookup_holds_every_passage_naming_a_title_whatever_the_hint(
         assert store.current_nodes_matching_phrases([], label="passage") == []
         assert store.current_nodes_matching_phrases(["...", "Absentee Zürich"],
                                                     label="passage") == []
+
+
+def test_batched_lookup_of_more_phrase_words_than_a_statement_may_bind(
+    backend: Backend,
+) -> None:
+    # 22,000 three-word phrases: 66,000 words, past PostgreSQL's 65,535 parameters a statement
+    filler = [f"Qx{i} Qy{i} Qz{i}" for i in range(22_000)]
+    phrases = ["Frank Capra", *filler, "Of Mice and Men", "Zürich"]
+    with backend.open() as store:
+        _write_texts(store)
+        want: set[int] = set()
+        for phrase in ("Frank Capra", "Of Mice and Men", "Zürich"):
+            want |= {n.version_id for n in store.current_nodes_matching_phrase(
+                phrase, label="passage")}
+        assert len(want) >= 3
+        with StatementCounter() as counter:
+            got = store.current_nodes_matching_phrases(phrases, label="passage")
+        assert [n.version_id for n in got] == sorted(want)
+        if backend.name == "postgresql":  # 66,000 + 4 words in statements of <= 29,999
+            assert counter.statements == 3
+
+
+def test_batched_lookup_split_into_statements_answers_as_one_statement(
+    postgres_schemas: SchemaPerTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    phrases = [" ".join(form) for title in TITLES for form in title_forms(title)]
+    with Backend("postgresql", tmp_path, postgres_schemas.url()).open() as store:
+        _write_texts(store)
+        whole = store.current_nodes_matching_phrases(phrases, label="passage")
+        assert len(whole) >= 6
+        words = sum(len(rarest_first(p)) for p in phrases)
+        for cap in (6, 7, 11):  # the longest phrase has 5 words: every one is tested whole
+            monkeypatch.setattr(pg_nodes, "PHRASE_STATEMENT_PARAMS", cap)
+            with StatementCounter() as counter:
+                split = store.current_nodes_matching_phrases(phrases, label="passage")
+            assert split == whole  # same versions, once each, in version_id order
+            assert counter.statements >= words / (cap - 1) > 3
+    assert [len(b) for b in pg_nodes._statement_batches([["a"], ["b", "c"], ["d"]])] == [3]
+    monkeypatch.setattr(pg_nodes, "PHRASE_STATEMENT_PARAMS", 3)
+    assert list(pg_nodes._statement_batches([["a"], ["b", "c"], ["d", "e"], ["f"]])) == [
+        [["a"]], [["b", "c"]], [["d", "e"]], [["f"]]]
+    monkeypatch.setattr(pg_nodes, "PHRASE_STATEMENT_PARAMS", 4)
+    assert list(pg_nodes._statement_batches([["a"], ["b", "c"], ["d", "e"], ["f"]])) == [
+        [["a"], ["b", "c"]], [["d", "e"], ["f"]]]
 
 
 @pytest.mark.parametrize("backend_name", ["sqlite", "postgresql"])

@@ -844,3 +844,16 @@ def test_segments_scanned_side_by_side_answer_as_one_thread_does(
     monkeypatch.setattr(vector_index, "PARALLEL_MIN_ROWS", 10**9)
     calls.clear()
     assert _answers(index, src) == serial[0] and calls == []  # small searches stay serial
+
+
+def test_search_threads_follow_the_cores_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert min(4, len(os.sched_getaffinity(0))) == vector_index.SEARCH_THREADS  # Linux
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 5}, raising=False)
+    assert vector_index.usable_cores() == 2  # a container allowing 2 of the machine's 64
+    monkeypatch.delattr(os, "sched_getaffinity")  # a platform without affinity: all cores
+    assert vector_index.usable_cores() == 64
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert vector_index.usable_cores() == 1

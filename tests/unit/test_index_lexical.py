@@ -1,4 +1,5 @@
-"""The lexical index: BM25 equal to a brute-force computation, statistics as of the query."""
+"""The lexical index: BM25 equal to a brute-force computation, statistics as of the query; a
+batch of rows laid out as counting each row with a dict does."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import math
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from planner_svc.core.exactmath import ln
 from planner_svc.index.analysis import analyze, query_terms
-from planner_svc.index.lexical import LexicalIndex, LexicalRow
+from planner_svc.index.lexical import LexicalIndex, LexicalRow, _build
 
 WORDS = ["river", "sea", "capital", "city", "mountain", "lake", "desert", "island", "empire",
          "king", "war", "bridge"]
@@ -180,3 +182,70 @@ def test_positions_of_any_row_id_sparse_negative_or_far_past_the_rows() -> None:
         row: score for row, score in view.search(["sea"], limit=5)
         if row in (-3, 7000)}
     assert set(view.score_rows(["sea", "lake"], [10**12, -3, 7000])) == {10**12, -3, 7000}
+
+
+def _reference_segment(first: int, rows: list[list[int]]) -> dict[str, object]:
+    """What a segment of ``rows`` (term ids in text order) holds, counted row by row with a dict:
+    each row's distinct term ids ascending with their counts, each term's rows ascending with
+    the term's count in them."""
+    row_ptr, row_terms, row_tf = [0], [], []
+    postings: dict[int, list[tuple[int, int]]] = {}
+    for i, ids in enumerate(rows):
+        counts: dict[int, int] = {}
+        for tid in ids:
+            counts[tid] = counts.get(tid, 0) + 1
+        for tid in sorted(counts):
+            row_terms.append(tid)
+            row_tf.append(counts[tid])
+            postings.setdefault(tid, []).append((first + i, counts[tid]))
+        row_ptr.append(len(row_terms))
+    term_ids = sorted(postings)
+    term_ptr, term_rows, term_tf, lookup = [0], [], [], {}
+    for tid in term_ids:
+        lookup[tid] = (len(term_rows), len(term_rows) + len(postings[tid]))
+        term_rows += [r for r, _tf in postings[tid]]
+        term_tf += [tf for _r, tf in postings[tid]]
+        term_ptr.append(len(term_rows))
+    return {"first": first, "rows": len(rows), "term_ids": term_ids, "term_ptr": term_ptr,
+            "term_rows": term_rows, "term_tf": term_tf, "row_ptr": row_ptr,
+            "row_terms": row_terms, "row_tf": row_tf, "lookup": lookup}
+
+
+def _built_segment(first: int, rows: list[list[int]]) -> dict[str, object]:
+    term_ids = np.array([t for ids in rows for t in ids], dtype=np.int64)
+    lengths = np.array([len(ids) for ids in rows], dtype=np.int64)
+    seg = _build(first, term_ids, lengths)
+    arrays = ("term_ids", "term_ptr", "term_rows", "term_tf", "row_ptr", "row_terms", "row_tf")
+    for name in arrays:
+        assert getattr(seg, name).dtype == np.int64, name
+    return {"first": seg.first, "rows": seg.rows, "lookup": seg.lookup,
+            **{name: getattr(seg, name).tolist() for name in arrays}}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_build_lays_out_a_batch_as_counting_row_by_row_does(seed: int) -> None:
+    rng = random.Random(seed)
+    vocabulary = rng.choice([3, 40, 5_000])
+    rows = [[rng.randrange(vocabulary) for _ in range(rng.choice([0, 0, 1, 2, 7, 30]))]
+            for _ in range(rng.randrange(1, 60))]
+    rows[0] = []  # empty rows first, last and inside
+    rows.append([])
+    rows.insert(len(rows) // 2, [])
+    first = rng.choice([0, 1, 12_345])
+    assert _built_segment(first, rows) == _reference_segment(first, rows)
+    seg = _build(first, np.array([t for r in rows for t in r], dtype=np.int64),
+                 np.array([len(r) for r in rows], dtype=np.int64))
+    for i, ids in enumerate(rows):  # the accessors read the same layout
+        terms, tfs = seg.terms_of(first + i)
+        assert dict(zip(terms.tolist(), tfs.tolist(), strict=True)) == Counter(ids)
+    for tid in set(t for r in rows for t in r):
+        found = seg.postings(tid)
+        assert found is not None
+        assert found[0].tolist() == [first + i for i, r in enumerate(rows) if tid in r]
+    assert seg.postings(vocabulary) is None
+
+
+@pytest.mark.parametrize("rows", [[[]], [[], [], []], [[7, 7, 2]], [[0], [], [0, 0]]])
+def test_build_of_empty_rows_and_an_all_empty_batch(rows: list[list[int]]) -> None:
+    assert _built_segment(5, rows) == _reference_segment(5, rows)
+

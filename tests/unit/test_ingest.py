@@ -12,7 +12,7 @@ import pytest
 
 from planner_svc.core.errors import ConfigError
 from planner_svc.embed import HashingEmbedder
-from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn, late_mentions
+from planner_svc.ingest import RELATION_WEIGHTS, DocumentIn, late_mentions, pipeline
 from planner_svc.ingest import ingest_documents as _ingest_documents
 from planner_svc.ingest.mentions import KnownTitles
 from planner_svc.store import Store
@@ -396,3 +396,47 @@ def test_known_titles_follow_other_writers_and_forget_refused_documents(
     assert [d for d, r, _w in _edges(store, "psg:wiki/Tour:1") if r == "mentions"] == [
         "doc:wiki/Frank"
     ]
+
+
+def test_a_group_of_inputs_stops_at_its_byte_cap_and_an_oversized_input_is_alone() -> None:
+    sizes = [60, 30, 10, 1, 250, 40, 40, 40, 0]
+    read: list[int] = []
+
+    def inputs() -> Iterator[DocumentIn]:
+        for i, n in enumerate(sizes):
+            read.append(i)
+            yield DocumentIn(source_id=f"d{i}", text="x" * n if i % 2 else b"x" * n)
+
+    seen: list[tuple[list[int], int]] = []
+    for group in pipeline._groups(inputs(), 4, 100):
+        ids = [int(d.source_id[1:]) for d in group if isinstance(d, DocumentIn)]
+        seen.append((ids, len(read)))
+    # 60+30+10 = 100 fills the cap; 1 + 250 would pass it; 250 alone; 40+40, +40 would pass it
+    assert [ids for ids, _read in seen] == [[0, 1, 2], [3], [4], [5, 6], [7, 8]]
+    # lazily: a group is handed on once the input after it shows it full (one input ahead)
+    assert [n for _ids, n in seen] == [4, 5, 6, 8, 9]
+    assert [[d.source_id for d in g] for g in pipeline._groups(
+        [DocumentIn(source_id=f"c{i}", content=b"x" * 10) for i in range(5)], 2, 1000)] == [
+        ["c0", "c1"], ["c2", "c3"], ["c4"]]  # under the cap: groups of size
+
+
+def test_ingest_looks_sources_up_by_groups_within_the_byte_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "GROUP_MAX_INPUT_BYTES", 300)
+    texts = {f"wiki/D{i}": f"# D{i}\n\n" + "word " * n
+             for i, n in enumerate((20, 20, 20, 200, 5, 5))}  # D3 alone passes the cap
+    lookups: list[list[str]] = []
+    with Store.open(tmp_path / "s") as s:
+        latest_texts = s.latest_texts
+
+        def spy(ids: set[str]) -> dict[str, tuple[int, str]]:
+            lookups.append(sorted(ids))
+            return latest_texts(ids)
+
+        monkeypatch.setattr(s, "latest_texts", spy)
+        report = ingest_documents(s, None, [_doc(k, v) for k, v in texts.items()], now_us=NOW)
+        assert report.received == report.ingested == 6 and not report.errors
+        assert lookups == [["wiki/D0", "wiki/D1"], ["wiki/D2"], ["wiki/D3"],
+                           ["wiki/D4", "wiki/D5"]]
+        assert sorted(s.latest_texts(set(texts))) == sorted(texts)  # every one written

@@ -29,6 +29,11 @@ _E_COLUMNS = ", ".join(f"e.{c.strip()}" for c in EDGE_COLUMNS.split(","))
 
 _WORD = re.compile(r"\w+")
 
+PHRASE_STATEMENT_PARAMS = 30_000
+"""Bind parameters of one phrase lookup statement at most (one a phrase word, plus the label):
+PostgreSQL's protocol allows 65,535 a statement, so a batch of more phrase words is sent as
+several statements, each phrase whole in one of them."""
+
 
 def rarest_first(phrase: str, commonness: Mapping[str, int] | None = None) -> list[str]:
     """The distinct words of ``phrase`` a PostgreSQL phrase lookup tests (``\\w+`` runs, NFC,
@@ -260,22 +265,25 @@ class PgNodes(PgClock):
         self, phrases: Iterable[str], *, label: str, commonness: Mapping[str, int] | None = None
     ) -> list[NodeVersion]:
         """The union of :meth:`current_nodes_matching_phrase` over ``phrases``, in one query
-        (one pass over the current nodes), ordered by version_id. Each phrase's words are
-        tested rarest first (:func:`rarest_first`, by ``commonness``): PostgreSQL stops at a
-        phrase's first word a text does not hold, so most texts cost one test per phrase,
-        that of its rarest word, not one per word."""
-        groups = [rarest_first(p, commonness) for p in phrases]
-        groups = [g for g in groups if g]
-        if not groups:
-            return []
-        held = " OR ".join(
-            "(" + " AND ".join("position(%s::bytea IN text) > 0" for _ in g) + ")"
-            for g in groups)
-        rows = self._rows(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL AND %s = ANY(label_set) "
-            f"AND ({held}) ORDER BY version_id",
-            (label, *(w.encode("utf-8") for g in groups for w in g)))
-        return [pg_node(row) for row in rows]
+        (one pass over the current nodes) per :data:`PHRASE_STATEMENT_PARAMS` phrase words,
+        ordered by version_id (each version once). Each phrase's words are tested rarest first
+        (:func:`rarest_first`, by ``commonness``): PostgreSQL stops at a phrase's first word a
+        text does not hold, so most texts cost one test per phrase, that of its rarest word,
+        not one per word. A phrase of more words than a statement holds is tested on its
+        rarest ones (a superset: callers verify)."""
+        groups = [rarest_first(p, commonness)[:PHRASE_STATEMENT_PARAMS - 1] for p in phrases]
+        found: dict[int, NodeVersion] = {}
+        for batch in _statement_batches([g for g in groups if g]):
+            held = " OR ".join(
+                "(" + " AND ".join("position(%s::bytea IN text) > 0" for _ in g) + ")"
+                for g in batch)
+            rows = self._rows(
+                f"SELECT {NODE_COLUMNS} FROM nodes WHERE tx_to IS NULL AND %s = ANY(label_set) "
+                f"AND ({held}) ORDER BY version_id",
+                (label, *(w.encode("utf-8") for g in batch for w in g)))
+            for row in rows:
+                found.setdefault(int(row[0]), pg_node(row))
+        return [found[k] for k in sorted(found)]
 
     def max_version_id(self) -> int:
         """Largest node version_id stored, 0 when there is none (read once per snapshot)."""
@@ -289,3 +297,19 @@ class PgNodes(PgClock):
                         + (" WHERE tx_to IS NULL" if current_only else ""))
         assert row is not None
         return int(row[0])
+
+
+def _statement_batches(groups: list[list[str]]) -> Iterator[list[list[str]]]:
+    """``groups`` (each a phrase's words, at most ``PHRASE_STATEMENT_PARAMS - 1``) in order,
+    cut into runs of at most :data:`PHRASE_STATEMENT_PARAMS` - 1 words (one parameter is the
+    label); a phrase is never split."""
+    batch: list[list[str]] = []
+    words = 0
+    for group in groups:
+        if batch and words + len(group) > PHRASE_STATEMENT_PARAMS - 1:
+            yield batch
+            batch, words = [], 0
+        batch.append(group)
+        words += len(group)
+    if batch:
+        yield batch
