@@ -30,6 +30,7 @@ import fcntl
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +157,44 @@ def read_manifest(directory: Path) -> Manifest | None:
     return Manifest.from_json(text)
 
 
+READ_AHEAD_CHUNK = 1 << 20
+"""Bytes per read of :func:`read_ahead` (1 MiB)."""
+
+
+def read_ahead(paths: Sequence[Path]) -> threading.Thread:
+    """Read files once, in order, on a daemon thread, so their pages sit in the page cache.
+
+    Mapped segments are read lazily: after a restart, or once the page cache has dropped
+    them, every first touch of a page is a disk read, and the first searches wait on them (at
+    one million passages, 100 searches on evicted files had p50 29 ms and mean 72 ms against
+    3.6 ms with the files cached). ``POSIX_FADV_WILLNEED`` reads only the first 8 MiB of a
+    file on common kernels, so the files are read through instead. The thread only reads
+    (each 1 MiB read releases the GIL); a file that cannot be read is skipped.
+
+    Returns:
+        the started thread (tests join it).
+    """
+    thread = threading.Thread(target=read_through, args=(list(paths),), name="index-read-ahead",
+                              daemon=True)
+    thread.start()
+    return thread
+
+
+def read_through(paths: Sequence[Path]) -> int:
+    """Read each file to its end, in order, discarding the bytes; a file that cannot be read
+    is skipped. Returns the bytes read."""
+    chunk = bytearray(READ_AHEAD_CHUNK)
+    total = 0
+    for path in paths:
+        try:
+            with open(path, "rb", buffering=0) as file:
+                while count := file.readinto(chunk):
+                    total += count
+        except OSError:
+            continue
+    return total
+
+
 def _read_faiss(path: Path, *, mmap: bool) -> Any:
     if mmap:
         try:
@@ -165,8 +204,12 @@ def _read_faiss(path: Path, *, mmap: bool) -> Any:
     return faiss.read_index(str(path))
 
 
-def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool) -> list[Partition]:
+def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool,
+                    read_ahead_files: bool = False) -> list[Partition]:
     """Open every segment the manifest names and check it against the manifest.
+
+    With ``mmap`` and ``read_ahead_files`` (a process's first open), the mapped files are then
+    read into the page cache in the background (:func:`read_ahead`).
 
     Raises:
         ManifestError: a file is missing or unreadable, or its row count or dimension disagrees.
@@ -207,6 +250,9 @@ def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool) -> list[
                 stem=stem,
             )
         )
+    if mmap and read_ahead_files:
+        read_ahead([directory / f"{e.stem}{suffix}" for e in manifest.partitions
+                    for suffix in (".faiss", ".f32.npy")])
     return partitions
 
 

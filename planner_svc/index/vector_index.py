@@ -378,7 +378,8 @@ class VectorIndex:
             ):
                 return state, True
             else:
-                parts = persist.load_partitions(self._directory, manifest, mmap=self._mmap)
+                parts = persist.load_partitions(self._directory, manifest, mmap=self._mmap,
+                                                read_ahead_files=state.generation == 0)
                 return (
                     _State(
                         partitions=tuple(sorted(parts, key=lambda p: p.bucket)),

@@ -24,6 +24,7 @@ from planner_svc.index import (
     VectorHit,
     VectorIndex,
     VectorRecord,
+    persist,
     vector_index,
 )
 from planner_svc.index.memory_source import MemoryVectorSource
@@ -342,6 +343,50 @@ def test_persistence_round_trip_without_rebuild(tmp_path: Path) -> None:
         tmp_path, src, embedder_name="t", dim=DIM, bucket_us=BUCKET, mmap=False
     )
     assert _answers(plain, src.inner) == _answers(built, src.inner)
+
+
+def test_a_first_open_reads_the_mapped_files_ahead_and_a_reload_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner = synthetic_source(3, versions=200)
+    VectorIndex.open_or_build(tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    asked: list[list[str]] = []
+    real = persist.read_ahead
+
+    def recording(paths: list[Path]) -> threading.Thread:
+        asked.append(sorted(p.name for p in paths))
+        return real(paths)
+
+    monkeypatch.setattr(persist, "read_ahead", recording)
+    reader = VectorIndex.open_or_build(
+        tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET
+    )
+    stems = _segments(tmp_path)
+    assert asked == [sorted(f"{s}{ext}" for s in stems for ext in (".faiss", ".f32.npy"))]
+    writer = VectorIndex.open_or_build(
+        tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET
+    )
+    asked.clear()
+    inner.add("late", np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    assert writer.sync(inner) == 1
+    assert reader.sync(inner) == 0  # adopts the writer's segments: no second read-ahead
+    assert asked == []
+    VectorIndex.open_or_build(tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET,
+                              mmap=False)
+    assert asked == []  # read into memory: nothing to read ahead
+
+
+def test_read_ahead_reads_every_file_and_skips_one_it_cannot_open(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(3 * persist.READ_AHEAD_CHUNK + 5))
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"abc")
+    files = [tmp_path / "missing.bin", big, tmp_path, small]
+    assert persist.read_through(files) == 3 * persist.READ_AHEAD_CHUNK + 8
+    thread = persist.read_ahead(files)
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert thread.daemon
 
 
 def test_lagging_index_catches_up_by_appending(tmp_path: Path) -> None:
