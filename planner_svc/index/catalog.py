@@ -145,9 +145,6 @@ class SourceEntry:
     Attributes:
         members: the live node versions that cite the document first, in version id order.
         ids: their version ids, in the same order.
-        links: other document -> the heaviest weight (at least 0.0) of a live edge joining a
-            member to the live version of a node of that document, either direction; in
-            source id order. Empty when no edge leaves the document.
         groups: the members grouped by the spans they cite: each group's member indices
             (ascending), groups in the order of their first member.
         group_ids: each group's version ids (``ids`` of its members), in ``groups`` order.
@@ -155,26 +152,26 @@ class SourceEntry:
 
     members: tuple[CatalogVersion, ...]
     ids: tuple[int, ...]
-    links: Mapping[str, float]
     groups: tuple[tuple[int, ...], ...]
     group_ids: tuple[tuple[int, ...], ...]
 
 
 class _Latest:
-    """Source entries as of any time past every interval bound the catalog holds.
+    """Source entries and links as of any time past every interval bound the catalog holds.
 
     Liveness does not change past the largest finite bound (``since``), so an entry computed
     as of ``(since, since)`` holds for every ``(valid_us, tx_us)`` with both in
-    ``[since, OPEN)``. Entries are filled on first use and dropped as a whole when a batch is
-    applied (``open`` turns False first, so an entry computed while a batch is half applied is
-    never kept).
+    ``[since, OPEN)``. Entries and links are filled on first use and dropped as a whole when a
+    batch is applied (``open`` turns False first, so one computed while a batch is half
+    applied is never kept).
     """
 
-    __slots__ = ("entries", "open", "since")
+    __slots__ = ("entries", "links", "open", "since")
 
     def __init__(self, since: int) -> None:
         self.since = since
         self.entries: dict[str, SourceEntry] = {}
+        self.links: dict[str, Mapping[str, float]] = {}
         self.open = True
 
     def covers(self, valid_us: int, tx_us: int) -> bool:
@@ -446,17 +443,41 @@ class Catalog:
                 latest.entries[source_id] = found
         return found
 
-    def _entry(self, source_id: str, valid_us: int, tx_us: int) -> SourceEntry:
-        members = tuple(self.live_nodes_of(source_id, valid_us, tx_us))
+    def links(self, source_id: str, valid_us: int, tx_us: int) -> Mapping[str, float]:
+        """Other document -> the heaviest weight (at least 0.0) of an edge live at
+        ``(valid_us, tx_us)`` that joins a member of the document's entry to the live version
+        of a node of that document, either direction; in source id order. Empty when no edge
+        leaves the document.
+
+        Kept apart from :meth:`entry` because few documents of a plan need them (the ones
+        hops and the evidence measure start from) and they cost an edge walk; cached like an
+        entry for an as-of past every interval bound."""
+        latest = self._latest
+        if not latest.covers(valid_us, tx_us):
+            return self._links(self._entry(source_id, valid_us, tx_us).members,
+                               valid_us, tx_us)
+        found = latest.links.get(source_id)
+        if found is None:
+            members = self.entry(source_id, latest.since, latest.since).members
+            found = self._links(members, latest.since, latest.since)
+            if latest.open:
+                latest.links[source_id] = found
+        return found
+
+    def _links(self, members: Sequence[CatalogVersion], valid_us: int, tx_us: int
+               ) -> Mapping[str, float]:
         links: dict[str, float] = {}
         for _mine, other, weight in self.neighbours(members, valid_us, tx_us):
             if other.source is not None:
                 links[other.source] = max(links.get(other.source, 0.0), weight)
+        return {k: links[k] for k in sorted(links)}
+
+    def _entry(self, source_id: str, valid_us: int, tx_us: int) -> SourceEntry:
+        members = tuple(self.live_nodes_of(source_id, valid_us, tx_us))
         groups: dict[tuple[CoordKey, ...], list[int]] = {}
         for i, member in enumerate(members):
             groups.setdefault(member.spans, []).append(i)
         ids = tuple(m.version_id for m in members)
         return SourceEntry(members=members, ids=ids,
-                           links={k: links[k] for k in sorted(links)},
                            groups=tuple(tuple(g) for g in groups.values()),
                            group_ids=tuple(tuple(ids[j] for j in g) for g in groups.values()))

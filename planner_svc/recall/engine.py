@@ -438,6 +438,7 @@ class _Recall:
         self.semantic_hits = 0
         self.unsourced: set[int] = set()  # versions a leg reached that cite no source
         self._entries: dict[str, SourceEntry] = {}
+        self._links: dict[str, Mapping[str, float]] = {}
         self.table = _PassageTable(self.passages, self.semantic)
         self._searches: dict[str, tuple[int, list[tuple[int, float]]]] = {}
         self.vector: Vector | None = None  # the question's vector, once known
@@ -448,6 +449,14 @@ class _Recall:
         if found is None:
             found = self._entries[source] = self.catalog.entry(source, self.valid_us,
                                                                 self.tx_us)
+        return found
+
+    def links(self, source: str) -> Mapping[str, float]:
+        """The documents the document's edges reach, with their weights (read once per
+        plan; see :meth:`~planner_svc.index.catalog.Catalog.links`)."""
+        found = self._links.get(source)
+        if found is None:
+            found = self._links[source] = self.catalog.links(source, self.valid_us, self.tx_us)
         return found
 
     # ---------------------------------------------------------------- documents
@@ -606,21 +615,21 @@ class _Recall:
         word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
                       if w.casefold() not in STOPWORDS}
         wanted = {*question.terms, *(t for ts in word_terms.values() for t in ts)}
-        steps: list[tuple[str, float, SourceEntry, tuple[str, ...], str]] = []
+        steps: list[tuple[str, float, Mapping[str, float], tuple[str, ...], str]] = []
         for source, score in sources:
             if not score > 0.0:
                 continue
-            entry = self.entry(source)
-            if not entry.links:
+            links = self.links(source)
+            if not links:
                 continue
-            held = self.passages.held_terms(entry.ids, wanted)
+            held = self.passages.held_terms(self.entry(source).ids, wanted)
             terms = tuple(t for t in question.terms if t not in held)
             kept = [w for w in words if w in word_terms and not word_terms[w] & held]
-            steps.append((source, score, entry, terms, " ".join(kept)))
+            steps.append((source, score, links, terms, " ".join(kept)))
         residuals = self.embed([text for *_, text in steps])
         probes = [residual if residual is not None or question.text else vector
                   for residual in residuals]
-        scored = self.local([(list(entry.links), terms, probe) for (_s, _v, entry, terms, _t),
+        scored = self.local([(list(links), terms, probe) for (_s, _v, links, terms, _t),
                              probe in zip(steps, probes, strict=True)])
         out: dict[str, _Hop] = {}
         if not steps:
@@ -628,7 +637,7 @@ class _Recall:
         # Every step's targets at once: a target's lexical (cosine) relevance is its best
         # node's BM25 (cosine) relative to the step's best target, as _relative computes it.
         targets = np.concatenate([found.lengths for found in scored])
-        per_step = np.asarray([len(entry.links) for _s, _v, entry, _t, _x in steps],
+        per_step = np.asarray([len(links) for _s, _v, links, _t, _x in steps],
                               dtype=np.int64)
         lexical = _segment_max(np.concatenate([found.lexical for found in scored]), targets)
         cosine = _segment_max(np.concatenate([found.cosine for found in scored]), targets)
@@ -639,15 +648,15 @@ class _Recall:
         with_probe = np.repeat(np.asarray([p is not None for p in probes]), per_step)
         relevance = np.maximum(lex_rel, np.where(with_probe, cos_rel, 0.0))
         steps_score = np.repeat(np.asarray([score for _s, score, *_ in steps]), per_step)
-        weights = np.fromiter((w for _s, _v, entry, _t, _x in steps
-                               for w in entry.links.values()), dtype=np.float64,
+        weights = np.fromiter((w for _s, _v, links, _t, _x in steps
+                               for w in links.values()), dtype=np.float64,
                               count=int(per_step.sum()))
         values = (steps_score * weights * settings.hop_decay * relevance).tolist()
         # each target's best step (the first of equal ones); its hop is built once
         best: dict[str, tuple[float, int]] = {}
         at = 0
-        for step, (_s, _v, entry, _t, _x) in enumerate(steps):
-            for target in entry.links:
+        for step, (_s, _v, links, _t, _x) in enumerate(steps):
+            for target in links:
                 value = values[at]
                 at += 1
                 if value > 0.0:
@@ -655,7 +664,7 @@ class _Recall:
                     if current is None or value > current[0]:
                         best[target] = (value, step)
         for target, (value, step) in best.items():
-            source, _score, _entry, terms, _text = steps[step]
+            source, _score, _links, terms, _text = steps[step]
             out[target] = _Hop(score=value, source=source, terms=terms, vector=probes[step],
                                local=scored[step].of(target))
         return out
@@ -740,7 +749,7 @@ class _Recall:
         # documents as the structured leg's search of the question.
         hits = self.search_documents(question.text, COVERAGE_DOCUMENTS)
         sources = [s for row, _ in hits if (s := catalog.source_of_document(row)) is not None]
-        linked = {s: list(self.entry(s).links) for s in sources[:COVERAGE_LINKED]}
+        linked = {s: list(self.links(s)) for s in sources[:COVERAGE_LINKED]}
         chosen: list[str] = []
         for part in question.parts:  # a comparison is answered by its alternatives' documents
             top = self.search_documents(part, 1)
