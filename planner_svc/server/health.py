@@ -10,6 +10,7 @@ details; :class:`HealthServicer` names the service and the ones it knows.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import grpc
@@ -31,7 +32,32 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
     """grpcio-health-checking's servicer plus ``List``.
 
     Statuses are set with ``set(service, status)`` as before; ``""`` is the whole server.
+    ``Check`` and ``List`` answer from a table of their own, kept by :meth:`set` and
+    :meth:`enter_graceful_shutdown` with the base class's rules (a status set after the
+    graceful shutdown began is ignored), so they read none of the base class's internals.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._statuses_lock = threading.Lock()
+        self._statuses: dict[str, int] = {"": health_pb2.HealthCheckResponse.SERVING}
+        self._shutting_down = False
+        super().__init__(**kwargs)
+
+    def set(self, service: str, status: int) -> None:
+        """Set a service's status (``Watch`` callers are told); ignored once the graceful
+        shutdown began."""
+        with self._statuses_lock:
+            if not self._shutting_down:
+                self._statuses[service] = status
+        super().set(service, status)
+
+    def enter_graceful_shutdown(self) -> None:
+        """Every service NOT_SERVING from now on, whatever is set later."""
+        with self._statuses_lock:
+            self._statuses = dict.fromkeys(self._statuses,
+                                           health_pb2.HealthCheckResponse.NOT_SERVING)
+            self._shutting_down = True
+        super().enter_graceful_shutdown()
 
     def Check(
         self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext
@@ -44,9 +70,9 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
                 ``ECHO_CHARS`` characters of it, and its length) and name the services that
                 have one (the first :data:`MAX_LISTED`, then how many more).
         """
-        with self._lock:
-            status = self._server_status.get(request.service)
-            known = sorted(self._server_status)
+        with self._statuses_lock:
+            status = self._statuses.get(request.service)
+            known = sorted(self._statuses)
         if status is None:
             shown = ", ".join(repr(name) for name in known[:MAX_LISTED])
             if len(known) > MAX_LISTED:
@@ -63,10 +89,8 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
     ) -> Any:
         """Every service with a status (the whole server as ``""``), as ``Check`` would answer
         each of them at this moment."""
-        # The base class keeps the table in ``_server_status`` under ``_lock`` (an RLock), the
-        # two attributes its own ``Check`` reads; this reads them the same way.
-        with self._lock:
-            statuses = dict(self._server_status)
+        with self._statuses_lock:
+            statuses = dict(self._statuses)
         if len(statuses) > MAX_LISTED:
             context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -78,6 +78,42 @@ def test_check_names_the_first_services_with_a_status_and_counts_the_rest() -> N
         f"{shown} and 5 more ('' is the whole server)")
 
 
+def test_check_list_and_watch_agree_through_a_graceful_shutdown() -> None:
+    serving, not_serving = (health_pb2.HealthCheckResponse.SERVING,
+                            health_pb2.HealthCheckResponse.NOT_SERVING)
+    servicer = HealthServicer()
+    servicer.set("svc.A", serving)
+    servicer.set("svc.B", not_serving)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+
+            def statuses() -> dict[str, int]:
+                listed = stub.List(health_pb2.HealthListRequest(), timeout=10).statuses
+                checked = {name: stub.Check(health_pb2.HealthCheckRequest(service=name),
+                                            timeout=10).status for name in listed}
+                assert checked == {name: reply.status for name, reply in listed.items()}
+                return checked
+
+            assert statuses() == {"": serving, "svc.A": serving, "svc.B": not_serving}
+            watch = stub.Watch(health_pb2.HealthCheckRequest(service="svc.A"), timeout=10)
+            assert next(watch).status == serving
+            servicer.set("svc.B", serving)
+            assert statuses() == {"": serving, "svc.A": serving, "svc.B": serving}
+            servicer.enter_graceful_shutdown()
+            assert next(watch).status == not_serving
+            watch.cancel()
+            servicer.set("svc.A", serving)  # ignored from now on, as the base class does
+            servicer.set("svc.C", serving)
+            assert statuses() == dict.fromkeys(("", "svc.A", "svc.B"), not_serving)
+    finally:
+        server.stop(0)
+
+
 def _probe(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """``planner-svc health`` run in this process: exit code, stdout, stderr."""
     code = main(["health", *argv])
