@@ -47,14 +47,23 @@ class _SubcommandParser(argparse.ArgumentParser):
 
     def action_for(self, option: str) -> argparse.Action | None:
         """The action of this subcommand's option named by ``option`` (``--name`` or
-        ``--name=value``, or an abbreviation of a long option), or None when it names none."""
+        ``--name=value``, or an abbreviation of a long option), or None when it names none or
+        is an abbreviation of several options (which argparse calls ambiguous)."""
         name = option.split("=", 1)[0]
         if name in self._option_string_actions:
             return self._option_string_actions[name]
-        if not name.startswith("--") or len(name) < 3:
+        matches = self.completions(option)
+        if len({id(self._option_string_actions[m]) for m in matches}) != 1:
             return None
-        return next((action for known, action in self._option_string_actions.items()
-                     if known.startswith(name)), None)
+        return self._option_string_actions[matches[0]]
+
+    def completions(self, option: str) -> list[str]:
+        """The long options ``option`` (``--name`` or ``--name=value``) abbreviates, in the
+        order they were added; ``[]`` for a short option."""
+        name = option.split("=", 1)[0]
+        if not name.startswith("--") or len(name) < 3:
+            return []
+        return [known for known in self._option_string_actions if known.startswith(name)]
 
     def takes(self, option: str) -> bool:
         """Whether ``option`` (``--name`` or ``--name=value``, or an abbreviation argparse
@@ -98,6 +107,7 @@ class _CommandParser(argparse.ArgumentParser):
         options are shown moved after it."""
         misplaced: list[str] = []
         unknown: list[str] = []
+        ambiguous: list[str] = []  # abbreviations of several of the command's options
         stray: list[str] = []
         values = 0  # arguments still owed to the option before them
         for arg in before:
@@ -109,12 +119,18 @@ class _CommandParser(argparse.ArgumentParser):
                 action = command.action_for(arg)
                 if action is None:
                     unknown.append(arg)
+                    if len(command.completions(arg)) > 1:
+                        ambiguous.append(arg)
                 elif "=" not in arg and action.nargs != 0:
                     values = action.nargs if isinstance(action.nargs, int) else 1
             elif values:
                 values -= 1
             else:
                 stray.append(arg)
+        if ambiguous:
+            arg = ambiguous[0]
+            command.error(f"ambiguous option: {arg.split('=', 1)[0]} could match "
+                          f"{', '.join(command.completions(arg))}")
         if unknown:
             command.error(f"no such option: {', '.join(unknown)} (see '{command.prog} -h')")
         if stray:

@@ -87,6 +87,11 @@ def test_a_stray_positional_argument_shows_the_subcommands_usage(
          "(see 'planner-svc plan -h')"),
         (["--bud", "500", "plan", "q"],
          "planner-svc plan: error: options go after the command: planner-svc plan --bud 500 q"),
+        (["--ex", "plan", "q"],
+         "planner-svc plan: error: ambiguous option: --ex could match --expand-depth, "
+         "--explain"),
+        (["--at=5", "plan", "q"],
+         "planner-svc plan: error: ambiguous option: --at could match --at-valid, --at-tx"),
     ],
 )
 def test_an_option_before_the_subcommand_shows_the_subcommands_usage(
