@@ -160,20 +160,37 @@ def read_manifest(directory: Path) -> Manifest | None:
 READ_AHEAD_CHUNK = 1 << 20
 """Bytes per read of :func:`read_ahead` (1 MiB)."""
 
+READ_AHEAD_MEMORY_SHARE = 0.5
+""":func:`read_ahead` reads nothing when the files exceed this share of physical memory: they
+would push the store's own hot pages out of the page cache."""
 
-def read_ahead(paths: Sequence[Path]) -> threading.Thread:
+
+def read_ahead(paths: Sequence[Path]) -> threading.Thread | None:
     """Read files once, in order, on a daemon thread, so their pages sit in the page cache.
 
     Mapped segments are read lazily: after a restart, or once the page cache has dropped
     them, every first touch of a page is a disk read, and the first searches wait on them (at
     one million passages, 100 searches on evicted files had p50 29 ms and mean 72 ms against
-    3.6 ms with the files cached). ``POSIX_FADV_WILLNEED`` reads only the first 8 MiB of a
-    file on common kernels, so the files are read through instead. The thread only reads
-    (each 1 MiB read releases the GIL); a file that cannot be read is skipped.
+    3.6 ms with the files cached). ``POSIX_FADV_WILLNEED`` is capped at the device's
+    read-ahead window (8 MiB a file on this project's test machines), so the files are read
+    through instead. The thread only reads (each 1 MiB read releases the GIL). It takes no
+    index lock: a file another process removes in the meantime is skipped, or read to its
+    end through the open descriptor, which changes nothing but the page cache.
 
     Returns:
-        the started thread (tests join it).
+        the started thread (tests join it), or None when the files exceed
+        :data:`READ_AHEAD_MEMORY_SHARE` of physical memory (nothing is read).
     """
+    total = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        memory = 0
+    if memory > 0 and total > READ_AHEAD_MEMORY_SHARE * memory:
+        return None
     thread = threading.Thread(target=read_through, args=(list(paths),), name="index-read-ahead",
                               daemon=True)
     thread.start()
@@ -204,12 +221,8 @@ def _read_faiss(path: Path, *, mmap: bool) -> Any:
     return faiss.read_index(str(path))
 
 
-def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool,
-                    read_ahead_files: bool = False) -> list[Partition]:
+def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool) -> list[Partition]:
     """Open every segment the manifest names and check it against the manifest.
-
-    With ``mmap`` and ``read_ahead_files`` (a process's first open), the mapped files are then
-    read into the page cache in the background (:func:`read_ahead`).
 
     Raises:
         ManifestError: a file is missing or unreadable, or its row count or dimension disagrees.
@@ -250,9 +263,6 @@ def load_partitions(directory: Path, manifest: Manifest, *, mmap: bool,
                 stem=stem,
             )
         )
-    if mmap and read_ahead_files:
-        read_ahead([directory / f"{e.stem}{suffix}" for e in manifest.partitions
-                    for suffix in (".faiss", ".f32.npy")])
     return partitions
 
 

@@ -222,6 +222,7 @@ class VectorIndex:
         dim: int,
         bucket_us: int = DEFAULT_BUCKET_US,
         mmap: bool = True,
+        read_ahead: bool = False,
     ) -> VectorIndex:
         """Open the index persisted under ``<data_dir>/index/`` and bring it up to date.
 
@@ -237,6 +238,8 @@ class VectorIndex:
             dim: their dimension.
             bucket_us: partition width in microseconds (default 30 days).
             mmap: map index files with ``IO_FLAG_MMAP_IFC`` instead of reading them into memory.
+            read_ahead: with ``mmap``, once the index is current, read its segment files into
+                the page cache in the background (:meth:`read_ahead`; a serving process).
 
         Raises:
             ConfigError: ``dim`` or ``bucket_us`` < 1, or a store vector has another dimension.
@@ -249,7 +252,19 @@ class VectorIndex:
             mmap=mmap,
         )
         index.sync(source)
+        if read_ahead:
+            index.read_ahead()
         return index
+
+    def read_ahead(self) -> threading.Thread | None:
+        """Start reading the current segments' mapped files into the page cache on a daemon
+        thread (:func:`planner_svc.index.persist.read_ahead`); None when nothing is read (an
+        index read into memory or never persisted, or files too large for memory)."""
+        if self._directory is None or not self._mmap:
+            return None
+        stems = [part.stem for part in self._state.partitions if part.stem]
+        return persist.read_ahead([self._directory / f"{stem}{suffix}" for stem in stems
+                                   for suffix in (".faiss", ".f32.npy")])
 
     @classmethod
     def build_in_memory(
@@ -378,8 +393,7 @@ class VectorIndex:
             ):
                 return state, True
             else:
-                parts = persist.load_partitions(self._directory, manifest, mmap=self._mmap,
-                                                read_ahead_files=state.generation == 0)
+                parts = persist.load_partitions(self._directory, manifest, mmap=self._mmap)
                 return (
                     _State(
                         partitions=tuple(sorted(parts, key=lambda p: p.bucket)),

@@ -128,7 +128,7 @@ class Services:
                 started = time.perf_counter()
                 index = FreshIndex(
                     VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
-                                              dim=embedder.dim),
+                                              dim=embedder.dim, read_ahead=True),
                     store,
                 )
                 _log.info("startup.vector_index", vectors=index.size,

@@ -345,7 +345,7 @@ def test_persistence_round_trip_without_rebuild(tmp_path: Path) -> None:
     assert _answers(plain, src.inner) == _answers(built, src.inner)
 
 
-def test_a_first_open_reads_the_mapped_files_ahead_and_a_reload_does_not(
+def test_an_open_asked_to_read_ahead_reads_the_settled_segments_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     inner = synthetic_source(3, versions=200)
@@ -353,27 +353,29 @@ def test_a_first_open_reads_the_mapped_files_ahead_and_a_reload_does_not(
     asked: list[list[str]] = []
     real = persist.read_ahead
 
-    def recording(paths: list[Path]) -> threading.Thread:
+    def recording(paths: list[Path]) -> threading.Thread | None:
         asked.append(sorted(p.name for p in paths))
         return real(paths)
 
     monkeypatch.setattr(persist, "read_ahead", recording)
-    reader = VectorIndex.open_or_build(
-        tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET
+    inner.add("late", np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    reader = VectorIndex.open_or_build(  # catches up first: the new segment is read too
+        tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET, read_ahead=True
     )
     stems = _segments(tmp_path)
     assert asked == [sorted(f"{s}{ext}" for s in stems for ext in (".faiss", ".f32.npy"))]
-    writer = VectorIndex.open_or_build(
-        tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET
-    )
+    assert all((tmp_path / INDEX_DIRNAME / name).exists() for name in asked[0])
     asked.clear()
-    inner.add("late", np.ones(DIM), valid_from_us=0, tx_from_us=0)
+    writer = VectorIndex.open_or_build(tmp_path, inner, embedder_name="t", dim=DIM,
+                                       bucket_us=BUCKET)
+    inner.add("later", np.ones(DIM), valid_from_us=0, tx_from_us=0)
     assert writer.sync(inner) == 1
     assert reader.sync(inner) == 0  # adopts the writer's segments: no second read-ahead
     assert asked == []
-    VectorIndex.open_or_build(tmp_path, inner, embedder_name="t", dim=DIM, bucket_us=BUCKET,
-                              mmap=False)
+    plain = VectorIndex.open_or_build(tmp_path, inner, embedder_name="t", dim=DIM,
+                                      bucket_us=BUCKET, mmap=False, read_ahead=True)
     assert asked == []  # read into memory: nothing to read ahead
+    assert plain.read_ahead() is None
 
 
 def test_read_ahead_reads_every_file_and_skips_one_it_cannot_open(tmp_path: Path) -> None:
@@ -384,9 +386,25 @@ def test_read_ahead_reads_every_file_and_skips_one_it_cannot_open(tmp_path: Path
     files = [tmp_path / "missing.bin", big, tmp_path, small]
     assert persist.read_through(files) == 3 * persist.READ_AHEAD_CHUNK + 8
     thread = persist.read_ahead(files)
+    assert thread is not None
     thread.join(timeout=30)
     assert not thread.is_alive()
     assert thread.daemon
+
+
+def test_read_ahead_reads_nothing_when_the_files_exceed_its_share_of_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 10_000)
+    monkeypatch.setattr(persist, "READ_AHEAD_MEMORY_SHARE", 9_999 / (
+        os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")))
+    assert persist.read_ahead([big]) is None
+    monkeypatch.setattr(persist, "READ_AHEAD_MEMORY_SHARE", 10_001 / (
+        os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")))
+    thread = persist.read_ahead([big])
+    assert thread is not None
+    thread.join(timeout=30)
 
 
 def test_lagging_index_catches_up_by_appending(tmp_path: Path) -> None:
