@@ -37,11 +37,14 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
     graceful shutdown began is ignored), so they read none of the base class's internals.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        self._statuses_lock = threading.Lock()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Held around both tables' updates (ours, then the base class's under its own lock),
+        # so Check, List and Watch never settle on different statuses; reentrant because the
+        # base class's graceful shutdown calls set() back.
+        self._statuses_lock = threading.RLock()
         self._statuses: dict[str, int] = {"": health_pb2.HealthCheckResponse.SERVING}
         self._shutting_down = False
-        super().__init__(**kwargs)
+        super().__init__(*args, **kwargs)
 
     def set(self, service: str, status: int) -> None:
         """Set a service's status (``Watch`` callers are told); ignored once the graceful
@@ -49,15 +52,17 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
         with self._statuses_lock:
             if not self._shutting_down:
                 self._statuses[service] = status
-        super().set(service, status)
+            super().set(service, status)
 
     def enter_graceful_shutdown(self) -> None:
         """Every service NOT_SERVING from now on, whatever is set later."""
         with self._statuses_lock:
+            if self._shutting_down:
+                return
+            super().enter_graceful_shutdown()
             self._statuses = dict.fromkeys(self._statuses,
                                            health_pb2.HealthCheckResponse.NOT_SERVING)
             self._shutting_down = True
-        super().enter_graceful_shutdown()
 
     def Check(
         self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext

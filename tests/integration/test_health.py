@@ -8,13 +8,14 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent import futures
 from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from planner_svc.cli import main
 from planner_svc.core.errors import ECHO_CHARS
@@ -112,6 +113,41 @@ def test_check_list_and_watch_agree_through_a_graceful_shutdown() -> None:
             assert statuses() == dict.fromkeys(("", "svc.A", "svc.B"), not_serving)
     finally:
         server.stop(0)
+
+
+def test_check_and_watch_agree_after_racing_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    serving, not_serving = (health_pb2.HealthCheckResponse.SERVING,
+                            health_pb2.HealthCheckResponse.NOT_SERVING)
+    base_set = health.HealthServicer.set
+
+    def slow_set(self: health.HealthServicer, service: str, status: int) -> None:
+        time.sleep(0.05 if status == serving else 0.0)  # the first setter finishes last
+        base_set(self, service, status)
+
+    monkeypatch.setattr(health.HealthServicer, "set", slow_set)
+    servicer = HealthServicer()
+    first = threading.Thread(target=servicer.set, args=("svc.A", serving))
+    first.start()
+    time.sleep(0.01)
+    second = threading.Thread(target=servicer.set, args=("svc.A", not_serving))
+    second.start()
+    first.join(10)
+    second.join(10)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            request = health_pb2.HealthCheckRequest(service="svc.A")
+            checked = stub.Check(request, timeout=10).status
+            watch = stub.Watch(request, timeout=10)
+            watched = next(watch).status
+            watch.cancel()
+    finally:
+        server.stop(0)
+    assert checked == watched == not_serving  # the later set wins in both tables
 
 
 def _probe(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
