@@ -443,23 +443,24 @@ class Catalog:
                 latest.entries[source_id] = found
         return found
 
-    def links(self, source_id: str, valid_us: int, tx_us: int) -> Mapping[str, float]:
+    def links(self, source_id: str, entry: SourceEntry, valid_us: int, tx_us: int
+              ) -> Mapping[str, float]:
         """Other document -> the heaviest weight (at least 0.0) of an edge live at
-        ``(valid_us, tx_us)`` that joins a member of the document's entry to the live version
-        of a node of that document, either direction; in source id order. Empty when no edge
-        leaves the document.
+        ``(valid_us, tx_us)`` that joins a member of ``entry`` (the document's entry as the
+        caller read it from :meth:`entry`) to the live version of a node of that document,
+        either direction; in source id order. Empty when no edge leaves the document.
 
         Kept apart from :meth:`entry` because few documents of a plan need them (the ones
-        hops and the evidence measure start from) and they cost an edge walk; cached like an
-        entry for an as-of past every interval bound."""
+        hops and the evidence measure start from) and they cost an edge walk. Cached like an
+        entry for an as-of past every interval bound, and only for the entry the cache holds,
+        so links always belong to the members the caller has (a batch applied in between
+        does not mix two states)."""
         latest = self._latest
-        if not latest.covers(valid_us, tx_us):
-            return self._links(self._entry(source_id, valid_us, tx_us).members,
-                               valid_us, tx_us)
+        if not (latest.covers(valid_us, tx_us) and latest.entries.get(source_id) is entry):
+            return self._links(entry.members, valid_us, tx_us)
         found = latest.links.get(source_id)
         if found is None:
-            members = self.entry(source_id, latest.since, latest.since).members
-            found = self._links(members, latest.since, latest.since)
+            found = self._links(entry.members, latest.since, latest.since)
             if latest.open:
                 latest.links[source_id] = found
         return found

@@ -444,7 +444,7 @@ class _Recall:
         self.vector: Vector | None = None  # the question's vector, once known
 
     def entry(self, source: str) -> SourceEntry:
-        """The document's live nodes, groups and links (read once per plan)."""
+        """The document's live nodes and their span groups (read once per plan)."""
         found = self._entries.get(source)
         if found is None:
             found = self._entries[source] = self.catalog.entry(source, self.valid_us,
@@ -456,7 +456,8 @@ class _Recall:
         plan; see :meth:`~planner_svc.index.catalog.Catalog.links`)."""
         found = self._links.get(source)
         if found is None:
-            found = self._links[source] = self.catalog.links(source, self.valid_us, self.tx_us)
+            found = self._links[source] = self.catalog.links(source, self.entry(source),
+                                                              self.valid_us, self.tx_us)
         return found
 
     # ---------------------------------------------------------------- documents

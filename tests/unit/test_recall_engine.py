@@ -200,3 +200,38 @@ def test_catalog_rows_share_one_object_per_distinct_id_label_set_and_time() -> N
     edge = catalog._in["psg:romania:0"][0]
     assert edge.dst is target.node_id and edge.tx_from is target.tx_from
     assert edge.relation is catalog._out["psg:dacians:1"][1].relation
+
+
+def test_links_follow_the_entry_and_the_as_of_they_are_read_for() -> None:
+    catalog, _semantic, ids = _world()
+    now = LATER + 1
+    entry = catalog.entry("dacians", now, now)
+    assert entry is catalog.entry("dacians", now, now)  # cached past every bound
+    links = catalog.links("dacians", entry, now, now)
+    assert dict(links) == {"moldova": 0.8, "romania": 0.8}
+    assert catalog.links("dacians", entry, now, now) is links  # cached with the entry
+    # Close the dacians -> moldova edge at LATER and add a heavier romania -> dacians one.
+    catalog.apply(CatalogBatch(
+        edges=[(10, Edge(src="psg:romania:2", dst="psg:dacians:0", relation="related",
+                         weight=0.9, valid_from_us=T, valid_to_us=None, tx_from_us=LATER,
+                         tx_to_us=None))],
+        closed_edges=[(1, LATER)]))
+    after = catalog.entry("dacians", now, now)
+    assert after is not entry and after.members == entry.members
+    assert dict(catalog.links("dacians", after, now, now)) == {"romania": 0.9}
+    # As of before the batch (not cached): the edges then, whichever entry object is given.
+    before = catalog.entry("dacians", T, T)
+    assert before.members == entry.members
+    assert dict(catalog.links("dacians", before, T, T)) == {"moldova": 0.8, "romania": 0.8}
+    # An entry read before the batch, with links asked after it: its own members, the
+    # catalog's edges as of the plan.
+    assert dict(catalog.links("dacians", entry, now, now)) == {"romania": 0.9}
+    # A member closed by a later batch: a stale entry keeps its members' links.
+    catalog.apply(CatalogBatch(closed_nodes=[(ids[("dacians", 1)], LATER + 5)]))
+    later = LATER + 10
+    fresh = catalog.entry("dacians", later, later)
+    assert [m.version_id for m in fresh.members] == [ids[("dacians", 0)]]
+    assert dict(catalog.links("dacians", fresh, later, later)) == {"romania": 0.9}
+    assert dict(catalog.links("dacians", entry, later, later)) == {"romania": 0.9}
+    assert dict(catalog.links("moldova", catalog.entry("moldova", later, later), later,
+                              later)) == {}
