@@ -47,28 +47,22 @@ class _SubcommandParser(argparse.ArgumentParser):
 
     def action_for(self, option: str) -> argparse.Action | None:
         """The action of this subcommand's option named by ``option`` (``--name`` or
-        ``--name=value``, or an abbreviation of a long option), or None when it names none or
-        is an abbreviation of several options (which argparse calls ambiguous)."""
+        ``--name=value``, or an abbreviation of exactly one long option), or None when it names
+        none or abbreviates several (which argparse calls ambiguous)."""
         name = option.split("=", 1)[0]
         if name in self._option_string_actions:
             return self._option_string_actions[name]
         matches = self.completions(option)
-        if len({id(self._option_string_actions[m]) for m in matches}) != 1:
-            return None
-        return self._option_string_actions[matches[0]]
+        return self._option_string_actions[matches[0]] if len(matches) == 1 else None
 
     def completions(self, option: str) -> list[str]:
-        """The long options ``option`` (``--name`` or ``--name=value``) abbreviates, in the
-        order they were added; ``[]`` for a short option."""
+        """The long option strings ``option`` (``--name`` or ``--name=value``) abbreviates, in
+        the order they were added, as argparse counts them; ``[]`` for a short option or when
+        the parser takes no abbreviations."""
         name = option.split("=", 1)[0]
-        if not name.startswith("--") or len(name) < 3:
+        if not self.allow_abbrev or not name.startswith("--") or len(name) < 3:
             return []
         return [known for known in self._option_string_actions if known.startswith(name)]
-
-    def takes(self, option: str) -> bool:
-        """Whether ``option`` (``--name`` or ``--name=value``, or an abbreviation argparse
-        accepts) names one of this subcommand's options."""
-        return self.action_for(option) is not None
 
 
 def _is_option(arg: str) -> bool:
@@ -128,8 +122,8 @@ class _CommandParser(argparse.ArgumentParser):
             else:
                 stray.append(arg)
         if ambiguous:
-            arg = ambiguous[0]
-            command.error(f"ambiguous option: {arg.split('=', 1)[0]} could match "
+            arg = ambiguous[0]  # quoted as typed, as argparse does
+            command.error(f"ambiguous option: {arg} could match "
                           f"{', '.join(command.completions(arg))}")
         if unknown:
             command.error(f"no such option: {', '.join(unknown)} (see '{command.prog} -h')")

@@ -91,7 +91,7 @@ def test_a_stray_positional_argument_shows_the_subcommands_usage(
          "planner-svc plan: error: ambiguous option: --ex could match --expand-depth, "
          "--explain"),
         (["--at=5", "plan", "q"],
-         "planner-svc plan: error: ambiguous option: --at could match --at-valid, --at-tx"),
+         "planner-svc plan: error: ambiguous option: --at=5 could match --at-valid, --at-tx"),
     ],
 )
 def test_an_option_before_the_subcommand_shows_the_subcommands_usage(
