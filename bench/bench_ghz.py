@@ -48,7 +48,7 @@ WARM_UP_S = 3
 def ghz(binary: str, address: str, data_file: str, *, seconds: float, concurrency: int
         ) -> dict[str, Any]:
     """One ghz run of ``seconds`` at ``concurrency``: requests/s, latency percentiles (ms) and
-    status-code counts."""
+    status-code counts, and each error message's count."""
     out = subprocess.run(
         [binary, "--insecure", "--call", PLAN_CALL, "--data-file", data_file,
          "-z", f"{seconds}s", "-c", str(concurrency), "--connections", "2",
@@ -68,6 +68,10 @@ def ghz(binary: str, address: str, data_file: str, *, seconds: float, concurrenc
         "p90_ms": round(lat.get(90, 0.0), 2),
         "p99_ms": round(lat.get(99, 0.0), 2),
         "status": report.get("statusCodeDistribution"),
+        # why calls failed: the few in flight when the run's time is up end as Unavailable,
+        # on the prebuilt server too (ghz closes its own connections: "use of closed network
+        # connection")
+        "errors": report.get("errorDistribution") or {},
     }
 
 
