@@ -4,12 +4,14 @@ server does not know (NOT_FOUND, naming it, a long name clipped, and the service
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
 
@@ -56,22 +58,27 @@ def test_check_of_a_long_unknown_name_quotes_its_start_and_length(live: Live) ->
     assert len(details) < 1_000
 
 
+@contextlib.contextmanager
+def _serving(servicer: HealthServicer) -> Iterator[health_pb2_grpc.HealthStub]:
+    """A stub on a health-only server (4 threads) over ``servicer``, stopped on exit."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield health_pb2_grpc.HealthStub(channel)
+    finally:
+        server.stop(0)
+
+
 def test_check_names_the_first_services_with_a_status_and_counts_the_rest() -> None:
     servicer = HealthServicer()
     names = [f"svc.S{i:03}" for i in range(MAX_LISTED + 4)]  # "" and 104 more
     for name in names:
         servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, pytest.raises(
-                grpc.RpcError) as info:
-            health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
-    finally:
-        server.stop(0)
+    with _serving(servicer) as stub, pytest.raises(grpc.RpcError) as info:
+        stub.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
     shown = ", ".join(repr(n) for n in ["", *names][:MAX_LISTED])
     assert info.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
     assert info.value.details() == (  # type: ignore[attr-defined]
@@ -85,34 +92,26 @@ def test_check_list_and_watch_agree_through_a_graceful_shutdown() -> None:
     servicer = HealthServicer()
     servicer.set("svc.A", serving)
     servicer.set("svc.B", not_serving)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
+    with _serving(servicer) as stub:
 
-            def statuses() -> dict[str, int]:
-                listed = stub.List(health_pb2.HealthListRequest(), timeout=10).statuses
-                checked = {name: stub.Check(health_pb2.HealthCheckRequest(service=name),
-                                            timeout=10).status for name in listed}
-                assert checked == {name: reply.status for name, reply in listed.items()}
-                return checked
+        def statuses() -> dict[str, int]:
+            listed = stub.List(health_pb2.HealthListRequest(), timeout=10).statuses
+            checked = {name: stub.Check(health_pb2.HealthCheckRequest(service=name),
+                                        timeout=10).status for name in listed}
+            assert checked == {name: reply.status for name, reply in listed.items()}
+            return checked
 
-            assert statuses() == {"": serving, "svc.A": serving, "svc.B": not_serving}
-            watch = stub.Watch(health_pb2.HealthCheckRequest(service="svc.A"), timeout=10)
-            assert next(watch).status == serving
-            servicer.set("svc.B", serving)
-            assert statuses() == {"": serving, "svc.A": serving, "svc.B": serving}
-            servicer.enter_graceful_shutdown()
-            assert next(watch).status == not_serving
-            watch.cancel()
-            servicer.set("svc.A", serving)  # ignored from now on, as the base class does
-            servicer.set("svc.C", serving)
-            assert statuses() == dict.fromkeys(("", "svc.A", "svc.B"), not_serving)
-    finally:
-        server.stop(0)
+        assert statuses() == {"": serving, "svc.A": serving, "svc.B": not_serving}
+        watch = stub.Watch(health_pb2.HealthCheckRequest(service="svc.A"), timeout=10)
+        assert next(watch).status == serving
+        servicer.set("svc.B", serving)
+        assert statuses() == {"": serving, "svc.A": serving, "svc.B": serving}
+        servicer.enter_graceful_shutdown()
+        assert next(watch).status == not_serving
+        watch.cancel()
+        servicer.set("svc.A", serving)  # ignored from now on, as the base class does
+        servicer.set("svc.C", serving)
+        assert statuses() == dict.fromkeys(("", "svc.A", "svc.B"), not_serving)
 
 
 def test_check_and_watch_agree_after_racing_sets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,20 +132,12 @@ def test_check_and_watch_agree_after_racing_sets(monkeypatch: pytest.MonkeyPatch
     second.start()
     first.join(10)
     second.join(10)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            request = health_pb2.HealthCheckRequest(service="svc.A")
-            checked = stub.Check(request, timeout=10).status
-            watch = stub.Watch(request, timeout=10)
-            watched = next(watch).status
-            watch.cancel()
-    finally:
-        server.stop(0)
+    with _serving(servicer) as stub:
+        request = health_pb2.HealthCheckRequest(service="svc.A")
+        checked = stub.Check(request, timeout=10).status
+        watch = stub.Watch(request, timeout=10)
+        watched = next(watch).status
+        watch.cancel()
     assert checked == watched == not_serving  # the later set wins in both tables
 
 
