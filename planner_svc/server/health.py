@@ -38,10 +38,12 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # Held around both tables' updates (ours, then the base class's under its own lock),
-        # so Check, List and Watch never settle on different statuses; reentrant because the
-        # base class's graceful shutdown calls set() back.
-        self._statuses_lock = threading.RLock()
+        # Writers hold _write_lock across both tables' updates (ours, then the base class's,
+        # which also tells Watch streams), so Check, List and Watch never settle on different
+        # statuses; reentrant because the base class's graceful shutdown calls set() back.
+        # Check and List take only _statuses_lock, so a slow Watch client never stalls them.
+        self._write_lock = threading.RLock()
+        self._statuses_lock = threading.Lock()
         self._statuses: dict[str, int] = {"": health_pb2.HealthCheckResponse.SERVING}
         self._shutting_down = False
         super().__init__(*args, **kwargs)
@@ -49,20 +51,22 @@ class HealthServicer(health.HealthServicer):  # type: ignore[misc]
     def set(self, service: str, status: int) -> None:
         """Set a service's status (``Watch`` callers are told); ignored once the graceful
         shutdown began."""
-        with self._statuses_lock:
-            if not self._shutting_down:
-                self._statuses[service] = status
+        with self._write_lock:
+            with self._statuses_lock:
+                if not self._shutting_down:
+                    self._statuses[service] = status
             super().set(service, status)
 
     def enter_graceful_shutdown(self) -> None:
         """Every service NOT_SERVING from now on, whatever is set later."""
-        with self._statuses_lock:
+        with self._write_lock:
             if self._shutting_down:
                 return
             super().enter_graceful_shutdown()
-            self._statuses = dict.fromkeys(self._statuses,
-                                           health_pb2.HealthCheckResponse.NOT_SERVING)
-            self._shutting_down = True
+            with self._statuses_lock:
+                self._statuses = dict.fromkeys(self._statuses,
+                                               health_pb2.HealthCheckResponse.NOT_SERVING)
+                self._shutting_down = True
 
     def Check(
         self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext

@@ -118,16 +118,19 @@ def test_check_and_watch_agree_after_racing_sets(monkeypatch: pytest.MonkeyPatch
     serving, not_serving = (health_pb2.HealthCheckResponse.SERVING,
                             health_pb2.HealthCheckResponse.NOT_SERVING)
     base_set = health.HealthServicer.set
+    inside = threading.Event()
 
     def slow_set(self: health.HealthServicer, service: str, status: int) -> None:
-        time.sleep(0.05 if status == serving else 0.0)  # the first setter finishes last
+        if status == serving:  # the first setter is inside the base class when the second
+            inside.set()       # starts, and finishes last
+            time.sleep(0.05)
         base_set(self, service, status)
 
     monkeypatch.setattr(health.HealthServicer, "set", slow_set)
     servicer = HealthServicer()
     first = threading.Thread(target=servicer.set, args=("svc.A", serving))
     first.start()
-    time.sleep(0.01)
+    assert inside.wait(10)
     second = threading.Thread(target=servicer.set, args=("svc.A", not_serving))
     second.start()
     first.join(10)
