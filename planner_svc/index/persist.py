@@ -161,8 +161,31 @@ READ_AHEAD_CHUNK = 1 << 20
 """Bytes per read of :func:`read_ahead` (1 MiB)."""
 
 READ_AHEAD_MEMORY_SHARE = 0.5
-""":func:`read_ahead` reads nothing when the files exceed this share of physical memory: they
-would push the store's own hot pages out of the page cache."""
+""":func:`read_ahead` reads nothing when the files' total size (bytes) exceeds this share of
+the memory the process may use (:func:`memory_bytes`): they would push the store's own hot
+pages out of the page cache."""
+
+_CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"),
+                  Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+"""Where a container's memory limit is read (cgroup v2, then v1)."""
+
+
+def memory_bytes() -> int:
+    """The memory this process may use, bytes: physical memory, or a container's lower limit
+    (cgroup v2 ``memory.max`` or v1 ``memory.limit_in_bytes``); 0 when unknown."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        physical = 0
+    limits = [physical] if physical > 0 else []
+    for path in _CGROUP_LIMITS:
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.isdigit() and int(text) > 0:
+            limits.append(int(text))
+    return min(limits, default=0)
 
 
 def read_ahead(paths: Sequence[Path]) -> threading.Thread | None:
@@ -179,16 +202,13 @@ def read_ahead(paths: Sequence[Path]) -> threading.Thread | None:
 
     Returns:
         the started thread (tests join it), or None when the files exceed
-        :data:`READ_AHEAD_MEMORY_SHARE` of physical memory (nothing is read).
+        :data:`READ_AHEAD_MEMORY_SHARE` of the memory the process may use (nothing is read).
     """
     total = 0
     for path in paths:
         with contextlib.suppress(OSError):
             total += path.stat().st_size
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        memory = 0
+    memory = memory_bytes()
     if memory > 0 and total > READ_AHEAD_MEMORY_SHARE * memory:
         return None
     thread = threading.Thread(target=read_through, args=(list(paths),), name="index-read-ahead",

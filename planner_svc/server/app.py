@@ -239,7 +239,7 @@ def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> 
 def _serve(settings: ServerSettings, ready: threading.Event | None,
            claim: PortClaim | None) -> int:
     transport = settings.transport
-    services = Services.open(settings)
+    services = Services.open(settings, read_ahead=True)
     try:
         # health turns SERVING only once the first plan is as fast as the next one
         services.planner.warm()

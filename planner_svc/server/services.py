@@ -89,11 +89,14 @@ class Services:
     duplicates: DuplicatePolicy
 
     @classmethod
-    def open(cls, settings: ServerSettings, *, clock: Clock = wall_clock_us) -> Services:
+    def open(cls, settings: ServerSettings, *, clock: Clock = wall_clock_us,
+             read_ahead: bool = False) -> Services:
         """Open (creating if needed) the store (the SQLite store under ``settings.data_dir``,
         or the shared store ``settings.store``), the embedder and the vector index under
         ``settings.data_dir`` (rebuilt or caught up from the store when it lags), and the
-        services.
+        services. ``read_ahead`` (a process that will serve plans): once the vector index is
+        current, its segment files are read into the page cache in the background
+        (:meth:`~planner_svc.index.VectorIndex.read_ahead`).
 
         Raises:
             ConfigError: (``data_dir``) a folder holding other files but no store; (``store``)
@@ -128,7 +131,7 @@ class Services:
                 started = time.perf_counter()
                 index = FreshIndex(
                     VectorIndex.open_or_build(data, store, embedder_name=embedder.name,
-                                              dim=embedder.dim, read_ahead=True),
+                                              dim=embedder.dim, read_ahead=read_ahead),
                     store,
                 )
                 _log.info("startup.vector_index", vectors=index.size,

@@ -392,16 +392,28 @@ def test_read_ahead_reads_every_file_and_skips_one_it_cannot_open(tmp_path: Path
     assert thread.daemon
 
 
+def test_memory_bytes_is_the_lower_of_physical_memory_and_a_container_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    v2, v1 = tmp_path / "memory.max", tmp_path / "limit_in_bytes"
+    monkeypatch.setattr(persist, "_CGROUP_LIMITS", (v2, v1))
+    assert persist.memory_bytes() == physical  # neither file
+    v2.write_text("max\n")  # cgroup v2 without a limit
+    v1.write_text(f"{physical * 4}\n")  # v1's "no limit" is a huge number
+    assert persist.memory_bytes() == physical
+    v2.write_text("1073741824\n")
+    assert persist.memory_bytes() == min(physical, 1 << 30)
+
+
 def test_read_ahead_reads_nothing_when_the_files_exceed_its_share_of_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     big = tmp_path / "big.bin"
     big.write_bytes(b"x" * 10_000)
-    monkeypatch.setattr(persist, "READ_AHEAD_MEMORY_SHARE", 9_999 / (
-        os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")))
+    monkeypatch.setattr(persist, "READ_AHEAD_MEMORY_SHARE", 9_999 / persist.memory_bytes())
     assert persist.read_ahead([big]) is None
-    monkeypatch.setattr(persist, "READ_AHEAD_MEMORY_SHARE", 10_001 / (
-        os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")))
+    monkeypatch.setattr(persist, "READ_AHEAD_MEMORY_SHARE", 10_001 / persist.memory_bytes())
     thread = persist.read_ahead([big])
     assert thread is not None
     thread.join(timeout=30)
