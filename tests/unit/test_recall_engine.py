@@ -210,28 +210,28 @@ def test_links_follow_the_entry_and_the_as_of_they_are_read_for() -> None:
     links = catalog.links("dacians", entry, now, now)
     assert dict(links) == {"moldova": 0.8, "romania": 0.8}
     assert catalog.links("dacians", entry, now, now) is links  # cached with the entry
-    # Close the dacians -> moldova edge at LATER and add a heavier romania -> dacians one.
+    # Close the dacians:1 -> romania edge at LATER and add a heavier one from romania to
+    # dacians:0.
     catalog.apply(CatalogBatch(
         edges=[(10, Edge(src="psg:romania:2", dst="psg:dacians:0", relation="related",
                          weight=0.9, valid_from_us=T, valid_to_us=None, tx_from_us=LATER,
                          tx_to_us=None))],
-        closed_edges=[(1, LATER)]))
+        closed_edges=[(0, LATER)]))
     after = catalog.entry("dacians", now, now)
     assert after is not entry and after.members == entry.members
-    assert dict(catalog.links("dacians", after, now, now)) == {"romania": 0.9}
-    # As of before the batch (not cached): the edges then, whichever entry object is given.
+    assert dict(catalog.links("dacians", after, now, now)) == {"moldova": 0.8, "romania": 0.9}
+    # As of before the batch (not cached): the edges then.
     before = catalog.entry("dacians", T, T)
     assert before.members == entry.members
     assert dict(catalog.links("dacians", before, T, T)) == {"moldova": 0.8, "romania": 0.8}
-    # An entry read before the batch, with links asked after it: its own members, the
-    # catalog's edges as of the plan.
-    assert dict(catalog.links("dacians", entry, now, now)) == {"romania": 0.9}
-    # A member closed by a later batch: a stale entry keeps its members' links.
+    # dacians:1, the only member linked to moldova, is closed by a later batch: links follow
+    # the members of the entry they are given, a stale one (read before the batch) included.
     catalog.apply(CatalogBatch(closed_nodes=[(ids[("dacians", 1)], LATER + 5)]))
     later = LATER + 10
     fresh = catalog.entry("dacians", later, later)
     assert [m.version_id for m in fresh.members] == [ids[("dacians", 0)]]
     assert dict(catalog.links("dacians", fresh, later, later)) == {"romania": 0.9}
-    assert dict(catalog.links("dacians", entry, later, later)) == {"romania": 0.9}
+    stale = dict(catalog.links("dacians", after, later, later))
+    assert stale == {"moldova": 0.8, "romania": 0.9}  # dacians:1 is a member of ``after``
     assert dict(catalog.links("moldova", catalog.entry("moldova", later, later), later,
                               later)) == {}
