@@ -8,6 +8,7 @@ Each subcommand lives beside the code it drives and registers itself through a
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -40,10 +41,21 @@ class _SubcommandParser(argparse.ArgumentParser):
         parsed, extras = super().parse_known_args(args, namespace)
         options = [arg for arg in extras if arg.startswith("-") and arg != "-"]
         if options:
-            self.error(f"no such option: {', '.join(options)} (see '{self.prog} -h')")
+            self.error(f"no such option: {', '.join(options)}{self.suggestion(options[0])} "
+                       f"(see '{self.prog} -h')")
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+    def suggestion(self, option: str) -> str:
+        """``"; did you mean --budget?"`` for a long option close to ``option`` (``--budgt``),
+        else ``""``."""
+        name = option.split("=", 1)[0]
+        if not name.startswith("--"):
+            return ""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        return f"; did you mean {close[0]}?" if close else ""
 
     def action_for(self, option: str) -> argparse.Action | None:
         """The action of this subcommand's option named by ``option`` (``--name`` or
@@ -126,7 +138,8 @@ class _CommandParser(argparse.ArgumentParser):
             command.error(f"ambiguous option: {arg} could match "
                           f"{', '.join(command.completions(arg))}")
         if unknown:
-            command.error(f"no such option: {', '.join(unknown)} (see '{command.prog} -h')")
+            command.error(f"no such option: {', '.join(unknown)}"
+                          f"{command.suggestion(unknown[0])} (see '{command.prog} -h')")
         if stray:
             command.error(f"unrecognized arguments before the command: {' '.join(stray)} "
                           f"(see '{command.prog} -h')")

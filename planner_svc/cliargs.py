@@ -14,20 +14,41 @@ from typing import Any
 
 from planner_svc.core.limits import TCP_PORT, Bounds
 
-__all__ = ["address", "bounded", "int_range", "non_empty"]
+__all__ = ["FromEnvironment", "address", "bounded", "int_range", "non_empty"]
+
+
+class FromEnvironment(str):
+    """A default read from an environment variable (:attr:`variable`), so a bad value is
+    blamed on the variable rather than on the option the user did not type."""
+
+    variable: str = ""
+
+    def __new__(cls, value: str, variable: str) -> FromEnvironment:
+        made = super().__new__(cls, value)
+        made.variable = variable
+        return made
 
 
 def address(value: str) -> str:
     """``HOST:PORT`` (``[v6]:PORT`` for IPv6) with a port in
-    :data:`~planner_svc.core.limits.TCP_PORT`."""
+    :data:`~planner_svc.core.limits.TCP_PORT`; a URL (``http://...``) is refused with the
+    address to give instead."""
     from planner_svc.settings import default_address
 
+    where = (f"${value.variable} is {str(value)!r}, which"
+             if isinstance(value, FromEnvironment) else repr(value))
+    scheme, sep, rest = value.partition("://")
+    if sep and scheme:
+        raise argparse.ArgumentTypeError(
+            f"{where} is a URL; give HOST:PORT without {scheme + '://'!r} "
+            f"(e.g. {rest.split('/', 1)[0] or default_address()})"
+        )
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) not in TCP_PORT:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not HOST:PORT with a port in {TCP_PORT} (e.g. {default_address()})"
+            f"{where} is not HOST:PORT with a port in {TCP_PORT} (e.g. {default_address()})"
         )
-    return value
+    return str(value)
 
 
 def int_range(low: int, high: int) -> Callable[[str], int]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from planner_svc.cliargs import FromEnvironment
+from planner_svc.core.limits import Bounds
 from planner_svc.settings import ENV_ADDRESS, ENV_AUTH_TOKEN, default_address, read_environment
 
 if TYPE_CHECKING:
@@ -39,6 +41,9 @@ DEFAULT_ADDRESS = default_address()
 """The default bind address and port of ``serve``."""
 
 
+DEADLINE_S = Bounds(0.0, 3600.0, low_open=True)
+"""Allowed ``--timeout`` of the client commands, seconds (a deadline of 0 fails every call)."""
+
 ADDRESS_HELP = f"server HOST:PORT (without --address: ${ENV_ADDRESS}, else {DEFAULT_ADDRESS})"
 """The help text of every client command's ``--address``."""
 
@@ -47,7 +52,8 @@ def client_address() -> str:
     """Where a client command looks for the server when given no ``--address``:
     ``$PLANNER_SVC_ADDRESS`` (:data:`~planner_svc.settings.ENV_ADDRESS`) when set and not
     empty, else :data:`DEFAULT_ADDRESS`. Read when a command's options are built."""
-    return os.environ.get(ENV_ADDRESS, "").strip() or DEFAULT_ADDRESS
+    given = os.environ.get(ENV_ADDRESS, "").strip()
+    return FromEnvironment(given, ENV_ADDRESS) if given else DEFAULT_ADDRESS
 
 CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.max_receive_message_length", -1),

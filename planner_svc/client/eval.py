@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
     ADDRESS_HELP,
+    DEADLINE_S,
     add_tls_flags,
     auth_metadata,
     channel_for,
@@ -61,7 +62,7 @@ DEFAULT_TIMEOUT_S = 30.0
 """Deadline of each plan request by default, seconds."""
 MAX_BUDGETS = 20
 """Most budgets one run sweeps."""
-TIMEOUT_S = Bounds(0.0, 3600.0, low_open=True)
+TIMEOUT_S = DEADLINE_S
 """Allowed per-plan deadline, seconds."""
 
 

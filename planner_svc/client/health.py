@@ -15,12 +15,12 @@ import sys
 from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
     ADDRESS_HELP,
+    DEADLINE_S,
     add_tls_flags,
     channel_for,
     client_address,
     unavailable_hint,
 )
-from planner_svc.core.limits import Bounds
 
 __all__ = ["EXIT_NOT_SERVING", "EXIT_NO_STATUS", "EXIT_SERVING", "HEALTH_TIMEOUT_S", "register"]
 
@@ -31,7 +31,7 @@ EXIT_NOT_SERVING = 1
 EXIT_NO_STATUS = 3
 """Exit code: no status was read (unreachable, deadline exceeded, unknown service, ...)."""
 
-HEALTH_TIMEOUT_S = Bounds(0.0, 3600.0, low_open=True)
+HEALTH_TIMEOUT_S = DEADLINE_S
 """Allowed ``--timeout``, seconds: the deadline of the one ``Check`` call (connecting
 included)."""
 

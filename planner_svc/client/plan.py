@@ -9,6 +9,7 @@ import sys
 from planner_svc.cliargs import address, bounded, non_empty
 from planner_svc.client.connection import (
     ADDRESS_HELP,
+    DEADLINE_S,
     add_tls_flags,
     auth_metadata,
     channel_for,
@@ -19,7 +20,22 @@ from planner_svc.core.config import SelectionSettings
 from planner_svc.core.limits import BUDGET_TOKENS, EXPAND_DEPTH, INT64, LEG_RESULTS
 from planner_svc.recall.request import QUESTION_EXPAND_DEPTH
 
-__all__ = ["register"]
+__all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_NO_ANSWER", "EXIT_OK", "EXIT_USAGE", "register"]
+
+EXIT_OK = 0
+"""Exit code: the plan was printed."""
+EXIT_ERROR = 1
+"""Exit code: the server refused the request (any gRPC error not listed below)."""
+EXIT_USAGE = 2
+"""Exit code: bad arguments (refused before any call)."""
+EXIT_NO_ANSWER = 3
+"""Exit code: no answer from the server (``UNAVAILABLE``: not reachable or shutting down;
+``DEADLINE_EXCEEDED``: no plan within ``--timeout``), as ``planner-svc health`` exits."""
+EXIT_DECLINED = 4
+"""Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
+``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
+
+_NO_ANSWER = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
 
 _FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -54,7 +70,7 @@ def _plan(args: argparse.Namespace) -> int:
         channel = channel_for(args)
     except ValueError as exc:
         print(f"planner-svc plan: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     with channel:
         stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
         try:
@@ -71,7 +87,9 @@ def _plan(args: argparse.Namespace) -> int:
             if declined and args.explain:
                 for key, value in sorted(declined[0].metadata.items()):
                     print(f"  {key} = {value}", file=sys.stderr)
-            return 1
+            if declined:
+                return EXIT_DECLINED
+            return EXIT_NO_ANSWER if code.name in _NO_ANSWER else EXIT_ERROR
     plan = response.plan
     if args.model and plan.stats.token_estimate:
         print(f"planner-svc plan: note: the server has no tokenizer for model {args.model!r}; "
@@ -80,7 +98,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.json:
         shown = response if args.explain else plan
         print(json.dumps(json_format.MessageToDict(shown), ensure_ascii=False, indent=2))
-        return 0
+        return EXIT_OK
     print(render_plan(plan))
     if args.explain:
         print()
@@ -89,13 +107,16 @@ def _plan(args: argparse.Namespace) -> int:
         print(render_timings(response.timings))
         print()
         print(render_explanations(plan))
-    return 0
+    return EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``plan`` subcommand."""
-    plan = subparsers.add_parser("plan", help="ask a running server for an evidence plan",
-                                 formatter_class=_FMT)
+    plan = subparsers.add_parser(
+        "plan", help="ask a running server for an evidence plan", formatter_class=_FMT,
+        epilog=f"exit codes: {EXIT_OK} plan printed, {EXIT_ERROR} request refused, {EXIT_USAGE} "
+               f"bad arguments, {EXIT_NO_ANSWER} no answer (unreachable, shutting down, "
+               f"--timeout passed), {EXIT_DECLINED} declined: insufficient evidence")
     plan.add_argument("question", type=non_empty,
                       help="the question; both recall legs search with it")
     plan.add_argument("--address", type=address, default=client_address(),
@@ -123,6 +144,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                            "candidate's fate")
     plan.add_argument("--json", action="store_true",
                       help="print the plan as proto3 JSON (the whole PlanResponse with --explain)")
-    plan.add_argument("--timeout", type=float, default=30.0, help="deadline, seconds")
+    plan.add_argument("--timeout", type=bounded(float, DEADLINE_S), default=30.0,
+                      help="deadline, seconds")
     add_tls_flags(plan)
     plan.set_defaults(func=_plan)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
     ADDRESS_HELP,
+    DEADLINE_S,
     add_tls_flags,
     auth_metadata,
     channel_for,
@@ -77,7 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default="",
         help="offline | openai | cassette:NAME | record:NAME (server side; default offline)",
     )
-    p.add_argument("--timeout", type=float, default=300.0, help="session deadline (seconds)")
+    p.add_argument("--timeout", type=bounded(float, DEADLINE_S), default=300.0,
+                   help="session deadline (seconds)")
     add_tls_flags(p)
     p.set_defaults(func=_run)
 

@@ -255,3 +255,30 @@ def test_an_empty_address_variable_means_the_default(monkeypatch: pytest.MonkeyP
     assert client_address() == DEFAULT_ADDRESS == "127.0.0.1:50151"
     monkeypatch.setenv("PLANNER_SVC_ADDRESS", "10.0.0.7:9000")
     assert client_address() == "10.0.0.7:9000"
+
+
+@pytest.mark.parametrize(
+    ("variable", "argv", "message"),
+    [
+        ("notahost", [], "argument --address: $PLANNER_SVC_ADDRESS is 'notahost', which is not "
+         "HOST:PORT with a port in 1..65535 (e.g. 127.0.0.1:50151)"),
+        ("http://127.0.0.1:50238", [], "argument --address: $PLANNER_SVC_ADDRESS is "
+         "'http://127.0.0.1:50238', which is a URL; give HOST:PORT without 'http://' "
+         "(e.g. 127.0.0.1:50238)"),
+        ("", ["--address", "https://planner.internal:443/v1"], "argument --address: "
+         "'https://planner.internal:443/v1' is a URL; give HOST:PORT without 'https://' "
+         "(e.g. planner.internal:443)"),
+        ("", ["--address", "notahost"], "argument --address: 'notahost' is not HOST:PORT with "
+         "a port in 1..65535 (e.g. 127.0.0.1:50151)"),
+    ],
+)
+@pytest.mark.parametrize("command", ["health", "plan"])
+def test_a_bad_address_names_where_it_came_from(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, variable: str,
+    argv: list[str], message: str, command: str
+) -> None:
+    monkeypatch.setenv("PLANNER_SVC_ADDRESS", variable)
+    with pytest.raises(SystemExit) as info:
+        main([command, *(["a question"] if command == "plan" else []), *argv])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"planner-svc {command}: error: {message}"

@@ -278,7 +278,7 @@ def test_plan_command_names_its_flag_and_explains_a_decline(
     from planner_svc.cli import main
 
     question = "What is the refund window of the Qorvlith Fenmarsh web shop?"
-    assert main(["plan", question, "--address", live.address, "--explain"]) == 1
+    assert main(["plan", question, "--address", live.address, "--explain"]) == 4  # declined
     lines = capsys.readouterr().err.splitlines()  # the in-process server logs there too
     said = [line for line in lines if line.startswith("planner-svc plan: ")]
     assert len(said) == 1
@@ -287,6 +287,23 @@ def test_plan_command_names_its_flag_and_explains_a_decline(
     shown = dict(line.strip().split(" = ", 1) for line in lines if line.startswith("  "))
     assert float(shown["coverage"]) < float(shown["min_coverage"])
     assert float(shown["similarity"]) < float(shown["min_similarity"])
+
+
+def test_plan_command_exits_3_when_no_server_answers(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from planner_svc.cli import main
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        assert main(["plan", "Who painted the Mona Lisa?", "--address", address,
+                     "--timeout", "5"]) == 3
+    said = capsys.readouterr().err.splitlines()
+    assert said[-1].startswith("planner-svc plan: UNAVAILABLE: ")
+    assert f"is `planner-svc serve` running at {address}?" in said[-1]
 
 
 def test_plan_command_notes_a_model_the_server_cannot_count(

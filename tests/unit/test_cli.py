@@ -111,3 +111,29 @@ def test_top_level_options_still_work(capsys: pytest.CaptureFixture[str]) -> Non
     lines = _fail(["no-such-command"], capsys)
     assert lines[0] == "usage: planner-svc [-h] [--version] COMMAND ..."
     assert "invalid choice: 'no-such-command'" in lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "q", "--budgt", "400"],
+         "planner-svc plan: error: no such option: --budgt; did you mean --budget? "
+         "(see 'planner-svc plan -h')"),
+        (["--budgt", "400", "plan", "q"],
+         "planner-svc plan: error: no such option: --budgt; did you mean --budget? "
+         "(see 'planner-svc plan -h')"),
+        (["plan", "q", "--explian"],
+         "planner-svc plan: error: no such option: --explian; did you mean --explain? "
+         "(see 'planner-svc plan -h')"),
+        (["plan", "q", "--zzz"],
+         "planner-svc plan: error: no such option: --zzz (see 'planner-svc plan -h')"),
+        (["plan", "q", "--timeout", "0"],
+         "planner-svc plan: error: argument --timeout: 0.0 is outside (0, 3600]"),
+        (["research", "q", "--timeout", "-5"],
+         "planner-svc research: error: argument --timeout: -5.0 is outside (0, 3600]"),
+    ],
+)
+def test_a_mistyped_option_gets_a_suggestion_and_a_zero_deadline_is_refused(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _fail(argv, capsys)[-1] == message
