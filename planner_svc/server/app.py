@@ -287,7 +287,9 @@ def _serve(settings: ServerSettings, ready: threading.Event | None,
         ready.set()
     stop.wait()
     log.info("shutting_down", drain_s=transport.drain_s, grace_s=transport.grace_s)
+    started = time.perf_counter()
     running.stop(transport.grace_s, drain_s=transport.drain_s)
+    log.info("stopped", seconds=round(time.perf_counter() - started, 2))
     return 0
 
 

@@ -4,6 +4,7 @@ either)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -61,6 +62,10 @@ def test_two_workers_share_a_port_and_stop_on_sigterm(
     serving = {line for line in server.stderr.splitlines() if serving_address(line)}
     assert len(serving) == 2  # each worker serves the group's port
     assert {serving_address(line) for line in serving} == {address}
+    # each worker says it is going, then that it has gone (its store closed)
+    events = [json.loads(line) for line in server.stderr.splitlines() if line.startswith("{")]
+    assert sum(e["event"] == "shutting_down" for e in events) == 2
+    assert sum(e["event"] == "stopped" and e["seconds"] >= 0 for e in events) == 2
 
 
 def _served_message(port: int) -> str:
