@@ -29,8 +29,9 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 """Exit code: bad arguments (refused before any call)."""
 EXIT_NO_ANSWER = 3
-"""Exit code: no answer from the server (``UNAVAILABLE``: not reachable or shutting down;
-``DEADLINE_EXCEEDED``: no plan within ``--timeout``), as ``planner-svc health`` exits."""
+"""Exit code: no answer from the server (``UNAVAILABLE``: not reachable, shutting down, or the
+TLS handshake failed; ``DEADLINE_EXCEEDED``: no plan within ``--timeout``), as ``planner-svc
+health`` exits."""
 EXIT_DECLINED = 4
 """Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
 ``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
@@ -115,8 +116,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan = subparsers.add_parser(
         "plan", help="ask a running server for an evidence plan", formatter_class=_FMT,
         epilog=f"exit codes: {EXIT_OK} plan printed, {EXIT_ERROR} request refused, {EXIT_USAGE} "
-               f"bad arguments, {EXIT_NO_ANSWER} no answer (unreachable, shutting down, "
-               f"--timeout passed), {EXIT_DECLINED} declined: insufficient evidence")
+               f"bad arguments, {EXIT_NO_ANSWER} no answer (unreachable, shutting down, TLS "
+               f"handshake failed, --timeout passed), {EXIT_DECLINED} declined: insufficient "
+               "evidence")
     plan.add_argument("question", type=non_empty,
                       help="the question; both recall legs search with it")
     plan.add_argument("--address", type=address, default=client_address(),
