@@ -14,7 +14,7 @@ from typing import Any
 
 from planner_svc.core.limits import TCP_PORT, Bounds
 
-__all__ = ["FromEnvironment", "address", "bounded", "int_range", "non_empty"]
+__all__ = ["URL_SCHEMES", "FromEnvironment", "address", "bounded", "int_range", "non_empty"]
 
 
 class FromEnvironment(str):
@@ -23,25 +23,36 @@ class FromEnvironment(str):
 
     variable: str = ""
 
-    def __new__(cls, value: str, variable: str) -> FromEnvironment:
+    def __new__(cls, value: str, variable: str = "") -> FromEnvironment:
         made = super().__new__(cls, value)
         made.variable = variable
         return made
 
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        return str(self), self.variable
+
+
+URL_SCHEMES = ("http", "https", "grpc", "grpcs")
+"""Schemes of URLs people paste for a gRPC address (HTTP clients take them); gRPC's own target
+schemes (``dns:///host:port``, ``ipv4:``, ``unix:``, ...) pass through."""
+
 
 def address(value: str) -> str:
-    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) with a port in
-    :data:`~planner_svc.core.limits.TCP_PORT`; a URL (``http://...``) is refused with the
-    address to give instead."""
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6, or a gRPC target such as ``dns:///HOST:PORT``)
+    with a port in :data:`~planner_svc.core.limits.TCP_PORT`; a URL (``http://...``) is
+    refused with the address to give instead."""
     from planner_svc.settings import default_address
 
     where = (f"${value.variable} is {str(value)!r}, which"
              if isinstance(value, FromEnvironment) else repr(value))
     scheme, sep, rest = value.partition("://")
-    if sep and scheme:
+    if sep and scheme.lower() in URL_SCHEMES:
+        authority = rest.split("/", 1)[0]
+        _host, colon, port = authority.rpartition(":")
+        example = authority if colon and port.isdigit() else default_address()
         raise argparse.ArgumentTypeError(
-            f"{where} is a URL; give HOST:PORT without {scheme + '://'!r} "
-            f"(e.g. {rest.split('/', 1)[0] or default_address()})"
+            f"{where} is a URL; give HOST:PORT without {scheme + '://'!r} (e.g. {example}"
+            f"{'; TLS takes --tls-ca' if scheme.lower() in ('https', 'grpcs') else ''})"
         )
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) not in TCP_PORT:

@@ -80,7 +80,8 @@ def _plan(args: argparse.Namespace) -> int:
             code = err.code()  # type: ignore[attr-defined]
             details = str(err.details())  # type: ignore[attr-defined]
             declined = [info for info in error_infos(err)
-                        if info.reason == "INSUFFICIENT_EVIDENCE"]
+                        if info.reason == "INSUFFICIENT_EVIDENCE"
+                        and code == grpc.StatusCode.FAILED_PRECONDITION]
             if declined:  # the request field, as this command spells it
                 details = details.replace("set allow_ungrounded", "pass --allow-ungrounded")
             print(f"planner-svc plan: {code.name}: {details}"

@@ -267,7 +267,10 @@ def test_an_empty_address_variable_means_the_default(monkeypatch: pytest.MonkeyP
          "(e.g. 127.0.0.1:50238)"),
         ("", ["--address", "https://planner.internal:443/v1"], "argument --address: "
          "'https://planner.internal:443/v1' is a URL; give HOST:PORT without 'https://' "
-         "(e.g. planner.internal:443)"),
+         "(e.g. planner.internal:443; TLS takes --tls-ca)"),
+        ("", ["--address", "http://planner.internal"], "argument --address: "
+         "'http://planner.internal' is a URL; give HOST:PORT without 'http://' "
+         "(e.g. 127.0.0.1:50151)"),
         ("", ["--address", "notahost"], "argument --address: 'notahost' is not HOST:PORT with "
          "a port in 1..65535 (e.g. 127.0.0.1:50151)"),
     ],
@@ -282,3 +285,17 @@ def test_a_bad_address_names_where_it_came_from(
         main([command, *(["a question"] if command == "plan" else []), *argv])
     assert info.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"planner-svc {command}: error: {message}"
+
+
+@pytest.mark.parametrize("target", ["[::1]:50151", "dns:///localhost:50151",
+                                    "ipv4:127.0.0.1:50151"])
+def test_grpc_targets_pass_the_address_check(target: str) -> None:
+    import copy
+    import pickle
+
+    from planner_svc.cliargs import FromEnvironment, address
+
+    assert address(target) == target
+    marked = FromEnvironment(target, "PLANNER_SVC_ADDRESS")
+    assert type(address(marked)) is str
+    assert pickle.loads(pickle.dumps(marked)).variable == copy.copy(marked).variable
