@@ -29,9 +29,10 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 """Exit code: bad arguments (refused before any call)."""
 EXIT_NO_ANSWER = 3
-"""Exit code: no answer from the server (``UNAVAILABLE``: not reachable, shutting down, or the
-TLS handshake failed; ``DEADLINE_EXCEEDED``: no plan within ``--timeout``), as ``planner-svc
-health`` exits."""
+"""Exit code: the service is unavailable, a condition to retry (``UNAVAILABLE``: not
+reachable, shutting down, its shared store unreachable, or the TLS handshake failed;
+``DEADLINE_EXCEEDED``: no plan within ``--timeout``), as ``planner-svc health`` exits when it
+reads no status."""
 EXIT_DECLINED = 4
 """Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
 ``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
@@ -117,9 +118,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan = subparsers.add_parser(
         "plan", help="ask a running server for an evidence plan", formatter_class=_FMT,
         epilog=f"exit codes: {EXIT_OK} plan printed, {EXIT_ERROR} request refused, {EXIT_USAGE} "
-               f"bad arguments, {EXIT_NO_ANSWER} no answer (unreachable, shutting down, TLS "
-               f"handshake failed, --timeout passed), {EXIT_DECLINED} declined: insufficient "
-               "evidence")
+               f"bad arguments, {EXIT_NO_ANSWER} unavailable, retry (unreachable, shutting "
+               f"down, TLS handshake failed, --timeout passed), {EXIT_DECLINED} declined: "
+               "insufficient evidence")
     plan.add_argument("question", type=non_empty,
                       help="the question; both recall legs search with it")
     plan.add_argument("--address", type=address, default=client_address(),
