@@ -145,6 +145,24 @@ def auth_metadata() -> tuple[tuple[str, str | bytes], ...]:
     return (("authorization", f"Bearer {token}"),) if token else ()
 
 
+EXIT_REFUSED = 1
+"""Exit code of a client command whose request the server refused (a status not in
+:data:`RETRY_LATER`)."""
+EXIT_UNAVAILABLE = 3
+"""Exit code of a client command that got no answer to retry later or elsewhere (a status in
+:data:`RETRY_LATER`), as ``planner-svc health`` exits when it reads no status."""
+RETRY_LATER = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
+"""gRPC status names that mean the service is unavailable rather than the request wrong:
+unreachable, shutting down, its shared store unreachable, a failed TLS handshake
+(``UNAVAILABLE``), or no answer within the deadline (``DEADLINE_EXCEEDED``)."""
+
+
+def failure_exit(code_name: str) -> int:
+    """The exit code of a client command whose call ended with gRPC status ``code_name``:
+    :data:`EXIT_UNAVAILABLE` for one in :data:`RETRY_LATER`, else :data:`EXIT_REFUSED`."""
+    return EXIT_UNAVAILABLE if code_name in RETRY_LATER else EXIT_REFUSED
+
+
 def unavailable_hint(code_name: str, target: str) -> str:
     """Extra advice for a status a user can fix from the command line."""
     if code_name == "UNAVAILABLE":

@@ -11,7 +11,8 @@ budget (``--budget N``) or several (``--budgets 250,500,...``), and prints one t
 or (``--json``) the report as one JSON object; ``--plot FILE.png`` also draws quality against
 budget. Bad input (a question file, a budget list, a plot folder, a data directory without a
 readable store) is one line on stderr and exit code 2; a failed plan request is one line and
-exit code 1.
+exit code 3 when the service is unavailable (a condition to retry:
+:data:`~planner_svc.client.connection.RETRY_LATER`), else 1.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from planner_svc.client.connection import (
     auth_metadata,
     channel_for,
     client_address,
+    failure_exit,
     unavailable_hint,
 )
 from planner_svc.core.limits import BUDGET_TOKENS, LEG_RESULTS, Bounds
@@ -210,7 +212,8 @@ class GrpcPlans:
         except grpc.RpcError as err:
             name = err.code().name  # type: ignore[attr-defined]
             raise EvalError(f"{name}: {err.details()}"  # type: ignore[attr-defined]
-                            f"{unavailable_hint(name, self._address)}") from None
+                            f"{unavailable_hint(name, self._address)}",
+                            exit_code=failure_exit(name)) from None
 
 
 def _fail(message: str, code: int) -> int:
@@ -261,8 +264,8 @@ def _run(args: argparse.Namespace) -> int:
                                                       file=sys.stderr))
     except EvalInputError as exc:
         return _fail(str(exc), 2)
-    except EvalError as exc:
-        return _fail(str(exc), 1)
+    except EvalError as exc:  # a failed plan request: 3 to retry, else 1
+        return _fail(str(exc), exc.exit_code)
     print(json.dumps(report) if args.json else report_text(report), flush=True)
     if plot is not None:
         from planner_svc.evaluation.plot import plot_report

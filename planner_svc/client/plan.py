@@ -10,10 +10,13 @@ from planner_svc.cliargs import address, bounded, non_empty
 from planner_svc.client.connection import (
     ADDRESS_HELP,
     DEADLINE_S,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
     add_tls_flags,
     auth_metadata,
     channel_for,
     client_address,
+    failure_exit,
     unavailable_hint,
 )
 from planner_svc.core.config import SelectionSettings
@@ -24,20 +27,17 @@ __all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_NO_ANSWER", "EXIT_OK", "EXIT_USA
 
 EXIT_OK = 0
 """Exit code: the plan was printed."""
-EXIT_ERROR = 1
+EXIT_ERROR = EXIT_REFUSED
 """Exit code: the server refused the request (any gRPC error not listed below)."""
 EXIT_USAGE = 2
 """Exit code: bad arguments (refused before any call)."""
-EXIT_NO_ANSWER = 3
-"""Exit code: the service is unavailable, a condition to retry (``UNAVAILABLE``: not
-reachable, shutting down, its shared store unreachable, or the TLS handshake failed;
-``DEADLINE_EXCEEDED``: no plan within ``--timeout``), as ``planner-svc health`` exits when it
-reads no status."""
+EXIT_NO_ANSWER = EXIT_UNAVAILABLE
+"""Exit code: the service is unavailable, a condition to retry
+(:data:`~planner_svc.client.connection.RETRY_LATER`: not reachable, shutting down, its shared
+store unreachable, the TLS handshake failed, or no plan within ``--timeout``)."""
 EXIT_DECLINED = 4
 """Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
 ``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
-
-_NO_ANSWER = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
 
 _FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -92,7 +92,7 @@ def _plan(args: argparse.Namespace) -> int:
                     print(f"  {key} = {value}", file=sys.stderr)
             if declined:
                 return EXIT_DECLINED
-            return EXIT_NO_ANSWER if code.name in _NO_ANSWER else EXIT_ERROR
+            return failure_exit(code.name)
     plan = response.plan
     if args.model and plan.stats.token_estimate:
         print(f"planner-svc plan: note: the server has no tokenizer for model {args.model!r}; "

@@ -26,6 +26,7 @@ from planner_svc.client.connection import (
     auth_metadata,
     channel_for,
     client_address,
+    failure_exit,
     unavailable_hint,
 )
 from planner_svc.core.limits import BUDGET_TOKENS
@@ -256,7 +257,7 @@ def _run(args: argparse.Namespace) -> int:
             name = code.name if code is not None else "UNKNOWN"
             print(f"planner-svc research: {name}: {details}"
                   f"{unavailable_hint(name, args.address)}", file=sys.stderr)
-            return 1
+            return failure_exit(name)
     if final is None:
         print("research stream ended without a final message", file=sys.stderr)
         return 1

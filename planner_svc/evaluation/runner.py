@@ -91,7 +91,17 @@ Raises :class:`EvalError` (one line for the user) when it cannot answer other th
 
 
 class EvalError(Exception):
-    """The run cannot go on; the message is one line for the user."""
+    """The run cannot go on; the message is one line for the user.
+
+    Args:
+        message: that line.
+        exit_code: the exit code a command reporting it should end with (1 unless the cause
+            says otherwise, e.g. 3 for a service to retry later).
+    """
+
+    def __init__(self, message: str, *, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class EvalInputError(EvalError):
