@@ -137,3 +137,15 @@ def test_a_mistyped_option_gets_a_suggestion_and_a_zero_deadline_is_refused(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _fail(argv, capsys)[-1] == message
+
+
+@pytest.mark.parametrize(("status", "code"), [
+    ("UNAVAILABLE", 3), ("DEADLINE_EXCEEDED", 3), ("INVALID_ARGUMENT", 1),
+    ("RESOURCE_EXHAUSTED", 1), ("FAILED_PRECONDITION", 1), ("UNAUTHENTICATED", 1),
+])
+def test_a_failed_call_exits_3_only_when_the_service_is_unavailable(
+    status: str, code: int
+) -> None:
+    from planner_svc.client.connection import failure_exit
+
+    assert failure_exit(status) == code
