@@ -8,13 +8,15 @@ process's whole life (a full pipe would block the server's logging) and kept for
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from planner_svc.client.common import NotServing
@@ -88,3 +90,12 @@ def serving_address(line: str) -> str | None:
     if isinstance(event, dict) and event.get("event") == "serving":
         return str(event["address"])
     return None
+
+
+@contextlib.contextmanager
+def refused_address() -> Iterator[str]:
+    """``127.0.0.1:PORT`` of a socket bound but never listening, while the block runs:
+    connections to it are refused at once (no other process can take the port meanwhile)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{closed.getsockname()[1]}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -137,6 +138,21 @@ def channel_for(args: argparse.Namespace) -> grpc.Channel:
         ValueError: inconsistent TLS flags or an unreadable file (one line to print).
     """
     return open_channel(args.address, ClientTLS.from_args(args))
+
+
+EXIT_USAGE = 2
+"""Exit code of a client command given bad arguments (refused before any call)."""
+
+
+def command_channel(args: argparse.Namespace, command: str) -> grpc.Channel | None:
+    """:func:`channel_for` of a command's arguments; None, after one line on stderr
+    (``planner-svc <command>: <reason>``), when its TLS flags are inconsistent or a file is
+    unreadable (the command then exits :data:`EXIT_USAGE`)."""
+    try:
+        return channel_for(args)
+    except ValueError as exc:
+        print(f"planner-svc {command}: {exc}", file=sys.stderr)
+        return None
 
 
 def auth_metadata() -> tuple[tuple[str, str | bytes], ...]:

@@ -28,10 +28,11 @@ from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
     ADDRESS_HELP,
     DEADLINE_S,
+    EXIT_USAGE,
     add_tls_flags,
     auth_metadata,
-    channel_for,
     client_address,
+    command_channel,
     failure_exit,
     unavailable_hint,
 )
@@ -49,7 +50,6 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "INSUFFICIENT_EVIDENCE",
     "MAX_BUDGETS",
-    "TIMEOUT_S",
     "GrpcPlans",
     "budget_list",
     "error_reasons",
@@ -64,8 +64,6 @@ DEFAULT_TIMEOUT_S = 30.0
 """Deadline of each plan request by default, seconds."""
 MAX_BUDGETS = 20
 """Most budgets one run sweeps."""
-TIMEOUT_S = DEADLINE_S
-"""Allowed per-plan deadline, seconds."""
 
 
 def budget_list(value: str) -> tuple[int, ...]:
@@ -100,8 +98,8 @@ def _positive_seconds(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if seconds not in TIMEOUT_S:
-        raise argparse.ArgumentTypeError(f"{seconds} is outside {TIMEOUT_S} seconds")
+    if seconds not in DEADLINE_S:
+        raise argparse.ArgumentTypeError(f"{seconds} is outside {DEADLINE_S} seconds")
     return seconds
 
 
@@ -252,10 +250,9 @@ def _run(args: argparse.Namespace) -> int:
         per_question=args.per_question,
         model_dir=read_environment().model_dir,
     )
-    try:
-        channel = channel_for(args)
-    except ValueError as exc:
-        return _fail(str(exc), 2)
+    channel = command_channel(args, "eval")
+    if channel is None:
+        return EXIT_USAGE
     try:
         with channel:
             plans = GrpcPlans(channel, address=args.address, timeout_s=args.timeout)

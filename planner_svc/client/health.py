@@ -16,24 +16,22 @@ from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
     ADDRESS_HELP,
     DEADLINE_S,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
     add_tls_flags,
-    channel_for,
     client_address,
+    command_channel,
     unavailable_hint,
 )
 
-__all__ = ["EXIT_NOT_SERVING", "EXIT_NO_STATUS", "EXIT_SERVING", "HEALTH_TIMEOUT_S", "register"]
+__all__ = ["EXIT_NOT_SERVING", "EXIT_NO_STATUS", "EXIT_SERVING", "register"]
 
 EXIT_SERVING = 0
 """Exit code: the service is SERVING."""
 EXIT_NOT_SERVING = 1
 """Exit code: the server answered with a status other than SERVING."""
-EXIT_NO_STATUS = 3
+EXIT_NO_STATUS = EXIT_UNAVAILABLE
 """Exit code: no status was read (unreachable, deadline exceeded, unknown service, ...)."""
-
-HEALTH_TIMEOUT_S = DEADLINE_S
-"""Allowed ``--timeout``, seconds: the deadline of the one ``Check`` call (connecting
-included)."""
 
 DEFAULT_HEALTH_TIMEOUT_S = 5.0
 """Default ``--timeout``, seconds."""
@@ -45,11 +43,9 @@ def _health(args: argparse.Namespace) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    try:
-        channel = channel_for(args)
-    except ValueError as exc:
-        print(f"planner-svc health: {exc}", file=sys.stderr)
-        return 2
+    channel = command_channel(args, "health")
+    if channel is None:
+        return EXIT_USAGE
     with channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
@@ -90,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     health.add_argument("--service", default="",
                         help="service to check, e.g. planner.v1.EvidencePlannerService "
                              "(default: the whole server)%(default).0s")
-    health.add_argument("--timeout", type=bounded(float, HEALTH_TIMEOUT_S),
+    health.add_argument("--timeout", type=bounded(float, DEADLINE_S),
                         default=DEFAULT_HEALTH_TIMEOUT_S,
                         help="deadline of the check, connecting included, seconds")
     add_tls_flags(health)

@@ -12,10 +12,11 @@ from planner_svc.client.connection import (
     DEADLINE_S,
     EXIT_REFUSED,
     EXIT_UNAVAILABLE,
+    EXIT_USAGE,
     add_tls_flags,
     auth_metadata,
-    channel_for,
     client_address,
+    command_channel,
     failure_exit,
     unavailable_hint,
 )
@@ -23,18 +24,13 @@ from planner_svc.core.config import SelectionSettings
 from planner_svc.core.limits import BUDGET_TOKENS, EXPAND_DEPTH, INT64, LEG_RESULTS
 from planner_svc.recall.request import QUESTION_EXPAND_DEPTH
 
-__all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_NO_ANSWER", "EXIT_OK", "EXIT_USAGE", "register"]
+__all__ = ["EXIT_DECLINED", "EXIT_OK", "register"]
 
 EXIT_OK = 0
-"""Exit code: the plan was printed."""
-EXIT_ERROR = EXIT_REFUSED
-"""Exit code: the server refused the request (any gRPC error not listed below)."""
-EXIT_USAGE = 2
-"""Exit code: bad arguments (refused before any call)."""
-EXIT_NO_ANSWER = EXIT_UNAVAILABLE
-"""Exit code: the service is unavailable, a condition to retry
-(:data:`~planner_svc.client.connection.RETRY_LATER`: not reachable, shutting down, its shared
-store unreachable, the TLS handshake failed, or no plan within ``--timeout``)."""
+"""Exit code: the plan was printed. The others: ``EXIT_REFUSED`` (1), ``EXIT_USAGE`` (2) and
+``EXIT_UNAVAILABLE`` (3, a condition to retry: unreachable, shutting down, the server's shared
+store unreachable, the TLS handshake failed, or no plan within ``--timeout``) of
+:mod:`planner_svc.client.connection`, and :data:`EXIT_DECLINED`."""
 EXIT_DECLINED = 4
 """Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
 ``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
@@ -68,10 +64,8 @@ def _plan(args: argparse.Namespace) -> int:
         explain=args.explain,
     )
     metadata = auth_metadata()
-    try:
-        channel = channel_for(args)
-    except ValueError as exc:
-        print(f"planner-svc plan: {exc}", file=sys.stderr)
+    channel = command_channel(args, "plan")
+    if channel is None:
         return EXIT_USAGE
     with channel:
         stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
@@ -117,8 +111,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``plan`` subcommand."""
     plan = subparsers.add_parser(
         "plan", help="ask a running server for an evidence plan", formatter_class=_FMT,
-        epilog=f"exit codes: {EXIT_OK} plan printed, {EXIT_ERROR} request refused, {EXIT_USAGE} "
-               f"bad arguments, {EXIT_NO_ANSWER} unavailable, retry (unreachable, shutting "
+        epilog=f"exit codes: {EXIT_OK} plan printed, {EXIT_REFUSED} request refused, {EXIT_USAGE} "
+               f"bad arguments, {EXIT_UNAVAILABLE} unavailable, retry (unreachable, shutting "
                f"down, TLS handshake failed, --timeout passed), {EXIT_DECLINED} declined: "
                "insufficient evidence")
     plan.add_argument("question", type=non_empty,

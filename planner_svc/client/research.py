@@ -22,10 +22,11 @@ from planner_svc.cliargs import address, bounded
 from planner_svc.client.connection import (
     ADDRESS_HELP,
     DEADLINE_S,
+    EXIT_USAGE,
     add_tls_flags,
     auth_metadata,
-    channel_for,
     client_address,
+    command_channel,
     failure_exit,
     unavailable_hint,
 )
@@ -242,11 +243,9 @@ def _run(args: argparse.Namespace) -> int:
     from planner_svc.api.planner.v1 import research_pb2, research_pb2_grpc
 
     start = build_start(args)
-    try:
-        channel = channel_for(args)
-    except ValueError as exc:
-        print(f"planner-svc research: {exc}", file=sys.stderr)
-        return 2
+    channel = command_channel(args, "research")
+    if channel is None:
+        return EXIT_USAGE
     with channel:
         stub = research_pb2_grpc.ResearchPlannerServiceStub(channel)
         try:

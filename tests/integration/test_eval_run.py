@@ -67,13 +67,11 @@ def test_the_servers_insufficient_evidence_status_is_a_decline(live: Live) -> No
 def test_eval_and_research_exit_3_when_no_server_answers(
     fixture_data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import socket
+    from tests.serving import refused_address
 
     questions = tmp_path / "questions.jsonl"
     questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
-        address = f"127.0.0.1:{closed.getsockname()[1]}"
+    with refused_address() as address:
         assert main(["eval", str(questions), "--address", address, "--timeout", "5",
                      "--data", str(fixture_data_dir), "--budget", "300"]) == 3
         assert capsys.readouterr().err.splitlines()[-1].startswith(

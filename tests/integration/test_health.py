@@ -25,7 +25,7 @@ from planner_svc.server.app import SERVICE_NAMES
 from planner_svc.server.health import MAX_LISTED, HealthServicer
 from planner_svc.settings import ServerSettings, TransportSettings
 from tests.integration.conftest import Live, start
-from tests.serving import ServeProcess
+from tests.serving import ServeProcess, refused_address
 
 
 @pytest.mark.parametrize("service", ["", *SERVICE_NAMES])
@@ -185,9 +185,7 @@ def test_the_health_command_names_an_unknown_service(
 def test_the_health_command_names_an_unreachable_address(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with socket.socket() as closed:  # bound, never listening: connections are refused
-        closed.bind(("127.0.0.1", 0))
-        target = f"127.0.0.1:{closed.getsockname()[1]}"
+    with refused_address() as target:
         code, out, err = _probe(["--address", target], capsys)
     assert (code, out) == (3, "")
     assert err.startswith(f"planner-svc health: UNAVAILABLE: cannot reach {target}: ")
@@ -237,12 +235,8 @@ def test_the_health_command_probes_a_served_process(
 def test_the_clients_call_the_address_in_the_environment_unless_given_one(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
-    with socket.socket() as closed, socket.socket() as other:
-        closed.bind(("127.0.0.1", 0))
-        other.bind(("127.0.0.1", 0))
-        target = f"127.0.0.1:{closed.getsockname()[1]}"
-        monkeypatch.setenv("PLANNER_SVC_ADDRESS", target if not argv
-                           else f"127.0.0.1:{other.getsockname()[1]}")
+    with refused_address() as target, refused_address() as other:
+        monkeypatch.setenv("PLANNER_SVC_ADDRESS", target if not argv else other)
         code, out, err = _probe([a.format(target=target) for a in argv], capsys)
     assert (code, out) == (3, "")
     assert err.startswith(f"planner-svc health: UNAVAILABLE: cannot reach {target}: ")

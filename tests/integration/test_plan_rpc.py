@@ -292,13 +292,10 @@ def test_plan_command_names_its_flag_and_explains_a_decline(
 def test_plan_command_exits_3_when_no_server_answers(
     capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import socket
-
     from planner_svc.cli import main
+    from tests.serving import refused_address
 
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
-        address = f"127.0.0.1:{closed.getsockname()[1]}"
+    with refused_address() as address:
         assert main(["plan", "Who painted the Mona Lisa?", "--address", address,
                      "--timeout", "5"]) == 3
     said = capsys.readouterr().err.splitlines()
