@@ -55,6 +55,10 @@ from planner_svc.settings import ServerSettings, TransportSettings
 
 log = structlog.get_logger("planner_svc.server")
 
+HANDLER_EXIT_S = 10.0
+"""Seconds a stopping server waits, after the grace period, for handlers of cancelled calls to
+return before it closes the store."""
+
 __all__ = [
     "MAX_PING_STRIKES",
     "SERVICE_NAMES",
@@ -145,18 +149,33 @@ class RunningServer:
     health: HealthServicer
     services: Services
     research: ResearchPlannerServicer
+    handlers: futures.ThreadPoolExecutor
 
     def stop(self, grace_s: float, *, drain_s: float = 0.0) -> None:
         """Health NOT_SERVING; keep accepting calls for ``drain_s`` seconds while load
         balancers notice; then refuse new calls, end every research session with a final
-        CANCELLED message, give in-flight calls ``grace_s`` seconds, and close the services."""
+        CANCELLED message, give in-flight calls ``grace_s`` seconds, wait for their handlers
+        to return (at most :data:`HANDLER_EXIT_S` seconds), and close the services."""
         self.health.enter_graceful_shutdown()
         if drain_s > 0:
             time.sleep(drain_s)
         stopped = self.server.stop(grace_s)
         self.research.shutdown()
         stopped.wait()
+        self._await_handlers()
         self.services.close()
+
+    def _await_handlers(self) -> None:
+        """Wait for the handler threads: a call the transport cancelled at the end of the grace
+        period keeps running in its thread until it next checks for cancellation (a plan:
+        its next stage), and closing the store under it would fail it mid-read."""
+        waiter = threading.Thread(target=self.handlers.shutdown, kwargs={"wait": True},
+                                  name="planner-rpc-exit", daemon=True)
+        waiter.start()
+        waiter.join(HANDLER_EXIT_S)
+        if waiter.is_alive():
+            log.warning("handlers_still_running", waited_s=HANDLER_EXIT_S,
+                        hint="calls still running when the store closes fail")
 
 
 def create_server(settings: ServerSettings, services: Services) -> RunningServer:
@@ -171,9 +190,10 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
     if transport.auth_token:
         interceptors.append(BearerTokenInterceptor(transport.auth_token))
     interceptors.append(DecodeGuard(planner_services=SERVICE_NAMES, tolerant=_TOLERANT_METHODS))
+    handlers = futures.ThreadPoolExecutor(max_workers=transport.max_workers,
+                                          thread_name_prefix="planner-rpc")
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=transport.max_workers,
-                                   thread_name_prefix="planner-rpc"),
+        handlers,
         interceptors=interceptors,
         options=server_options(transport),
         maximum_concurrent_rpcs=transport.max_workers * 16,
@@ -215,7 +235,7 @@ def create_server(settings: ServerSettings, services: Services) -> RunningServer
     for name in ("", *names):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return RunningServer(server=server, port=port, health=health_servicer, services=services,
-                         research=research)
+                         research=research, handlers=handlers)
 
 
 def serve(settings: ServerSettings, *, ready: threading.Event | None = None) -> int:

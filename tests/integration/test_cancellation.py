@@ -135,3 +135,55 @@ def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
     finally:
         store.release.set()
         running.stop(0)
+
+
+class ClosingStore(HeldStore):
+    """A :class:`HeldStore` that records, in order, the plan's snapshot ending and the store
+    closing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with super().snapshot():
+            yield
+        self.events.append("plan over")
+
+    def close(self) -> None:
+        self.events.append("closed")
+
+
+def test_stop_closes_the_store_after_cancelled_handlers_return(tmp_path: Path) -> None:
+    # The transport cancels an in-flight call at the end of the grace period, but its handler
+    # runs on until the plan's next check: the store must stay open until it returns.
+    store = ClosingStore()
+    settings = ServerSettings(data_dir=tmp_path, semantic=False,
+                              transport=TransportSettings(port=0))
+    planner = WatchedPlanner(store, index=None, embedder=None, config=SelectionSettings())
+    services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
+                                 index=None, planner=planner)
+    running = create_server(settings, services)
+    stopper = threading.Thread(target=running.stop, args=(0,))
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
+            call = stub.Plan.future(plan_pb2.PlanRequest(
+                structured=plan_pb2.StructuredRecall(text="anything"), expand_depth=1))
+            assert store.searched.wait(10)
+            stopper.start()
+            with pytest.raises(grpc.RpcError) as info:
+                call.result(timeout=10)
+            # the transport ends the call as UNAVAILABLE ("Cancelling all calls"): retry elsewhere
+            assert info.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+            # the handler is still inside the plan: the store stays open for it
+            stopper.join(0.3)
+            assert stopper.is_alive()
+            assert store.events == []
+    finally:
+        store.release.set()
+    stopper.join(10)
+    assert not stopper.is_alive()
+    assert store.events == ["plan over", "closed"]
+    assert not store.read_after_search.is_set(), "recall went on after the call was cancelled"
