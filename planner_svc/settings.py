@@ -202,6 +202,9 @@ class ServerSettings:
             for all of them).
         span_text_mib: memory for span texts kept between plans, MiB per process, 0..65536
             (0 reads every plan's texts from the store).
+        plan_slots: plans computed at once per process, 1..256; more calls wait their turn
+            (:mod:`planner_svc.recall.slots`: planning holds the interpreter lock, so plans at
+            once only take turns on one core).
         transport, selection, recall, research: the subtrees (see the module docstring).
 
     Raises:
@@ -216,13 +219,15 @@ class ServerSettings:
     models_path: Path | None = None
     workers: int = 1
     span_text_mib: int = 64
+    plan_slots: int = 2
     transport: TransportSettings = field(default_factory=TransportSettings)
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     research: ResearchSettings = field(default_factory=ResearchSettings)
 
     BOUNDS: ClassVar[Mapping[str, Bounds]] = MappingProxyType({
-        "workers": Bounds(1, 64), "span_text_mib": Bounds(0, 65536)})
+        "workers": Bounds(1, 64), "span_text_mib": Bounds(0, 65536),
+        "plan_slots": Bounds(1, 256)})
     """The allowed interval of each bounded field."""
 
     def __post_init__(self) -> None:
@@ -375,6 +380,8 @@ SERVE_FLAGS: tuple[Flag, ...] = (
          "what to lower)"),
     Flag("--span-text-mib", "span_text_mib",
          "MiB of span texts kept in memory between plans, per worker (0: none)"),
+    Flag("--plan-slots", "plan_slots",
+         "plans computed at once per worker; more calls wait their turn"),
     Flag("--workers", "workers",
          "worker processes sharing the port (SO_REUSEPORT); 1 = this process"),
     Flag("--grace", "transport.grace_s", "shutdown: seconds in-flight calls get to finish"),

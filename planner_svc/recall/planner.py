@@ -49,6 +49,7 @@ from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import EvidenceQuery
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, exact_similarities, query_vector
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.recall.slots import PlanSlots
 from planner_svc.recall.span_texts import DEFAULT_SPAN_TEXT_BYTES, SpanTexts
 from planner_svc.recall.timing import StageClock
 
@@ -206,6 +207,8 @@ class EvidencePlanner:
         catalog: the catalog to plan over (default: a new one following ``store``).
         span_text_bytes: memory bound of the span texts kept between plans, bytes
             (:mod:`planner_svc.recall.span_texts`); 0 reads every plan's texts from the store.
+        max_concurrent_plans: plans computed at once; the others wait for a slot
+            (:mod:`planner_svc.recall.slots`); None: no limit.
     """
 
     def __init__(
@@ -219,7 +222,9 @@ class EvidencePlanner:
         recall: RecallSettings | None = None,
         catalog: FreshCatalog | None = None,
         span_text_bytes: int = DEFAULT_SPAN_TEXT_BYTES,
+        max_concurrent_plans: int | None = None,
     ) -> None:
+        self.slots = PlanSlots(max_concurrent_plans)
         self._store = store
         self._texts = SpanTexts(store, max_bytes=span_text_bytes)
         self._index = index
@@ -254,9 +259,19 @@ class EvidencePlanner:
                 recall found no span, and ``allow_ungrounded`` is false.
             BackendUnavailable: the semantic leg was asked for without an index/embedder.
             InvalidRequest: the query vector or settings are invalid.
-            Cancelled: ``cancelled()`` turned true between stages.
+            Cancelled: ``cancelled()`` turned true between stages, or while the plan waited
+                for a planning slot.
         """
         clock = clock if clock is not None else StageClock()
+        if self.slots.size is None:
+            return self._plan(query, cancelled, clock)
+        with clock.stage("queue"):
+            held = self.slots.take(cancelled)
+        with held:
+            return self._plan(query, cancelled, clock)
+
+    def _plan(self, query: EvidenceQuery, cancelled: Callable[[], bool],
+              clock: StageClock) -> EvidenceResult:
         stats = PlanStats()
         # One consistent store state for every read of the plan: a write committed while the
         # plan runs is seen by none of its reads rather than by the later ones only.

@@ -6,6 +6,8 @@ run's wall time to its stage. The stages of the evidence planner, in the order t
 (:data:`PLAN_STAGES`):
 
 - ``request``: validating the request into a query (the servicer);
+- ``queue``: waiting for a planning slot (:mod:`planner_svc.recall.slots`; only a server's
+  plans wait);
 - ``catalog``: bringing the recall catalog up to the store (a cheap check when nothing was
   written);
 - ``semantic``: embedding the question (and its parts), the vector search and its exact
@@ -36,6 +38,7 @@ __all__ = ["PLAN_STAGES", "StageClock"]
 
 PLAN_STAGES: tuple[str, ...] = (
     "request",
+    "queue",
     "catalog",
     "semantic",
     "structured",

@@ -140,6 +140,7 @@ class Services:
                 store, index=index, embedder=embedder, config=settings.selection,
                 counter=default_counter(settings.models_path), recall=settings.recall,
                 span_text_bytes=settings.span_text_mib << 20,
+                max_concurrent_plans=settings.plan_slots,
             )
             build_catalog(planner)
         except BaseException:

@@ -187,3 +187,53 @@ def test_stop_closes_the_store_after_cancelled_handlers_return(tmp_path: Path) -
     assert not stopper.is_alive()
     assert store.events == ["plan over", "closed"]
     assert not store.read_after_search.is_set(), "recall went on after the call was cancelled"
+
+
+class CountingPlanner(WatchedPlanner):
+    """A :class:`WatchedPlanner` that counts the plans that started (got a planning slot)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started = 0
+
+    def _plan(self, query: EvidenceQuery, cancelled: Callable[[], bool],
+              clock: StageClock) -> EvidenceResult:
+        self.started += 1
+        return super()._plan(query, cancelled, clock)
+
+
+def test_a_call_waiting_for_a_planning_slot_leaves_when_its_deadline_passes(
+        tmp_path: Path) -> None:
+    store = HeldStore()
+    settings = ServerSettings(data_dir=tmp_path, semantic=False,
+                              transport=TransportSettings(port=0))
+    planner = CountingPlanner(store, index=None, embedder=None, config=SelectionSettings(),
+                             max_concurrent_plans=1)
+    services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
+                                 index=None, planner=planner)
+    running = create_server(settings, services)
+    request = plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="anything"),
+                                   expand_depth=1)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
+            first = stub.Plan.future(request)
+            assert store.searched.wait(10)  # the first plan holds the only slot
+            with pytest.raises(grpc.RpcError) as info:
+                stub.Plan(request, timeout=0.3)
+            assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+            _first_check, second_check = planner.checks
+            assert _wait_for(second_check), "the server never saw the second deadline pass"
+            assert planner.started == 1, "the second plan ran without a slot"
+            store.release.set()
+            outcome = first.exception(timeout=10)
+            # the empty store declines the question; the slot is given back either way
+            assert isinstance(outcome, grpc.RpcError)
+            assert outcome.code() == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
+            with pytest.raises(grpc.RpcError) as again:
+                stub.Plan(request, timeout=5)
+            assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
+            assert planner.started == 2
+    finally:
+        store.release.set()
+        running.stop(0)
