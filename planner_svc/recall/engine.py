@@ -55,8 +55,9 @@ from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
 from planner_svc.index.lexical import LexicalView
 from planner_svc.index.source import VectorRows
+from planner_svc.recall.dots import ordered_dots
 from planner_svc.recall.question import Question, analyze_question
-from planner_svc.recall.semantic import confidence_decay, ordered_column_sums
+from planner_svc.recall.semantic import confidence_decay
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.timing import StageClock
 
@@ -380,22 +381,14 @@ class _PassageTable:
                       ) -> list[Float64s]:
         """Exact cosine of each ask's vector with the stored vector of each of its rows, as
         float64 ``(len(rows),)``: 0.0 for a row without a stored vector (:meth:`stored`) and
-        for an ask without a vector; every ask's products summed in one pass."""
+        for an ask without a vector (:func:`~planner_svc.recall.dots.ordered_dots`)."""
         out: list[Float64s] = [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
         vectors = self._matrix()
-        wanted = [(a, vector, rows) for a, (vector, rows) in enumerate(asks)
-                  if vector is not None and rows.shape[0]]
-        if vectors is None or not wanted:
+        if vectors is None:
             return out
-        products = np.concatenate(
-            [np.multiply(vectors[rows].T, vector[:, None], dtype=np.float64, order="C")
-             for _a, vector, rows in wanted], axis=1)
-        sims = ordered_column_sums(products)
-        at = 0
-        for a, _vector, rows in wanted:
-            end = at + rows.shape[0]
-            out[a] = np.where(self._has[rows], sims[at:end], 0.0)
-            at = end
+        for a, (vector, rows) in enumerate(asks):
+            if vector is not None and rows.shape[0]:
+                out[a] = np.where(self._has[rows], ordered_dots(vectors, rows, vector), 0.0)
         return out
 
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from planner_svc.core.errors import BackendUnavailable, InvalidRequest
 from planner_svc.core.fusion import clamp_unit, fuse
 from planner_svc.embed.base import normalize_rows
+from planner_svc.recall.dots import ordered_dots
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorHitView, VectorSearch
 from planner_svc.recall.request import SemanticLeg
 
@@ -41,34 +42,9 @@ def exact_similarities(
     order, each addition exactly rounded. The result is therefore the same bits on every
     machine. Returns float64 ``(n,)``.
     """
-    # rows kept in place (no transposed copy); each row's running sum runs along it
-    products = np.asarray(vectors, dtype=np.float64)
-    if products.shape[0] == 0:
-        return np.zeros(0, dtype=np.float64)
-    products = products * np.asarray(query, dtype=np.float64)
-    sums: npt.NDArray[np.float64] = np.add.accumulate(products, axis=1)[:, -1]
-    return sums
-
-
-_LOOP_COLUMNS = 128
-"""From this many columns on, :func:`ordered_column_sums` adds row by row in place rather than
-through ``np.add.accumulate`` (same additions, less memory traffic)."""
-
-
-def ordered_column_sums(products: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Each column's sum of C-contiguous float64 ``products`` ``(rows, n)``, adding in row
-    order (row 0 first), one exactly rounded addition at a time, vectorised across the
-    columns: the same bits as :func:`~planner_svc.embed.base.ordered_sum` of each column.
-    Returns float64 ``(n,)``."""
-    if products.shape[0] == 0:
-        return np.zeros(products.shape[1], dtype=np.float64)
-    if products.shape[1] < _LOOP_COLUMNS:
-        sums: npt.NDArray[np.float64] = np.add.accumulate(products, axis=0)[-1]
-        return sums
-    total: npt.NDArray[np.float64] = products[0].copy()
-    for row in products[1:]:
-        total += row
-    return total
+    matrix = np.asarray(vectors, dtype=np.float32)
+    return ordered_dots(matrix, np.arange(matrix.shape[0], dtype=np.int64),
+                        np.asarray(query, dtype=np.float32))
 
 
 def confidence_decay(confidence: float, valid_from_us: int, at_valid_us: int,

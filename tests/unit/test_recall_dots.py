@@ -1,0 +1,89 @@
+"""The compiled ordered inner products are the bits of a running float64 sum in index order."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from planner_svc.embed.base import ordered_sum
+from planner_svc.recall.dots import ordered_dots
+from planner_svc.recall.semantic import exact_similarities
+
+
+def running_sums(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
+                 query: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """The reference: exact float64 products, added in index order by numpy."""
+    products = vectors[rows].astype(np.float64) * query.astype(np.float64)
+    return ordered_sum(products, axis=1)
+
+
+def same_bits(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a.view(np.int64), b.view(np.int64)))
+
+
+@pytest.mark.parametrize("n_rows", [0, 1, 3, 4, 5, 8, 701])
+@pytest.mark.parametrize("dim", [1, 2, 256])
+def test_equal_to_the_running_sum_bit_for_bit(n_rows: int, dim: int) -> None:
+    rng = np.random.default_rng(n_rows * 1000 + dim)
+    vectors = rng.standard_normal((50, dim)).astype(np.float32)
+    rows = rng.integers(0, 50, n_rows).astype(np.int64)
+    query = rng.standard_normal(dim).astype(np.float32)
+    assert same_bits(ordered_dots(vectors, rows, query), running_sums(vectors, rows, query))
+
+
+def test_the_order_of_additions_is_fixed() -> None:
+    # 1 + 2**-53 + 2**-53: added left to right each tiny term is lost (ties to even); a
+    # reassociating sum that added the tiny terms first would keep them
+    vectors = np.array([[1.0, 2.0**-53 * 2**20, 2.0**-53 * 2**20]], dtype=np.float32)
+    query = np.array([1.0, 2.0**-20, 2.0**-20], dtype=np.float32)
+    [value] = ordered_dots(vectors, np.array([0]), query).tolist()
+    assert value == 1.0
+    assert (1.0 + 2.0**-53) + 2.0**-53 == 1.0 and 1.0 + (2.0**-53 + 2.0**-53) > 1.0
+
+
+def test_a_first_product_of_minus_zero_keeps_its_sign() -> None:
+    vectors = np.array([[-0.0], [0.0]], dtype=np.float32)
+    query = np.array([1.0], dtype=np.float32)
+    out = ordered_dots(vectors, np.array([0, 1]), query)
+    assert np.signbit(out).tolist() == [True, False]
+
+
+def test_rows_outside_the_matrix_are_refused() -> None:
+    vectors = np.ones((3, 4), dtype=np.float32)
+    query = np.ones(4, dtype=np.float32)
+    for bad in (3, -1):
+        with pytest.raises(IndexError):
+            ordered_dots(vectors, np.array([0, bad]), query)
+
+
+def test_a_query_of_another_dimension_is_refused() -> None:
+    with pytest.raises(ValueError, match="expected shape"):
+        ordered_dots(np.ones((3, 4), dtype=np.float32), np.array([0]),
+                     np.ones(5, dtype=np.float32))
+
+
+def test_exact_similarities_scores_every_row_in_order() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((9, 16)).astype(np.float32)
+    query = rng.standard_normal(16).astype(np.float32)
+    assert same_bits(exact_similarities(query, vectors),
+                     running_sums(vectors, np.arange(9), query))
+    assert exact_similarities(query, np.zeros((0, 16), dtype=np.float32)).shape == (0,)
+
+
+finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), dim=st.integers(1, 40), n=st.integers(1, 12))
+def test_any_finite_vectors(data: st.DataObject, dim: int, n: int) -> None:
+    vectors = data.draw(hnp.arrays(np.float32, (n, dim), elements=finite32))
+    query = data.draw(hnp.arrays(np.float32, (dim,), elements=finite32))
+    rows = data.draw(hnp.arrays(np.int64, st.integers(0, 10), elements=st.integers(0, n - 1)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = running_sums(vectors, rows, query)
+    assert same_bits(ordered_dots(vectors, rows, query), expected)
