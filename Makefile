@@ -41,7 +41,7 @@ BUF_BASELINE := protos/baseline/planner-v1.binpb
 TS := clients/ts
 TS_DEPS := $(TS)/node_modules/.package-lock.json
 
-.PHONY: setup system-packages demo-packages protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
+.PHONY: setup system-packages demo-packages demo-port protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
 	buf buf-check buf-baseline check-gen go-tools
 
 $(BIN)/planner-svc: pyproject.toml
@@ -129,7 +129,11 @@ test-fast: setup
 fetch-corpus: setup
 	$(BIN)/planner-svc fetch-corpus
 
-demo: $(BIN)/planner-svc demo-packages
+# A served port is refused before anything is installed (the demo checks it again as it starts).
+demo-port:
+	@$(PY) scripts/port_free.py '$(PORT)' 'make demo'
+
+demo: demo-port $(BIN)/planner-svc demo-packages
 	$(BIN)/python scripts/demo.py --data $(DATA) --mixed-data $(MIXED_DATA) --port $(PORT)
 
 bench: setup

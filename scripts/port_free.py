@@ -1,0 +1,34 @@
+"""Exit 1, saying so, when a TCP port on loopback is already in use (standard library only: it
+runs before the virtual environment exists).
+
+Usage: python3 scripts/port_free.py PORT [WHAT]
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+
+def main(argv: list[str]) -> int:
+    what = argv[2] if len(argv) > 2 else "port_free"
+    text = argv[1] if len(argv) > 1 else ""
+    if not text.isdigit() or int(text) > 65535:
+        print(f"{what}: PORT must be a TCP port number, 0..65535 (got {text!r})", file=sys.stderr)
+        return 2
+    port = int(text)
+    with socket.socket() as probe:
+        # as a server binds: a port only in TIME_WAIT from an earlier run is free
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            print(f"{what}: 127.0.0.1:{port} is already in use ({exc.strerror}); give a free "
+                  f"port, e.g. {what} PORT={port + 1 if port < 65535 else 50151}",
+                  file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
