@@ -35,6 +35,7 @@ __all__ = [
     "channel_for",
     "client_address",
     "open_channel",
+    "sent_by_server",
     "unavailable_hint",
 ]
 
@@ -179,9 +180,25 @@ def failure_exit(code_name: str) -> int:
     return EXIT_UNAVAILABLE if code_name in RETRY_LATER else EXIT_REFUSED
 
 
-def unavailable_hint(code_name: str, target: str) -> str:
-    """Extra advice for a status a user can fix from the command line."""
+def sent_by_server(err: object) -> bool:
+    """Whether a failed call's status came from a planner-svc server (which sends every error
+    as a rich status, ``grpc-status-details-bin``) rather than from the client's transport (no
+    connection, TLS handshake refused, name not resolved)."""
+    from grpc_status import rpc_status
+
+    try:
+        return rpc_status.from_call(err) is not None  # type: ignore[arg-type]
+    except Exception:  # no trailing metadata (not a call), or details disagreeing with it
+        return False
+
+
+def unavailable_hint(code_name: str, target: str, err: object | None = None) -> str:
+    """Extra advice for a status a user can fix from the command line. ``err``: the failed
+    call, when known; an UNAVAILABLE the server itself sent (its store or planning model
+    unreachable, or it is stopping) gets no advice to start a server."""
     if code_name == "UNAVAILABLE":
+        if err is not None and sent_by_server(err):
+            return f" (sent by the server at {target}: retry later, or on another replica)"
         return (f" (is `planner-svc serve` running at {target}? pass --address HOST:PORT; "
                 "a TLS server needs --tls-ca, and client certificates --tls-cert/--tls-key)")
     if code_name == "UNAUTHENTICATED":

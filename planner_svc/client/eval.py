@@ -210,7 +210,7 @@ class GrpcPlans:
         except grpc.RpcError as err:
             name = err.code().name  # type: ignore[attr-defined]
             raise EvalError(f"{name}: {err.details()}"  # type: ignore[attr-defined]
-                            f"{unavailable_hint(name, self._address)}",
+                            f"{unavailable_hint(name, self._address, err)}",
                             exit_code=failure_exit(name)) from None
 
 

@@ -80,7 +80,7 @@ def _plan(args: argparse.Namespace) -> int:
             if declined:  # the request field, as this command spells it
                 details = details.replace("set allow_ungrounded", "pass --allow-ungrounded")
             print(f"planner-svc plan: {code.name}: {details}"
-                  f"{unavailable_hint(code.name, args.address)}", file=sys.stderr)
+                  f"{unavailable_hint(code.name, args.address, err)}", file=sys.stderr)
             if declined and args.explain:
                 for key, value in sorted(declined[0].metadata.items()):
                     print(f"  {key} = {value}", file=sys.stderr)

@@ -255,7 +255,7 @@ def _run(args: argparse.Namespace) -> int:
             details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
             name = code.name if code is not None else "UNKNOWN"
             print(f"planner-svc research: {name}: {details}"
-                  f"{unavailable_hint(name, args.address)}", file=sys.stderr)
+                  f"{unavailable_hint(name, args.address, exc)}", file=sys.stderr)
             return failure_exit(name)
     if final is None:
         print("research stream ended without a final message", file=sys.stderr)
