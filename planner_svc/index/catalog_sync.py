@@ -107,8 +107,10 @@ class FreshCatalog:
 
         Args:
             progress: called after each page read with ``(rows, last id read, target id)``
-                for ``rows`` in ``nodes``, ``edges``, ``sources`` (a replica's start-up
-                reports how far its build is).
+                for ``rows`` in ``nodes``, ``edges``, ``sources``; then once with ``(spans,
+                n, n)`` when the ``n`` cited spans' kinds and token estimates are read, and
+                once with ``(indexed, n, n)`` when the ``n`` node versions are indexed (a
+                replica's start-up reports how far its build is).
         """
         report = progress or (lambda _rows, _at, _target: None)
         with self._lock, self._feed.snapshot():
@@ -158,12 +160,14 @@ class FreshCatalog:
                 for key in keys
                 for row in (ledger.get(key),)
             }
+            report("spans", len(keys), len(keys))
             self._catalog.apply(CatalogBatch(
                 nodes=nodes, closed_nodes=closed_nodes, edges=edges, closed_edges=closed_edges,
                 sources=sources, spans=spans,
             ))
             if before.generation < 0:
                 self._catalog.compact()  # one merged segment after the initial build
+            report("indexed", len(nodes), len(nodes))
             self._position = target
         if nodes or edges or sources:
             _log.debug("catalog.catch_up", nodes=len(nodes), edges=len(edges),

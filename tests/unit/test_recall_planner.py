@@ -335,3 +335,18 @@ def test_a_plan_takes_the_index_once_and_asks_its_catalog_which_versions_are_liv
     assert live.live_version_ids([*ids, unknown], T0, 100) == ids - {retired}
     assert live.live_version_ids([*ids, unknown], T0, 40) == ids
     assert live.live_version_ids(ids, T0 - 1, 100) == set()
+
+
+def test_a_catalog_build_reports_each_phase(store: Store) -> None:
+    planner = _planner(store)
+    reports: list[tuple[str, int, int]] = []
+    added = planner.catalog.catch_up(progress=lambda rows, at, target: reports.append(
+        (rows, at, target)))
+    assert added > 0
+    phases = list(dict.fromkeys(rows for rows, _at, _target in reports))
+    assert phases[:3] == ["nodes", "edges", "sources"] or phases[:2] == ["nodes", "sources"]
+    # the two phases after the reads report once each, last: spans read, then indexed
+    assert [r[0] for r in reports[-2:]] == ["spans", "indexed"]
+    spans, indexed = reports[-2:]
+    assert spans[1] == spans[2] > 0
+    assert indexed[1:] == (added, added)
