@@ -6,7 +6,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import pytest
@@ -16,7 +16,7 @@ from planner_svc.core.config import SelectionSettings
 from planner_svc.recall.planner import EvidencePlanner, EvidenceResult
 from planner_svc.recall.request import EvidenceQuery
 from planner_svc.recall.timing import StageClock
-from planner_svc.server.app import create_server
+from planner_svc.server.app import RunningServer, create_server
 from planner_svc.server.services import Services
 from planner_svc.settings import ServerSettings, TransportSettings
 from planner_svc.store import FeedPosition
@@ -99,6 +99,22 @@ class WatchedPlanner(EvidencePlanner):
         return super().plan(query, cancelled=cancelled, clock=clock)
 
 
+_P = TypeVar("_P", bound=WatchedPlanner)
+
+
+def _serve(tmp_path: Path, store: HeldStore, kind: type[_P], **planner_kwargs: Any
+           ) -> tuple[RunningServer, _P]:
+    """A server on an ephemeral port over ``store`` without the semantic leg, planning with a
+    ``kind`` planner."""
+    settings = ServerSettings(data_dir=tmp_path, semantic=False,
+                              transport=TransportSettings(port=0))
+    planner = kind(store, index=None, embedder=None, config=SelectionSettings(),
+                   **planner_kwargs)
+    services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
+                                 index=None, planner=planner)
+    return create_server(settings, services), planner
+
+
 def _wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
     """Whether ``condition`` holds within ``timeout_s`` (checked every few milliseconds)."""
     done = threading.Event()
@@ -111,12 +127,7 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
 
 def test_deadline_stops_recall_between_stages(tmp_path: Path) -> None:
     store = HeldStore()
-    settings = ServerSettings(data_dir=tmp_path, semantic=False,
-                              transport=TransportSettings(port=0))
-    planner = WatchedPlanner(store, index=None, embedder=None, config=SelectionSettings())
-    services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
-                                 index=None, planner=planner)
-    running = create_server(settings, services)
+    running, planner = _serve(tmp_path, store, WatchedPlanner)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = plan_pb2_grpc.EvidencePlannerServiceStub(channel)
@@ -159,12 +170,7 @@ def test_stop_closes_the_store_after_cancelled_handlers_return(tmp_path: Path) -
     # The transport cancels an in-flight call at the end of the grace period, but its handler
     # runs on until the plan's next check: the store must stay open until it returns.
     store = ClosingStore()
-    settings = ServerSettings(data_dir=tmp_path, semantic=False,
-                              transport=TransportSettings(port=0))
-    planner = WatchedPlanner(store, index=None, embedder=None, config=SelectionSettings())
-    services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
-                                 index=None, planner=planner)
-    running = create_server(settings, services)
+    running, _planner = _serve(tmp_path, store, WatchedPlanner)
     stopper = threading.Thread(target=running.stop, args=(0,))
     try:
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
@@ -205,13 +211,7 @@ class CountingPlanner(WatchedPlanner):
 def test_a_call_waiting_for_a_planning_slot_leaves_when_its_deadline_passes(
         tmp_path: Path) -> None:
     store = HeldStore()
-    settings = ServerSettings(data_dir=tmp_path, semantic=False,
-                              transport=TransportSettings(port=0))
-    planner = CountingPlanner(store, index=None, embedder=None, config=SelectionSettings(),
-                             max_concurrent_plans=1)
-    services = Services.assemble(settings, store=store, embedder=None,  # type: ignore[arg-type]
-                                 index=None, planner=planner)
-    running = create_server(settings, services)
+    running, planner = _serve(tmp_path, store, CountingPlanner, max_concurrent_plans=1)
     request = plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="anything"),
                                    expand_depth=1)
     try:
@@ -226,7 +226,7 @@ def test_a_call_waiting_for_a_planning_slot_leaves_when_its_deadline_passes(
             assert _wait_for(second_check), "the server never saw the second deadline pass"
             assert planner.started == 1, "the second plan ran without a slot"
             store.release.set()
-            outcome = first.exception(timeout=10)
+            outcome = first.exception(timeout=10)  # type: ignore[call-arg]  # grpc-stubs lacks it
             # the empty store declines the question; the slot is given back either way
             assert isinstance(outcome, grpc.RpcError)
             assert outcome.code() == grpc.StatusCode.FAILED_PRECONDITION  # type: ignore[attr-defined]
