@@ -36,6 +36,7 @@ from planner_svc.core.weigh import weigh
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
 from planner_svc.index.source import VectorRows
+from planner_svc.recall.dots import compile_kernel
 from planner_svc.recall.engine import (
     DocumentScore,
     EngineQuery,
@@ -236,9 +237,11 @@ class EvidencePlanner:
 
     def warm(self) -> None:
         """Bring the recall catalog up to the store now, so that the first plan does not pay
-        for reading the whole store (seconds on a large one); later plans only catch up."""
+        for reading the whole store (seconds on a large one); later plans only catch up. Also
+        compiles the similarity kernel (:func:`~planner_svc.recall.dots.compile_kernel`)."""
         with self._store.snapshot():
             self.catalog.current()
+        compile_kernel()
 
     def plan(
         self,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -87,3 +90,17 @@ def test_any_finite_vectors(data: st.DataObject, dim: int, n: int) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
         expected = running_sums(vectors, rows, query)
     assert same_bits(ordered_dots(vectors, rows, query), expected)
+
+
+def test_numba_loads_with_the_first_similarity_not_with_the_module() -> None:
+    # `planner-svc plan` imports recall modules to build its help; numba must not load there
+    code = ("import sys, planner_svc.recall.engine, planner_svc.cli; "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "False"
+    warmed = subprocess.run(
+        [sys.executable, "-c", "import sys; from planner_svc.recall.dots import compile_kernel; "
+                               "compile_kernel(); print('numba' in sys.modules)"],
+        capture_output=True, text=True, check=True, timeout=120)
+    assert warmed.stdout.strip() == "True"
