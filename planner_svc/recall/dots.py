@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 __all__ = ["compile_kernel", "ordered_dots"]
 
@@ -32,20 +33,30 @@ _Kernel = Callable[[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[
                     npt.NDArray[np.float64]], None]
 _compiled: _Kernel | None = None
 _compiling = threading.Lock()
+_log = structlog.get_logger("planner_svc.recall")
 
 
 def compile_kernel() -> _Kernel:
     """The compiled kernel, compiled now if it was not yet (or loaded from numba's cache beside
     this module: about 0.3 s, 0.5 s when compiled afresh): a server does it before it serves,
     not in its first plan. numba is imported here, not with this module, so client commands
-    that never score a passage do not load it."""
+    that never score a passage do not load it. Where numba finds no writable cache directory
+    (beside the module, ``NUMBA_CACHE_DIR`` or the user's cache), it compiles in memory and
+    logs ``similarity_kernel_uncached``."""
     global _compiled
     with _compiling:
         if _compiled is None:
             import numba
 
-            _compiled = numba.njit(_SIGNATURE, cache=True, nogil=True,
-                                   boundscheck=False)(_ordered_dots_into)
+            try:
+                _compiled = numba.njit(_SIGNATURE, cache=True, nogil=True,
+                                       boundscheck=False)(_ordered_dots_into)
+            except RuntimeError as exc:  # no writable cache directory (read-only install)
+                _log.warning("similarity_kernel_uncached", reason=str(exc),
+                             hint="set NUMBA_CACHE_DIR to a writable directory to keep the "
+                                  "compiled kernel between processes")
+                _compiled = numba.njit(_SIGNATURE, cache=False, nogil=True,
+                                       boundscheck=False)(_ordered_dots_into)
         return _compiled
 
 

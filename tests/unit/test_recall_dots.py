@@ -104,3 +104,18 @@ def test_numba_loads_with_the_first_similarity_not_with_the_module() -> None:
                                "compile_kernel(); print('numba' in sys.modules)"],
         capture_output=True, text=True, check=True, timeout=120)
     assert warmed.stdout.strip() == "True"
+
+
+def test_without_a_writable_cache_the_kernel_compiles_in_memory() -> None:
+    # a read-only install with no writable home: numba's cache locators all refuse
+    code = (
+        "import numpy as np, numba.core.caching as caching\n"
+        "caching.CacheImpl._locator_classes = []\n"
+        "from planner_svc.recall.dots import ordered_dots\n"
+        "print(ordered_dots(np.eye(2, dtype=np.float32), np.array([1, 0]),"
+        " np.array([3.0, 4.0], dtype=np.float32)).tolist())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "[4.0, 3.0]"
+    assert "similarity_kernel_uncached" in out.stdout + out.stderr
