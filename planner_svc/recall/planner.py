@@ -208,7 +208,7 @@ class EvidencePlanner:
         catalog: the catalog to plan over (default: a new one following ``store``).
         span_text_bytes: memory bound of the span texts kept between plans, bytes
             (:mod:`planner_svc.recall.span_texts`); 0 reads every plan's texts from the store.
-        max_concurrent_plans: plans computed at once; the others wait for a slot
+        plan_slots: plans computed at once; the others wait for a slot
             (:mod:`planner_svc.recall.slots`); None: no limit.
     """
 
@@ -223,9 +223,9 @@ class EvidencePlanner:
         recall: RecallSettings | None = None,
         catalog: FreshCatalog | None = None,
         span_text_bytes: int = DEFAULT_SPAN_TEXT_BYTES,
-        max_concurrent_plans: int | None = None,
+        plan_slots: int | None = None,
     ) -> None:
-        self.slots = PlanSlots(max_concurrent_plans)
+        self.slots = PlanSlots(plan_slots)
         self._store = store
         self._texts = SpanTexts(store, max_bytes=span_text_bytes)
         self._index = index

@@ -13,6 +13,7 @@ streams. More processes (``serve --workers``) are how a host's other cores serve
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 
@@ -48,8 +49,9 @@ _UNLIMITED = _Held(None)
 class PlanSlots:
     """At most ``size`` plans at once; None: no limit (in-process use: eval, tests).
 
-    Thread-safe. Waiters are woken in the order they started waiting, except that a waiter
-    re-queues after each :data:`POLL_S` it waits.
+    Thread-safe and first come, first served: a call that finds every slot taken queues, and a
+    slot given back goes straight to the call that has waited longest (a newly arrived call
+    never takes it first), so no call waits behind a stream of later ones.
 
     Raises:
         ValueError: ``size`` is below 1.
@@ -59,22 +61,48 @@ class PlanSlots:
         if size is not None and size < 1:
             raise ValueError(f"planning slots must be at least 1, got {size}")
         self.size = size
-        self._free = threading.BoundedSemaphore(size) if size is not None else None
+        self._lock = threading.Lock()
+        self._free = size or 0
+        self._queue: deque[threading.Event] = deque()  # set: the slot was handed to it
 
     def take(self, cancelled: Callable[[], bool]) -> _Held:
         """Wait for a free slot; returns a context manager that gives it back.
 
         Raises:
-            Cancelled: ``cancelled()`` turned true while waiting (no slot is kept).
+            Cancelled: ``cancelled()`` turned true while waiting (no slot is kept, and the call
+                leaves the queue).
         """
-        free = self._free
-        if free is None:
+        if self.size is None:
             return _UNLIMITED
-        if not free.acquire(blocking=False):
-            while not free.acquire(timeout=POLL_S):
+        with self._lock:
+            if self._free and not self._queue:
+                self._free -= 1
+                return _Held(self._give_back)
+            handed = threading.Event()
+            self._queue.append(handed)
+        try:
+            while not handed.wait(POLL_S):
                 if cancelled():
                     raise Cancelled("request cancelled while waiting for a planning slot")
-            if cancelled():  # cancelled since the last look: the slot goes to the next call
-                free.release()
+            if cancelled():  # cancelled as the slot came: it goes to the next call
                 raise Cancelled("request cancelled while waiting for a planning slot")
-        return _Held(free.release)
+        except BaseException:
+            self._leave(handed)
+            raise
+        return _Held(self._give_back)
+
+    def _leave(self, handed: threading.Event) -> None:
+        """A waiter gives up: out of the queue, or, if a slot reached it meanwhile, the slot
+        passes on."""
+        with self._lock:
+            if not handed.is_set():
+                self._queue.remove(handed)
+                return
+        self._give_back()
+
+    def _give_back(self) -> None:
+        with self._lock:
+            if self._queue:
+                self._queue.popleft().set()
+            else:
+                self._free += 1

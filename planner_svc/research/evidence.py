@@ -9,6 +9,7 @@ for ``planner-svc plan QUESTION`` (:func:`~planner_svc.recall.request.question_q
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,9 +54,12 @@ class EvidenceSource(Protocol):
         at_valid_us: int | None,
         at_tx_us: int | None,
         budget_tokens: int | None,
+        cancelled: Callable[[], bool] = ...,
     ) -> EvidencePlan:
         """The evidence plan of ``question`` as of the given times (microseconds; None = now)
-        under ``budget_tokens`` (tokens; None = the planner's default budget)."""
+        under ``budget_tokens`` (tokens; None = the planner's default budget); ``cancelled``
+        (polled while the plan waits for a planning slot and between its stages) true stops
+        it with :class:`~planner_svc.core.errors.Cancelled`."""
         ...
 
     def budget_for(self, budget_tokens: int | None) -> EvidenceBudget:
@@ -86,12 +90,13 @@ class PlannerEvidence:
         at_valid_us: int | None,
         at_tx_us: int | None,
         budget_tokens: int | None,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> EvidencePlan:
         """The plan of :func:`~planner_svc.recall.request.question_query` for ``question``.
 
         Raises:
             PlannerError: InsufficientEvidence when nothing is recalled; InvalidRequest for a
-                blank question or a budget out of range.
+                blank question or a budget out of range; Cancelled once ``cancelled()``.
         """
         query = question_query(
             question,
@@ -103,7 +108,7 @@ class PlannerEvidence:
             at_valid_us=at_valid_us,
             at_tx_us=at_tx_us,
         )
-        return self._planner.plan(query).plan
+        return self._planner.plan(query, cancelled=cancelled).plan
 
     def budget_for(self, budget_tokens: int | None) -> EvidenceBudget:
         """The budget of :meth:`evidence_for`: ``budget_tokens`` or the selection settings'

@@ -531,7 +531,11 @@ class ResearchSession:
                     at_valid_us=self.start.at_valid_us,
                     at_tx_us=self.start.at_tx_us,
                     budget_tokens=self.start.budget_tokens,
+                    cancelled=self._cancel.is_set,
                 )
+            except Cancelled:
+                self._check_cancel()  # the session's own cancellation: it ends here
+                raise
             except PlannerError as exc:
                 error = f"{type(exc).__name__}: {exc}"
             if evidence is not None:

@@ -114,8 +114,9 @@ class FakeEvidence:
         at_valid_us: int | None,
         at_tx_us: int | None,
         budget_tokens: int | None,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> EvidencePlan:
-        """An evidence plan for ``question``."""
+        """An evidence plan for ``question`` (``cancelled`` is not polled)."""
         self.calls.append((question, at_valid_us, at_tx_us, budget_tokens))
         self.entered.set()
         if self.gate is not None:

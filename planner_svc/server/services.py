@@ -39,7 +39,8 @@ _PROGRESS_EVERY = 0.1
 def build_catalog(planner: EvidencePlanner) -> None:
     """Build the planner's recall catalog from the store now (a replica's start-up, rather
     than its first plan), logging progress (``startup.catalog_progress``: rows read, last id,
-    target id) and the result (``startup.catalog``)."""
+    target id; then the spans read and the node versions indexed, as counts) and the result
+    (``startup.catalog``)."""
     started = time.perf_counter()
     shown: dict[str, float] = {}
 
@@ -140,7 +141,7 @@ class Services:
                 store, index=index, embedder=embedder, config=settings.selection,
                 counter=default_counter(settings.models_path), recall=settings.recall,
                 span_text_bytes=settings.span_text_mib << 20,
-                max_concurrent_plans=settings.plan_slots,
+                plan_slots=settings.plan_slots,
             )
             build_catalog(planner)
         except BaseException:

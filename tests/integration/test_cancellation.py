@@ -211,7 +211,7 @@ class CountingPlanner(WatchedPlanner):
 def test_a_call_waiting_for_a_planning_slot_leaves_when_its_deadline_passes(
         tmp_path: Path) -> None:
     store = HeldStore()
-    running, planner = _serve(tmp_path, store, CountingPlanner, max_concurrent_plans=1)
+    running, planner = _serve(tmp_path, store, CountingPlanner, plan_slots=1)
     request = plan_pb2.PlanRequest(structured=plan_pb2.StructuredRecall(text="anything"),
                                    expand_depth=1)
     try:

@@ -101,3 +101,79 @@ def test_a_waiter_cancelled_as_the_slot_frees_gives_it_back() -> None:
     assert [type(e) for e in outcome] == [Cancelled]
     with slots.take(lambda: True):
         pass
+
+
+def _queued(slots: PlanSlots, count: int) -> bool:
+    """Whether ``count`` calls wait in ``slots``' queue (within 5 s)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if len(slots._queue) == count:
+            return True
+        time.sleep(0.001)
+    return False
+
+
+def test_waiters_get_the_slot_in_the_order_they_came() -> None:
+    slots = PlanSlots(1)
+    order: list[int] = []
+    holder = slots.take(_never)
+    holder.__enter__()
+
+    def call(n: int) -> None:
+        with slots.take(_never):
+            order.append(n)
+
+    threads = []
+    for n in range(4):
+        thread = threading.Thread(target=call, args=(n,))
+        thread.start()
+        threads.append(thread)
+        assert _queued(slots, n + 1)
+    holder.__exit__(None, None, None)
+    for thread in threads:
+        thread.join(5)
+    assert order == [0, 1, 2, 3]
+
+
+def test_a_new_call_does_not_overtake_a_waiting_one() -> None:
+    slots = PlanSlots(1)
+    holder = slots.take(_never)
+    holder.__enter__()
+    got: list[str] = []
+    waiter = threading.Thread(target=lambda: got.append("waiter") or slots.take(_never))
+    waiter.start()
+    assert _queued(slots, 1)
+    holder.__exit__(None, None, None)  # handed to the waiter, not left free
+    with pytest.raises(Cancelled):
+        slots.take(lambda: True)
+    waiter.join(5)
+    assert got == ["waiter"]
+
+
+def test_a_cancellation_check_that_raises_leaves_no_slot_behind() -> None:
+    slots = PlanSlots(1)
+    holder = slots.take(_never)
+    holder.__enter__()
+    calls = 0
+
+    def broken() -> bool:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("peer gone")
+
+    failed: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _capture(failed, lambda: slots.take(broken)))
+    thread.start()
+    thread.join(5)
+    assert [type(e) for e in failed] == [RuntimeError] and calls == 1
+    assert len(slots._queue) == 0
+    holder.__exit__(None, None, None)
+    with slots.take(lambda: True):  # the slot came back free
+        pass
+
+
+def _capture(into: list[BaseException], call: object) -> None:
+    try:
+        call()  # type: ignore[operator]
+    except BaseException as exc:
+        into.append(exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -410,3 +411,28 @@ def test_start_budget_beyond_the_plan_limit_is_rejected_at_start() -> None:
         SessionStart(question="Why?", actors=("web",), session_id="s1",
                      budget_tokens=MAX_BUDGET_TOKENS + 1)
     assert info.value.field == "start.budget_tokens"
+
+
+def test_evidence_planning_sees_the_session_cancel() -> None:
+    # a sub-question's plan that waits for a planning slot must leave when the session is
+    # cancelled (its client gone, or the server stopping), not hold the session open
+    cancel = threading.Event()
+    seen: list[Callable[[], bool]] = []
+
+    class WaitingEvidence(FakeEvidence):
+        def evidence_for(self, question: str, *, cancelled: Callable[[], bool] = lambda: False,
+                         **times: int | None) -> EvidencePlan:
+            seen.append(cancelled)
+            assert not cancelled()
+            cancel.set()  # the session is cancelled while this plan waits
+            assert cancelled()
+            raise Cancelled("request cancelled while waiting for a planning slot")
+
+    start = SessionStart(question=QUESTION, actors=("web",), session_id="s1")
+    session = ResearchSession(start, provider=OfflineProvider(),
+                              evidence=WaitingEvidence(),  # type: ignore[arg-type]
+                              cancel=cancel)
+    with pytest.raises(Cancelled):
+        session.begin()
+    assert len(seen) == 1  # no later sub-question was planned
+    assert session.stop_reason is StopReason.CANCELLED
