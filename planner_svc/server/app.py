@@ -380,6 +380,7 @@ def _serve_workers(settings: ServerSettings, log_json: bool, log_level: str) -> 
         if proc.is_alive() and proc.pid is not None:
             os.kill(proc.pid, signal.SIGTERM)
     for proc in procs:
-        proc.join(settings.transport.grace_s + 10)
+        # a worker's own stop: drain, grace, its handlers' exit, then closing its services
+        proc.join(settings.transport.drain_s + settings.transport.grace_s + HANDLER_EXIT_S + 10)
     failed = [p.exitcode for p in procs if p.exitcode not in (0, None)]
     return 1 if failed and not stop.is_set() else 0
