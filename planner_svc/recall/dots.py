@@ -105,10 +105,12 @@ def ordered_dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
 
     Raises:
         IndexError: a row outside ``[0, n)``.
-        ValueError: ``query`` does not have ``dim`` values.
+        ValueError: ``query`` does not have ``dim`` values, or ``dim`` is 0.
     """
     if query.shape != (vectors.shape[1],):
         raise ValueError(f"query: expected shape ({vectors.shape[1]},), got {query.shape}")
+    if vectors.shape[1] == 0:
+        raise ValueError("vectors: need at least one dimension")
     out = np.empty(rows.shape[0], dtype=np.float64)
     if rows.shape[0]:
         kernel = _compiled or compile_kernel()

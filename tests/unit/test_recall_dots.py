@@ -119,3 +119,9 @@ def test_without_a_writable_cache_the_kernel_compiles_in_memory() -> None:
                          check=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "[4.0, 3.0]"
     assert "similarity_kernel_uncached" in out.stdout + out.stderr
+
+
+def test_vectors_without_dimensions_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least one dimension"):
+        ordered_dots(np.ones((5, 0), dtype=np.float32), np.arange(5),
+                     np.ones(0, dtype=np.float32))
