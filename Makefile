@@ -133,7 +133,8 @@ fetch-corpus: setup
 demo-port:
 	@$(PY) scripts/port_free.py '$(PORT)' 'make demo'
 
-demo: demo-port $(BIN)/planner-svc demo-packages
+demo: demo-port
+	@$(MAKE) --no-print-directory $(BIN)/planner-svc demo-packages
 	$(BIN)/python scripts/demo.py --data $(DATA) --mixed-data $(MIXED_DATA) --port $(PORT)
 
 bench: setup

@@ -61,7 +61,7 @@ def _health(args: argparse.Namespace) -> int:
             else:
                 reason = f"{args.address}: {details}"
             print(f"planner-svc health: {code.name}: {reason}"
-                  f"{unavailable_hint(code.name, args.address)}", file=sys.stderr)
+                  f"{unavailable_hint(code.name, args.address, err)}", file=sys.stderr)
             return EXIT_NO_STATUS
     name = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     print(name)
