@@ -352,7 +352,9 @@ def serve_workers(
 def _serve_workers(settings: ServerSettings, log_json: bool, log_level: str) -> int:
     import multiprocessing
 
-    Services.open(settings).close()
+    # the index built or caught up and persisted once, before the workers map it; the
+    # parent serves no plan, so it builds no recall catalog
+    Services.open(settings, catalog=False).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [
         ctx.Process(

@@ -91,13 +91,15 @@ class Services:
 
     @classmethod
     def open(cls, settings: ServerSettings, *, clock: Clock = wall_clock_us,
-             read_ahead: bool = False) -> Services:
+             read_ahead: bool = False, catalog: bool = True) -> Services:
         """Open (creating if needed) the store (the SQLite store under ``settings.data_dir``,
         or the shared store ``settings.store``), the embedder and the vector index under
         ``settings.data_dir`` (rebuilt or caught up from the store when it lags), and the
         services. ``read_ahead`` (a process that will serve plans): once the vector index is
         current, its segment files are read into the page cache in the background
-        (:meth:`~planner_svc.index.VectorIndex.read_ahead`).
+        (:meth:`~planner_svc.index.VectorIndex.read_ahead`). ``catalog`` False: the recall
+        catalog is not built now (a ``--workers`` parent, which only brings the vector index
+        up to date and serves no plan); the first plan would build it.
 
         Raises:
             ConfigError: (``data_dir``) a folder holding other files but no store; (``store``)
@@ -143,7 +145,8 @@ class Services:
                 span_text_bytes=settings.span_text_mib << 20,
                 plan_slots=settings.plan_slots,
             )
-            build_catalog(planner)
+            if catalog:
+                build_catalog(planner)
         except BaseException:
             store.close()
             raise
