@@ -11,6 +11,7 @@ evidence, not from scores made relative to the best hit.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,8 +20,14 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from planner_svc.clock import wall_clock_us
 from planner_svc.core.config import SelectionSettings
-from planner_svc.core.errors import BackendUnavailable, Cancelled, InsufficientEvidence
+from planner_svc.core.errors import (
+    BackendUnavailable,
+    Cancelled,
+    InsufficientEvidence,
+    PlannerError,
+)
 from planner_svc.core.model import (
     CoordKey,
     EvidencePlan,
@@ -47,7 +54,7 @@ from planner_svc.recall.engine import (
     recall_documents,
 )
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
-from planner_svc.recall.request import EvidenceQuery
+from planner_svc.recall.request import EvidenceQuery, question_query
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, exact_similarities, query_vector
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.slots import PlanSlots
@@ -191,6 +198,11 @@ class _Semantic:
         return self._index().vector_rows(version_ids)
 
 
+WARM_UP_QUESTION = "What is the history of the city, and who founded it?"
+"""The question :meth:`EvidencePlanner.warm` plans once before a server serves: common words,
+so that on most stores every recall leg and a hop run."""
+
+
 class EvidencePlanner:
     """Plans evidence over one store, its recall catalog, vector index and embedder.
 
@@ -237,11 +249,18 @@ class EvidencePlanner:
 
     def warm(self) -> None:
         """Bring the recall catalog up to the store now, so that the first plan does not pay
-        for reading the whole store (seconds on a large one); later plans only catch up. Also
-        compiles the similarity kernel (:func:`~planner_svc.recall.dots.compile_kernel`)."""
+        for reading the whole store (seconds on a large one); later plans only catch up. Then
+        compile the similarity kernel (:func:`~planner_svc.recall.dots.compile_kernel`) and
+        make one plan (:data:`WARM_UP_QUESTION`, its result dropped), so the first caller's
+        plan does not pay for first uses either (the embedder's, the index's, the caches')."""
         with self._store.snapshot():
             self.catalog.current()
         compile_kernel()
+        query = question_query(WARM_UP_QUESTION, config=self.config, recall=self.recall,
+                               now_us=wall_clock_us(),
+                               semantic=self._index is not None and self._embedder is not None)
+        with contextlib.suppress(PlannerError):  # an empty store declines it
+            self.plan(query)
 
     def plan(
         self,

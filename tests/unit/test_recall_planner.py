@@ -20,7 +20,7 @@ from planner_svc.core.plan_hash import plan_hash
 from planner_svc.index import VectorHit, VectorRows
 from planner_svc.index.analysis import query_terms
 from planner_svc.index.catalog_sync import FreshCatalog
-from planner_svc.recall.planner import EvidencePlanner
+from planner_svc.recall.planner import WARM_UP_QUESTION, EvidencePlanner, EvidenceResult
 from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.store import NodeWrite, Store
@@ -350,3 +350,20 @@ def test_a_catalog_build_reports_each_phase(store: Store) -> None:
     spans, indexed = reports[-2:]
     assert spans[1] == spans[2] > 0
     assert indexed[1:] == (added, added)
+
+
+def test_warm_makes_one_plan_and_a_declined_one_does_not_fail_it(store: Store,
+                                                                   tmp_path: Path) -> None:
+    planned: list[str] = []
+
+    class Counting(EvidencePlanner):
+        def plan(self, query: EvidenceQuery, **kwargs: Any) -> EvidenceResult:
+            planned.append(query.structured.text if query.structured else "")
+            return super().plan(query, **kwargs)
+
+    Counting(store, index=None, embedder=None, config=SelectionSettings()).warm()
+    assert planned == [WARM_UP_QUESTION]
+    with Store.open(tmp_path / "empty") as empty:  # nothing to recall: the warm-up plan
+        Counting(empty, index=None, embedder=None,  # is declined, and warm() returns
+                 config=SelectionSettings()).warm()
+    assert planned == [WARM_UP_QUESTION] * 2
