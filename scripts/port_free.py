@@ -15,8 +15,8 @@ def main(argv: list[str]) -> int:
     127.0.0.1:PORT is free, 1 when it is in use, 2 when PORT is not a port number."""
     what = argv[2] if len(argv) > 2 else "port_free"
     text = argv[1] if len(argv) > 1 else ""
-    if not (text.isascii() and text.isdecimal()) or int(text) > 65535:
-        print(f"{what}: PORT must be a TCP port number, 0..65535 (got {text!r})", file=sys.stderr)
+    if not (text.isascii() and text.isdecimal()) or not 0 < int(text) <= 65535:
+        print(f"{what}: PORT must be a TCP port number, 1..65535 (got {text!r})", file=sys.stderr)
         return 2
     port = int(text)
     with socket.socket() as probe:

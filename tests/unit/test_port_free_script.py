@@ -35,7 +35,7 @@ def test_a_free_port_passes() -> None:
 
 
 def test_a_port_that_is_not_a_number_is_a_usage_error() -> None:
-    for bad in ("abc", "-1", "70000", "", "\u00b2", "\uff11\uff12"):
+    for bad in ("abc", "-1", "0", "70000", "", "\u00b2", "\uff11\uff12"):
         out = run(bad, "make demo")
         assert out.returncode == 2, bad
         assert "PORT must be a TCP port number" in out.stderr
