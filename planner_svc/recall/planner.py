@@ -11,7 +11,6 @@ evidence, not from scores made relative to the best hit.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from planner_svc.clock import wall_clock_us
 from planner_svc.core.config import SelectionSettings
@@ -198,6 +198,8 @@ class _Semantic:
         return self._index().vector_rows(version_ids)
 
 
+_log = structlog.get_logger("planner_svc.recall")
+
 WARM_UP_QUESTION = "What is the history of the city, and who founded it?"
 """The question :meth:`EvidencePlanner.warm` plans once before a server serves: common words,
 so that on most stores every recall leg and a hop run."""
@@ -255,12 +257,17 @@ class EvidencePlanner:
         plan does not pay for first uses either (the embedder's, the index's, the caches')."""
         with self._store.snapshot():
             self.catalog.current()
-        compile_kernel()
+        semantic = self._index is not None and self._embedder is not None
+        if semantic:  # a store-only planner scores no similarity: no numba in its process
+            compile_kernel()
         query = question_query(WARM_UP_QUESTION, config=self.config, recall=self.recall,
-                               now_us=wall_clock_us(),
-                               semantic=self._index is not None and self._embedder is not None)
-        with contextlib.suppress(PlannerError):  # an empty store declines it
+                               now_us=wall_clock_us(), semantic=semantic)
+        try:
             self.plan(query)
+        except InsufficientEvidence:  # a store that cannot answer it: nothing more to warm
+            pass
+        except PlannerError as exc:  # the first caller's plan will meet it too, and say so
+            _log.warning("startup.warm_plan_failed", error=f"{type(exc).__name__}: {exc}")
 
     def plan(
         self,

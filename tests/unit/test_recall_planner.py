@@ -367,3 +367,12 @@ def test_warm_makes_one_plan_and_a_declined_one_does_not_fail_it(store: Store,
         Counting(empty, index=None, embedder=None,  # is declined, and warm() returns
                  config=SelectionSettings()).warm()
     assert planned == [WARM_UP_QUESTION] * 2
+
+
+def test_a_store_only_planner_warms_without_compiling_the_similarity_kernel(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled: list[bool] = []
+    monkeypatch.setattr("planner_svc.recall.planner.compile_kernel",
+                        lambda: compiled.append(True))
+    _planner(store).warm()  # no index, no embedder: no similarity to score, no numba
+    assert compiled == []
