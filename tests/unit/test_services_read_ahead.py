@@ -31,3 +31,20 @@ def test_services_read_the_index_ahead_only_when_asked(
         assert len(calls) == (1 if read_ahead else 0)
     finally:
         services.close()
+
+
+@pytest.mark.parametrize("catalog", [False, True])
+def test_the_workers_parent_opens_the_services_without_a_recall_catalog(
+    tmp_path: Path, catalog: bool
+) -> None:
+    data = tmp_path / "data"
+    first = Services.open(ServerSettings(data_dir=data))  # a store to open again
+    assert first.planner.catalog.position.generation >= 0
+    first.close()
+    services = Services.open(ServerSettings(data_dir=data), catalog=catalog)
+    try:
+        built = services.planner.catalog.position.generation >= 0
+        assert built is catalog
+        assert services.index is not None  # the vector index is open and current either way
+    finally:
+        services.close()
