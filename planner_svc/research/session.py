@@ -533,10 +533,7 @@ class ResearchSession:
                     budget_tokens=self.start.budget_tokens,
                     cancelled=self._cancel.is_set,
                 )
-            except Cancelled:
-                self._check_cancel()  # the session's own cancellation: it ends here
-                raise
-            except PlannerError as exc:
+            except PlannerError as exc:  # a Cancelled one ends the session at the next check
                 error = f"{type(exc).__name__}: {exc}"
             if evidence is not None:
                 self._spans[q.id] = evidence.spans

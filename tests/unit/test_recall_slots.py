@@ -140,7 +140,7 @@ def test_a_new_call_does_not_overtake_a_waiting_one() -> None:
     holder = slots.take(_never)
     holder.__enter__()
     got: list[str] = []
-    waiter = threading.Thread(target=lambda: got.append("waiter") or slots.take(_never))
+    waiter = threading.Thread(target=lambda: (slots.take(_never), got.append("waiter")))
     waiter.start()
     assert _queued(slots, 1)
     holder.__exit__(None, None, None)  # handed to the waiter, not left free
