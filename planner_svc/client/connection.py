@@ -24,6 +24,7 @@ from planner_svc.settings import ENV_ADDRESS, ENV_AUTH_TOKEN, default_address, r
 
 if TYPE_CHECKING:
     import grpc
+    from google.rpc import status_pb2
 
 __all__ = [
     "ADDRESS_HELP",
@@ -35,6 +36,7 @@ __all__ = [
     "channel_for",
     "client_address",
     "open_channel",
+    "rich_status",
     "sent_by_server",
     "unavailable_hint",
 ]
@@ -180,16 +182,24 @@ def failure_exit(code_name: str) -> int:
     return EXIT_UNAVAILABLE if code_name in RETRY_LATER else EXIT_REFUSED
 
 
-def sent_by_server(err: object) -> bool:
-    """Whether a failed call's status came from a planner-svc server (which sends every error
-    as a rich status, ``grpc-status-details-bin``) rather than from the client's transport (no
-    connection, TLS handshake refused, name not resolved)."""
+def rich_status(err: object) -> status_pb2.Status | None:
+    """The ``google.rpc.Status`` a failed call carries in ``grpc-status-details-bin``; None
+    when it has none, the details are malformed or disagree with the call's code and message,
+    or ``err`` is not a call."""
+    from google.protobuf.message import DecodeError
     from grpc_status import rpc_status
 
     try:
-        return rpc_status.from_call(err) is not None  # type: ignore[arg-type]
-    except Exception:  # no trailing metadata (not a call), or details disagreeing with it
-        return False
+        return rpc_status.from_call(err)  # type: ignore[arg-type]
+    except (AttributeError, ValueError, DecodeError):
+        return None
+
+
+def sent_by_server(err: object) -> bool:
+    """Whether a failed call's status came from a planner-svc server (which sends every error
+    as a rich status, :func:`rich_status`) rather than from the client's transport (no
+    connection, TLS handshake refused, name not resolved)."""
+    return rich_status(err) is not None
 
 
 def unavailable_hint(code_name: str, target: str, err: object | None = None) -> str:

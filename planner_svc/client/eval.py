@@ -34,6 +34,7 @@ from planner_svc.client.connection import (
     client_address,
     command_channel,
     failure_exit,
+    rich_status,
     unavailable_hint,
 )
 from planner_svc.core.limits import BUDGET_TOKENS, LEG_RESULTS, Bounds
@@ -106,15 +107,10 @@ def _positive_seconds(value: str) -> float:
 def error_infos(err: grpc.RpcError) -> list[error_details_pb2.ErrorInfo]:
     """Every ``google.rpc.ErrorInfo`` in the rich status details of ``err``
     (``grpc-status-details-bin``), in order; empty when there are none or the details are
-    malformed or disagree with the call's code and message."""
-    from google.protobuf.message import DecodeError
+    malformed or disagree with the call's code and message (:func:`rich_status`)."""
     from google.rpc import error_details_pb2
-    from grpc_status import rpc_status
 
-    try:
-        status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    except (ValueError, DecodeError):
-        return []
+    status = rich_status(err)
     if status is None:
         return []
     infos: list[error_details_pb2.ErrorInfo] = []
