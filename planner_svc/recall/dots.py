@@ -48,15 +48,18 @@ def compile_kernel() -> _Kernel:
         if _compiled is None:
             import numba
 
+            def jit(cache: bool) -> _Kernel:
+                compiled: _Kernel = numba.njit(_SIGNATURE, cache=cache, nogil=True,
+                                               boundscheck=False)(_ordered_dots_into)
+                return compiled
+
             try:
-                _compiled = numba.njit(_SIGNATURE, cache=True, nogil=True,
-                                       boundscheck=False)(_ordered_dots_into)
+                _compiled = jit(cache=True)
             except RuntimeError as exc:  # no writable cache directory (read-only install)
                 _log.warning("similarity_kernel_uncached", reason=str(exc),
                              hint="set NUMBA_CACHE_DIR to a writable directory to keep the "
                                   "compiled kernel between processes")
-                _compiled = numba.njit(_SIGNATURE, cache=False, nogil=True,
-                                       boundscheck=False)(_ordered_dots_into)
+                _compiled = jit(cache=False)
         return _compiled
 
 
