@@ -38,16 +38,45 @@ class VectorHit:
 
 @dataclass(frozen=True, slots=True)
 class VectorRows:
-    """The indexed vectors of some node versions, one row each, in the order asked.
+    """Where the indexed vectors of some node versions sit, one entry each, in the order asked:
+    rows of the index's own matrices, read in place (a plan scores a few thousand passages; a
+    copy of their vectors would be megabytes per plan).
 
     Attributes:
         held: bool ``(n,)``, whether each version has an indexed vector.
-        matrix: float32 ``(n, dim)``, each held version's unit vector bit for bit as searched
-            (zeros where ``held`` is False).
+        blocks: float32 ``(m, dim)`` matrices (the index's segments), each row a unit vector
+            bit for bit as searched.
+        block: int64 ``(n,)``, the block holding each version's vector (-1 where ``held`` is
+            False).
+        rows: int64 ``(n,)``, its row in that block (0 where ``held`` is False).
+        dim: the vector dimension.
     """
 
     held: npt.NDArray[np.bool_]
-    matrix: npt.NDArray[np.float32]
+    blocks: tuple[npt.NDArray[np.float32], ...]
+    block: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int64]
+    dim: int
+
+    @classmethod
+    def of_matrix(cls, held: npt.NDArray[np.bool_], matrix: npt.NDArray[np.float32]
+                  ) -> VectorRows:
+        """The rows of one float32 ``(n, dim)`` matrix, row ``i`` for version ``i`` (its
+        rows where ``held`` is False are never read)."""
+        n = held.shape[0]
+        return cls(held=held, blocks=(matrix,),
+                   block=np.where(held, 0, -1).astype(np.int64),
+                   rows=np.where(held, np.arange(n, dtype=np.int64), 0), dim=matrix.shape[1])
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        """The vectors as one float32 ``(n, dim)`` matrix, a copy (zeros where ``held`` is
+        False)."""
+        out = np.zeros((self.held.shape[0], self.dim), dtype=np.float32)
+        for b, block in enumerate(self.blocks):
+            at = np.flatnonzero(self.block == b)
+            out[at] = block[self.rows[at]]
+        return out
 
 
 class LiveVersions(Protocol):

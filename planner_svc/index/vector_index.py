@@ -545,20 +545,22 @@ class IndexView:
         return (vector / norm).astype(np.float32).reshape(1, self.dim)
 
     def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
-        """The indexed unit vectors of ``version_ids`` as one matrix, in their order (float32
-        ``(len(version_ids), dim)``, bit for bit as searched, zeros for a version not
-        indexed), and which of them are indexed (bool ``(len(version_ids),)``)."""
+        """Where the indexed unit vectors of ``version_ids`` sit, in their order: each one's
+        segment (its float32 vectors, bit for bit as searched) and row, and which versions
+        are indexed. Nothing is copied."""
         wanted = np.asarray(version_ids, dtype=np.int64).reshape(-1)
-        held = np.zeros(wanted.shape[0], dtype=np.bool_)
-        matrix = np.zeros((wanted.shape[0], self.dim), dtype=np.float32)
-        if not wanted.shape[0]:
-            return VectorRows(held=held, matrix=matrix)
-        for part in self._partitions:  # a later segment's copy wins
-            positions, rows = part.rows_of(wanted)
-            if rows.shape[0]:
-                matrix[positions] = part.stored[rows]
-                held[positions] = True
-        return VectorRows(held=held, matrix=matrix)
+        block = np.full(wanted.shape[0], -1, dtype=np.int64)
+        rows = np.zeros(wanted.shape[0], dtype=np.int64)
+        blocks: list[Float32s] = []
+        if wanted.shape[0]:
+            for part in self._partitions:  # a later segment's copy wins
+                positions, found = part.rows_of(wanted)
+                if found.shape[0]:
+                    block[positions] = len(blocks)
+                    rows[positions] = found
+                    blocks.append(part.stored)
+        return VectorRows(held=block >= 0, blocks=tuple(blocks), block=block, rows=rows,
+                          dim=self.dim)
 
     def search(
         self,

@@ -28,7 +28,6 @@ import structlog
 
 __all__ = ["compile_kernel", "ordered_dots"]
 
-_SIGNATURE = "void(float32[:, ::1], int64[::1], float64[::1], float64[::1])"
 _Kernel = Callable[[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.float64],
                     npt.NDArray[np.float64]], None]
 _compiled: _Kernel | None = None
@@ -47,9 +46,17 @@ def compile_kernel() -> _Kernel:
     with _compiling:
         if _compiled is None:
             import numba
+            from numba import types
+
+            # the vectors writable, or read-only (an index segment mapped from its file)
+            signatures = [
+                types.void(types.Array(types.float32, 2, "C", readonly=readonly),
+                           types.int64[::1], types.float64[::1], types.float64[::1])
+                for readonly in (False, True)
+            ]
 
             def jit(cache: bool) -> _Kernel:
-                compiled: _Kernel = numba.njit(_SIGNATURE, cache=cache, nogil=True,
+                compiled: _Kernel = numba.njit(signatures, cache=cache, nogil=True,
                                                boundscheck=False)(_ordered_dots_into)
                 return compiled
 
@@ -102,7 +109,8 @@ def ordered_dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
     :func:`~planner_svc.recall.semantic.exact_similarities` of ``vectors[rows]``).
 
     Args:
-        vectors: float32 ``(n, dim)``, ``dim >= 1`` (copied once if not C-contiguous).
+        vectors: float32 ``(n, dim)``, ``dim >= 1``, writable or read-only (copied once if
+            not C-contiguous).
         rows: row indices into ``vectors``, each in ``[0, n)``.
         query: float32 ``(dim,)``.
 

@@ -286,17 +286,17 @@ class _Hop:
 
 class _PassageTable:
     """The passages (node versions) one plan scores, loaded once each: their positions in the
-    passage BM25 view and their stored vectors (float32, one row per passage), with each
-    query term's BM25 contribution over them computed once."""
+    passage BM25 view and where their stored vectors sit in the index (float32, read in
+    place), with each query term's BM25 contribution over them computed once."""
 
     def __init__(self, view: LexicalView, semantic: SemanticAccess | None) -> None:
         self._view = view
         self._semantic = semantic
         self._rows: dict[int, int] = {}
         self._positions = np.zeros(0, dtype=np.int64)
-        self._loads: list[tuple[int, npt.NDArray[np.float32] | None]] = []  # (rows, vectors)
-        self._vectors: npt.NDArray[np.float32] | None = None  # the loads' vectors joined
-        self._has = np.zeros(0, dtype=np.bool_)
+        self._blocks: list[npt.NDArray[np.float32]] = []  # the index's matrices, as met
+        self._block = np.zeros(0, dtype=np.int64)  # each row's block (-1: no vector)
+        self._block_rows = np.zeros(0, dtype=np.int64)  # its row in that block
         self._terms: dict[str, tuple[int, npt.NDArray[np.float64] | None]] = {}
 
     def rows(self, ids: Sequence[int]) -> npt.NDArray[np.int64]:
@@ -312,28 +312,25 @@ class _PassageTable:
         for offset, version_id in enumerate(ids):
             self._rows[version_id] = first + offset
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
-        block: npt.NDArray[np.float32] | None = None
+        block = np.full(len(ids), -1, dtype=np.int64)
+        rows = np.zeros(len(ids), dtype=np.int64)
         if self._semantic is not None:
             stored = self._semantic.vector_rows(ids)
-            self._has = np.concatenate([self._has, stored.held])
-            if stored.held.any():
-                block = stored.matrix
-        else:
-            self._has = np.concatenate([self._has, np.zeros(len(ids), dtype=np.bool_)])
-        self._loads.append((len(ids), block))
-        self._vectors = None
+            # the same matrix met in another load keeps its number
+            numbers = [self._number(matrix) for matrix in stored.blocks]
+            if numbers:
+                held = stored.held
+                block[held] = np.asarray(numbers, dtype=np.int64)[stored.block[held]]
+                rows[held] = stored.rows[held]
+        self._block = np.concatenate([self._block, block])
+        self._block_rows = np.concatenate([self._block_rows, rows])
 
-    def _matrix(self) -> npt.NDArray[np.float32] | None:
-        """Every loaded row's stored vector (zeros where it has none); None when no row has
-        one."""
-        if self._vectors is None:
-            dims = [b.shape[1] for _n, b in self._loads if b is not None]
-            if not dims:
-                return None
-            self._vectors = np.concatenate(
-                [b if b is not None else np.zeros((n, dims[0]), dtype=np.float32)
-                 for n, b in self._loads])
-        return self._vectors
+    def _number(self, matrix: npt.NDArray[np.float32]) -> int:
+        for b, known in enumerate(self._blocks):
+            if known is matrix:
+                return b
+        self._blocks.append(matrix)
+        return len(self._blocks) - 1
 
     def _contributions(self, terms: list[str]) -> None:
         """Bring each of ``terms``' BM25 contribution up to every loaded row (one lexical
@@ -374,7 +371,7 @@ class _PassageTable:
 
     def stored(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Whether each of ``rows`` has a stored vector."""
-        has: npt.NDArray[np.bool_] = self._has[rows]
+        has: npt.NDArray[np.bool_] = self._block[rows] >= 0
         return has
 
     def cosine_arrays(self, asks: Sequence[tuple[Vector | None, npt.NDArray[np.int64]]]
@@ -383,12 +380,14 @@ class _PassageTable:
         float64 ``(len(rows),)``: 0.0 for a row without a stored vector (:meth:`stored`) and
         for an ask without a vector (:func:`~planner_svc.recall.dots.ordered_dots`)."""
         out: list[Float64s] = [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
-        vectors = self._matrix()
-        if vectors is None:
-            return out
         for a, (vector, rows) in enumerate(asks):
-            if vector is not None and rows.shape[0]:
-                out[a] = np.where(self._has[rows], ordered_dots(vectors, rows, vector), 0.0)
+            if vector is None or not rows.shape[0]:
+                continue
+            block = self._block[rows]
+            for b, matrix in enumerate(self._blocks):
+                at = np.flatnonzero(block == b)
+                if at.shape[0]:
+                    out[a][at] = ordered_dots(matrix, self._block_rows[rows[at]], vector)
         return out
 
 

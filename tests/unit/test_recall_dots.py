@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,18 @@ def test_equal_to_the_running_sum_bit_for_bit(n_rows: int, dim: int) -> None:
     rows = rng.integers(0, 50, n_rows).astype(np.int64)
     query = rng.standard_normal(dim).astype(np.float32)
     assert same_bits(ordered_dots(vectors, rows, query), running_sums(vectors, rows, query))
+
+
+def test_read_only_vectors_mapped_from_a_file_score_in_place(tmp_path: Path) -> None:
+    """An index segment is a read-only memory map: scored as it is, the same bits."""
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((40, 256)).astype(np.float32)
+    np.save(tmp_path / "segment.npy", vectors)
+    mapped = np.load(tmp_path / "segment.npy", mmap_mode="r")
+    assert not mapped.flags.writeable
+    rows = rng.integers(0, 40, 9).astype(np.int64)
+    query = rng.standard_normal(256).astype(np.float32)
+    assert same_bits(ordered_dots(mapped, rows, query), running_sums(vectors, rows, query))
 
 
 def test_the_order_of_additions_is_fixed() -> None:

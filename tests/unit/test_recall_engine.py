@@ -56,7 +56,7 @@ class Semantic:
         for i, v in enumerate(version_ids):
             if v in self.stored:
                 matrix[i] = self.stored[v]
-        return VectorRows(held=held, matrix=matrix)
+        return VectorRows.of_matrix(held, matrix)
 
 
 def _world() -> tuple[Catalog, Semantic, dict[tuple[str, int], int]]:

@@ -94,7 +94,7 @@ class ScriptedIndex:
         for i, vid in enumerate(version_ids):
             if vid in stored:
                 matrix[i] = stored[vid]
-        return VectorRows(held=held, matrix=matrix)
+        return VectorRows.of_matrix(held, matrix)
 
 
 def _query(*, structured: StructuredLeg | None = None, semantic: SemanticLeg | None = None,
