@@ -36,6 +36,7 @@ faiss.omp_set_num_threads(1)
 from planner_svc.index.fresh import FreshIndex  # noqa: E402
 from planner_svc.index.source import (  # noqa: E402
     VectorHit,
+    VectorHits,
     VectorRecord,
     VectorRows,
     VectorSource,
@@ -51,6 +52,7 @@ __all__ = [
     "INDEX_DIRNAME",
     "FreshIndex",
     "VectorHit",
+    "VectorHits",
     "VectorIndex",
     "VectorRecord",
     "VectorRows",

@@ -15,7 +15,13 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from planner_svc.index.source import LiveVersions, VectorHit, VectorRows, VectorSource
+from planner_svc.index.source import (
+    LiveVersions,
+    VectorHit,
+    VectorHits,
+    VectorRows,
+    VectorSource,
+)
 from planner_svc.index.vector_index import IndexView, VectorIndex
 
 _log = structlog.get_logger("planner_svc.index")
@@ -70,6 +76,15 @@ class PinnedIndex:
         """
         return self._view.search(query, k, valid_us=valid_us, tx_us=tx_us,
                                  live=self._source if live is None else live, unit=unit)
+
+    def search_columns(
+        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+        live: LiveVersions | None = None, unit: bool = False,
+    ) -> VectorHits:
+        """:meth:`search` as columns (:meth:`IndexView.search_columns`)."""
+        return self._view.search_columns(query, k, valid_us=valid_us, tx_us=tx_us,
+                                         live=self._source if live is None else live,
+                                         unit=unit)
 
 
 class FreshIndex:
@@ -137,3 +152,11 @@ class FreshIndex:
         """
         return self.current().search(query, k, valid_us=valid_us, tx_us=tx_us, live=live,
                                      unit=unit)
+
+    def search_columns(
+        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+        live: LiveVersions | None = None, unit: bool = False,
+    ) -> VectorHits:
+        """:meth:`PinnedIndex.search_columns` of an up-to-date index."""
+        return self.current().search_columns(query, k, valid_us=valid_us, tx_us=tx_us,
+                                              live=live, unit=unit)

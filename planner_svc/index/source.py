@@ -5,7 +5,7 @@ The embedded store satisfies :class:`VectorSource`; tests use an in-memory fake.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +34,48 @@ class VectorHit:
     version_id: int
     score: float
     vector: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHits:
+    """A search's hits as columns, in the search's order (score descending, ties by node id):
+    what recall reads of them without building one object per hit.
+
+    Attributes:
+        node_ids: each hit's node.
+        version_ids: int64 ``(n,)``, its live version whose vector matched.
+        scores: float32 ``(n,)``, the index's inner products (they rank candidates only; see
+            :class:`VectorHit`).
+        vectors: float32 ``(n, dim)``, each version's indexed unit vector, bit for bit
+            (read-only).
+    """
+
+    node_ids: tuple[str, ...]
+    version_ids: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.float32]
+    vectors: npt.NDArray[np.float32]
+
+    def __post_init__(self) -> None:
+        self.vectors.setflags(write=False)  # the index's rows: read, never written
+
+    def __len__(self) -> int:
+        return len(self.node_ids)
+
+    def hits(self) -> list[VectorHit]:
+        """One :class:`VectorHit` per hit, in order."""
+        return [VectorHit(node_id=node, version_id=version, score=score, vector=vector)
+                for node, version, score, vector in zip(
+                    self.node_ids, self.version_ids.tolist(), self.scores.tolist(),
+                    self.vectors, strict=True)]
+
+    @classmethod
+    def of(cls, hits: Sequence[VectorHit], dim: int) -> VectorHits:
+        """The columns of ``hits`` (vectors of ``dim`` values)."""
+        return cls(node_ids=tuple(h.node_id for h in hits),
+                   version_ids=np.asarray([h.version_id for h in hits], dtype=np.int64),
+                   scores=np.asarray([h.score for h in hits], dtype=np.float32),
+                   vectors=(np.stack([h.vector for h in hits]).astype(np.float32) if hits
+                            else np.zeros((0, dim), dtype=np.float32)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,13 @@ from planner_svc.index.partition import (
     merge_partitions,
     read_rows,
 )
-from planner_svc.index.source import LiveVersions, VectorHit, VectorRows, VectorSource
+from planner_svc.index.source import (
+    LiveVersions,
+    VectorHit,
+    VectorHits,
+    VectorRows,
+    VectorSource,
+)
 
 #: Default partition width: 30 days in microseconds.
 DEFAULT_BUCKET_US = 30 * 86_400 * 1_000_000
@@ -573,6 +579,21 @@ class IndexView:
         exact: bool = False,
         unit: bool = False,
     ) -> list[VectorHit]:
+        """:meth:`search_columns`, one :class:`VectorHit` per hit."""
+        return self.search_columns(query, k, valid_us=valid_us, tx_us=tx_us, live=live,
+                                   exact=exact, unit=unit).hits()
+
+    def search_columns(
+        self,
+        query: npt.ArrayLike,
+        k: int,
+        *,
+        valid_us: int,
+        tx_us: int,
+        live: LiveVersions,
+        exact: bool = False,
+        unit: bool = False,
+    ) -> VectorHits:
         """The ``k`` nodes most similar to ``query`` among versions live at ``(valid_us, tx_us)``.
 
         Over exact segments, equal to a brute-force scan of every live version (inner product
@@ -608,7 +629,7 @@ class IndexView:
 
         Returns:
             Up to ``k`` hits, score descending, ties by node id ascending; a node appears once
-            (its best live version). Fewer than ``k`` when fewer nodes are live; ``[]`` when
+            (its best live version). Fewer than ``k`` when fewer nodes are live; none when
             none is.
 
         Raises:
@@ -630,7 +651,9 @@ class IndexView:
             if prefix > 0:
                 eligible.append((part, prefix))
         if not eligible:
-            return []
+            return VectorHits(node_ids=(), version_ids=np.zeros(0, dtype=np.int64),
+                              scores=np.zeros(0, dtype=np.float32),
+                              vectors=np.zeros((0, self.dim), dtype=np.float32))
         largest = max(prefix for _, prefix in eligible)
         fetch = min(largest, max(_MIN_FETCH, 2 * k))
         known: dict[int, bool] = {}
@@ -653,7 +676,7 @@ class IndexView:
         live: LiveVersions,
         *,
         exact: bool,
-    ) -> tuple[list[VectorHit], bool]:
+    ) -> tuple[VectorHits, bool]:
         """One widening round; returns (settled hits, whether every eligible row was seen).
         ``known`` caches liveness across rounds."""
         threshold = -math.inf
@@ -722,13 +745,16 @@ class IndexView:
                 break
             chunk *= 2
         settled = order[chosen]
-        found = [
-            VectorHit(node_id=node.decode("utf-8"), version_id=version_id, score=score,
-                      vector=eligible[at][0].stored[row])  # a read-only row view
-            for node, version_id, score, at, row in zip(
-                nids[settled].tolist(), vids[settled].tolist(), sims[settled].tolist(),
-                where[settled].tolist(), rows[settled].tolist(), strict=True)
-        ]
+        if len(eligible) == 1:
+            vectors = eligible[0][0].stored[rows[settled]]
+        else:
+            vectors = np.zeros((settled.shape[0], q.shape[1]), dtype=np.float32)
+            for at, (part, _prefix) in enumerate(eligible):
+                mine = np.flatnonzero(where[settled] == at)
+                vectors[mine] = part.stored[rows[settled[mine]]]
+        found = VectorHits(node_ids=tuple(node.decode("utf-8") for node in nids[settled].tolist()),
+                           version_ids=vids[settled].astype(np.int64), scores=sims[settled],
+                           vectors=vectors)
         if len(found) == k:
             return found, True
         return found, complete and threshold == -math.inf

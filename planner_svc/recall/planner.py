@@ -185,14 +185,22 @@ class _Semantic:
         """The ``k`` live versions nearest ``vector`` (a unit float32 vector, the embedder's
         or a validated caller's) by exact similarity, from candidates the index chose with a
         margin (ties by node id): ``(version id, similarity)``."""
-        hits = self._index().search(vector, max(k + CANDIDATE_MARGIN, 2 * k),
-                                    valid_us=self._valid_us, tx_us=self._tx_us, live=self,
-                                    unit=True)
-        if not hits:
+        hits = self._index().search_columns(vector, max(k + CANDIDATE_MARGIN, 2 * k),
+                                            valid_us=self._valid_us, tx_us=self._tx_us,
+                                            live=self, unit=True)
+        if not len(hits):
             return []
-        sims = exact_similarities(vector, np.stack([h.vector for h in hits])).tolist()
-        order = sorted(range(len(hits)), key=lambda i: (-sims[i], hits[i].node_id))[:k]
-        return [(hits[i].version_id, sims[i]) for i in order]
+        exact = exact_similarities(vector, hits.vectors)
+        order = np.argsort(-exact, kind="stable")
+        ordered = exact[order]
+        sims = exact.tolist()
+        if bool((ordered[1:] == ordered[:-1]).any()):  # equal similarities: by node id
+            nodes = hits.node_ids
+            chosen = sorted(range(len(sims)), key=lambda i: (-sims[i], nodes[i]))[:k]
+        else:
+            chosen = order[:k].tolist()
+        versions = hits.version_ids.tolist()
+        return [(versions[i], sims[i]) for i in chosen]
 
     def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
         return self._index().vector_rows(version_ids)

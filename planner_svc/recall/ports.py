@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.model import CoordKey, Direction, SpanRef
-from planner_svc.index.source import LiveVersions, VectorRows
+from planner_svc.index.source import LiveVersions, VectorHits, VectorRows
 
 __all__ = [
     "EdgeView",
@@ -202,6 +202,14 @@ class VectorSearch(Protocol):
                 and has the wrong shape, is not finite or has zero norm; (``semantic.k``)
                 ``k < 1``.
         """
+        ...
+
+    def search_columns(
+        self, query: npt.NDArray[np.float32], k: int, *, valid_us: int, tx_us: int,
+        live: LiveVersions | None = None, unit: bool = False,
+    ) -> VectorHits:
+        """:meth:`search`'s hits as columns, in the same order (recall reads them without
+        one object per hit)."""
         ...
 
     def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:

@@ -123,6 +123,28 @@ def synthetic_source(seed: int, *, nodes: int = 150, versions: int = 600) -> Mem
     return src
 
 
+def test_search_columns_are_the_search_hits_in_order() -> None:
+    """The columnar hits recall reads hold what :meth:`IndexView.search` returns, in the same
+    order, with each version's stored vector bit for bit (read-only)."""
+    src = synthetic_source(3)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    view = index.view()
+    rng = np.random.default_rng(4)
+    by_version = {v.version_id: v.vector for v in src.versions()}
+    for _ in range(10):
+        query = rng.standard_normal(DIM)
+        hits = view.search(query, 10, valid_us=12 * BUCKET, tx_us=10**9, live=src)
+        columns = view.search_columns(query, 10, valid_us=12 * BUCKET, tx_us=10**9, live=src)
+        assert len(columns) == len(hits) == 10
+        assert list(columns.node_ids) == [h.node_id for h in hits]
+        assert columns.version_ids.tolist() == [h.version_id for h in hits]
+        assert columns.scores.tolist() == [h.score for h in hits]
+        assert not columns.vectors.flags.writeable
+        for row, version_id in zip(columns.vectors, columns.version_ids.tolist(), strict=True):
+            expected = normalize_rows(np.asarray([by_version[version_id]], dtype=np.float32))[0]
+            assert np.array_equal(row, expected)
+
+
 # ---------------------------------------------------------------- exactness
 
 

@@ -17,10 +17,16 @@ from planner_svc.core.errors import InsufficientEvidence
 from planner_svc.core.fusion import unit_power
 from planner_svc.core.model import NOWHERE, Location, SpanRef
 from planner_svc.core.plan_hash import plan_hash
-from planner_svc.index import VectorHit, VectorRows
+from planner_svc.index import VectorHit, VectorHits, VectorRows
 from planner_svc.index.analysis import query_terms
+from planner_svc.index.catalog import Catalog
 from planner_svc.index.catalog_sync import FreshCatalog
-from planner_svc.recall.planner import WARM_UP_QUESTION, EvidencePlanner, EvidenceResult
+from planner_svc.recall.planner import (
+    WARM_UP_QUESTION,
+    EvidencePlanner,
+    EvidenceResult,
+    _Semantic,
+)
 from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.store import NodeWrite, Store
@@ -86,6 +92,11 @@ class ScriptedIndex:
         ]
         out.sort(key=lambda h: (-h.score, h.node_id))
         return out[:k]
+
+    def search_columns(self, query: npt.NDArray[np.float32], k: int, *, valid_us: int,
+                       tx_us: int, live: object = None, unit: bool = False) -> VectorHits:
+        return VectorHits.of(self.search(query, k, valid_us=valid_us, tx_us=tx_us, live=live,
+                                         unit=unit), dim=len(self.rows[0][2]))
 
     def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
         stored = {vid: v for _n, vid, v in self.rows}
@@ -376,3 +387,34 @@ def test_a_store_only_planner_warms_without_compiling_the_similarity_kernel(
                         lambda: compiled.append(True))
     _planner(store).warm()  # no index, no embedder: no similarity to score, no numba
     assert compiled == []
+
+
+class _TiedIndex:
+    """An index whose candidates hold equal vectors: exact similarities tie."""
+
+    def __init__(self, hits: VectorHits) -> None:
+        self.hits = hits
+
+    def current(self) -> _TiedIndex:
+        return self
+
+    def search_columns(self, query: npt.NDArray[np.float32], k: int, *, valid_us: int,
+                       tx_us: int, live: object = None, unit: bool = False) -> VectorHits:
+        return self.hits
+
+
+def test_equal_similarities_rank_by_node_id_and_the_cut_keeps_the_first() -> None:
+    same = np.asarray([0.6, 0.8, 0.0, 0.0], dtype=np.float32)
+    other = np.asarray([0.8, 0.6, 0.0, 0.0], dtype=np.float32)
+    # the index's own order (its float32 scores) puts "n:c" first; the exact tie decides
+    hits = VectorHits(node_ids=("n:c", "n:a", "n:b", "n:d"),
+                      version_ids=np.asarray([3, 1, 2, 4], dtype=np.int64),
+                      scores=np.asarray([1.0, 0.9, 0.9, 0.5], dtype=np.float32),
+                      vectors=np.stack([same, same, same, other]))
+    semantic = _Semantic(_TiedIndex(hits), None, Catalog(),  # type: ignore[arg-type]
+                         valid_us=0, tx_us=0)
+    query = same.copy()
+    found = semantic.search(query, 2)
+    assert [version for version, _sim in found] == [1, 2]  # n:a, n:b: equal, by node id
+    assert found[0][1] == found[1][1]
+    assert [version for version, _sim in semantic.search(query, 4)] == [1, 2, 3, 4]
