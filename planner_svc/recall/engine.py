@@ -276,12 +276,42 @@ class _Local:
 
 
 @dataclass(frozen=True, slots=True)
-class _Hop:
-    score: float
+class _Step:
+    """One hop step: the document it starts from, the question's residual there (its terms
+    and its probe vector), and every target's nodes scored against that residual."""
+
     source: str
     terms: tuple[str, ...]
     vector: Vector | None
-    local: _Local
+    scored: _Scored
+
+
+class _Hop:
+    """A target's best hop: its score and the step it came by (its nodes' local relevance
+    is read from the step only for the targets recall ranks)."""
+
+    __slots__ = ("score", "step", "target")
+
+    def __init__(self, score: float, step: _Step, target: str) -> None:
+        self.score = score
+        self.step = step
+        self.target = target
+
+    @property
+    def source(self) -> str:
+        return self.step.source
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return self.step.terms
+
+    @property
+    def vector(self) -> Vector | None:
+        return self.step.vector
+
+    @property
+    def local(self) -> _Local:
+        return self.step.scored.of(self.target)
 
 
 class _PassageTable:
@@ -656,10 +686,11 @@ class _Recall:
                     current = best.get(target)
                     if current is None or value > current[0]:
                         best[target] = (value, step)
+        made = [_Step(source=source, terms=terms, vector=probe, scored=found)
+                for (source, _score, _links, terms, _text), probe, found
+                in zip(steps, probes, scored, strict=True)]
         for target, (value, step) in best.items():
-            source, _score, _links, terms, _text = steps[step]
-            out[target] = _Hop(score=value, source=source, terms=terms, vector=probes[step],
-                               local=scored[step].of(target))
+            out[target] = _Hop(value, made[step], target)
         return out
 
     # ---------------------------------------------------------------- passages
