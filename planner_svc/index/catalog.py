@@ -25,6 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from planner_svc.core.model import NOWHERE, CoordKey, Location
 from planner_svc.index.analysis import analyze
 from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
@@ -148,12 +151,14 @@ class SourceEntry:
         groups: the members grouped by the spans they cite: each group's member indices
             (ascending), groups in the order of their first member.
         group_ids: each group's version ids (``ids`` of its members), in ``groups`` order.
+        id_array: ``ids`` as int64 ``(len(ids),)`` (read-only), for array lookups.
     """
 
     members: tuple[CatalogVersion, ...]
     ids: tuple[int, ...]
     groups: tuple[tuple[int, ...], ...]
     group_ids: tuple[tuple[int, ...], ...]
+    id_array: npt.NDArray[np.int64] = field(compare=False, repr=False)
 
 
 class _Latest:
@@ -479,6 +484,8 @@ class Catalog:
         for i, member in enumerate(members):
             groups.setdefault(member.spans, []).append(i)
         ids = tuple(m.version_id for m in members)
-        return SourceEntry(members=members, ids=ids,
+        id_array = np.asarray(ids, dtype=np.int64)
+        id_array.setflags(write=False)  # shared by every plan that reads the entry
+        return SourceEntry(members=members, ids=ids, id_array=id_array,
                            groups=tuple(tuple(g) for g in groups.values()),
                            group_ids=tuple(tuple(ids[j] for j in g) for g in groups.values()))

@@ -9,8 +9,6 @@ therefore answers from the same data. A plan checks once, at its start
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import numpy.typing as npt
 import structlog
@@ -21,6 +19,7 @@ from planner_svc.index.source import (
     VectorHits,
     VectorRows,
     VectorSource,
+    VersionIds,
 )
 from planner_svc.index.vector_index import IndexView, VectorIndex
 
@@ -54,7 +53,7 @@ class PinnedIndex:
         """This pinned state itself (it is already current for its plan)."""
         return self
 
-    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+    def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         """:meth:`IndexView.vector_rows` of the pinned state."""
         return self._view.vector_rows(version_ids)
 
@@ -130,7 +129,7 @@ class FreshIndex:
         self._catch_up()
         return PinnedIndex(self._index.view(), self._source)
 
-    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+    def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         """:meth:`PinnedIndex.vector_rows` of an up-to-date index."""
         return self.current().vector_rows(version_ids)
 

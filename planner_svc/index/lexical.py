@@ -548,7 +548,7 @@ class LexicalView:
         return {row_id: float(score) for row_id, score, held
                 in zip(ids, scores.tolist(), hit.tolist(), strict=True) if held}
 
-    def positions(self, row_ids: Sequence[int]) -> Int64s:
+    def positions(self, row_ids: Sequence[int] | Int64s) -> Int64s:
         """The view's positions of ``row_ids``, in their order: int64 ``(len(row_ids),)``, -1
         for a row unknown, outside the view's snapshot or not live in the view."""
         ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)

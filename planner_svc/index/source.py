@@ -14,6 +14,8 @@ import numpy.typing as npt
 
 #: One node version's vector: (version_id, node_id, valid_from_us, vector of shape (dim,)).
 VectorRecord = tuple[int, str, int, npt.NDArray[np.float32]]
+#: Node version ids, as a sequence or an int64 array.
+VersionIds = Sequence[int] | npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ from planner_svc.index.source import (
     VectorHits,
     VectorRows,
     VectorSource,
+    VersionIds,
 )
 
 #: Default partition width: 30 days in microseconds.
@@ -485,7 +486,7 @@ class VectorIndex:
         return IndexView(state.partitions, dim=self.dim,
                          covered_version_id=state.covered_version_id)
 
-    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+    def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         """:meth:`IndexView.vector_rows` over the current segments."""
         return self.view().vector_rows(version_ids)
 
@@ -550,7 +551,7 @@ class IndexView:
             raise InvalidRequest("semantic.vector", f"has norm {norm}; a direction is needed")
         return (vector / norm).astype(np.float32).reshape(1, self.dim)
 
-    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+    def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         """Where the indexed unit vectors of ``version_ids`` sit, in their order: each one's
         segment (its float32 vectors, bit for bit as searched) and row, and which versions
         are indexed. Nothing is copied."""

@@ -54,7 +54,7 @@ from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
 from planner_svc.index.lexical import LexicalView
-from planner_svc.index.source import VectorRows
+from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import ordered_dots
 from planner_svc.recall.question import Question, analyze_question
 from planner_svc.recall.semantic import confidence_decay
@@ -95,7 +95,7 @@ class SemanticAccess(Protocol):
         ``vector`` and the stored vector). Their order never matters."""
         ...
 
-    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+    def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         """The stored unit vectors of ``version_ids``, one row each in their order (zeros for
         a version without one), and which versions have one."""
         ...
@@ -314,6 +314,13 @@ class _Hop:
         return self.step.scored.of(self.target)
 
 
+def _ids_of(entries: Sequence[SourceEntry]) -> npt.NDArray[np.int64]:
+    """The entries' version ids, one after the other (int64)."""
+    if not entries:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([e.id_array for e in entries])
+
+
 class _PassageTable:
     """The passages (node versions) one plan scores, loaded once each: their positions in the
     passage BM25 view and where their stored vectors sit in the index (float32, read in
@@ -322,28 +329,45 @@ class _PassageTable:
     def __init__(self, view: LexicalView, semantic: SemanticAccess | None) -> None:
         self._view = view
         self._semantic = semantic
-        self._rows: dict[int, int] = {}
+        self._known = np.zeros(0, dtype=np.int64)  # the loaded version ids, ascending
+        self._known_rows = np.zeros(0, dtype=np.int64)  # their table rows
         self._positions = np.zeros(0, dtype=np.int64)
         self._blocks: list[npt.NDArray[np.float32]] = []  # the index's matrices, as met
         self._block = np.zeros(0, dtype=np.int64)  # each row's block (-1: no vector)
         self._block_rows = np.zeros(0, dtype=np.int64)  # its row in that block
         self._terms: dict[str, tuple[int, npt.NDArray[np.float64] | None]] = {}
 
-    def rows(self, ids: Sequence[int]) -> npt.NDArray[np.int64]:
-        """The table rows of ``ids`` (loading the ones not loaded yet, in one batch)."""
-        rows = self._rows
-        missing = [i for i in dict.fromkeys(ids) if i not in rows]
-        if missing:
-            self._load(missing)
-        return np.fromiter((rows[i] for i in ids), dtype=np.int64, count=len(ids))
+    def rows(self, version_ids: VersionIds) -> npt.NDArray[np.int64]:
+        """The table rows of ``version_ids`` (int64; the ones not loaded yet are loaded first,
+        in one batch)."""
+        ids = np.asarray(version_ids, dtype=np.int64).reshape(-1)
+        at, hit = self._find(ids)
+        if not hit.all():
+            self._load(np.unique(ids[~hit]))
+            at, hit = self._find(ids)
+        rows: npt.NDArray[np.int64] = self._known_rows[at]
+        return rows
 
-    def _load(self, ids: list[int]) -> None:
-        first = len(self._rows)
-        for offset, version_id in enumerate(ids):
-            self._rows[version_id] = first + offset
+    def _find(self, ids: npt.NDArray[np.int64]
+              ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """Each id's place in the loaded ids, and whether it is loaded."""
+        known = self._known
+        if not known.shape[0]:
+            return np.zeros(ids.shape[0], dtype=np.int64), np.zeros(ids.shape[0], dtype=np.bool_)
+        at = np.minimum(np.searchsorted(known, ids), known.shape[0] - 1)
+        return at, known[at] == ids
+
+    def _load(self, ids: npt.NDArray[np.int64]) -> None:
+        """Load ``ids`` (ascending, none loaded yet) as the next table rows."""
+        first = self._positions.shape[0]
+        known = np.concatenate([self._known, ids])
+        rows = np.concatenate([self._known_rows,
+                               np.arange(first, first + ids.shape[0], dtype=np.int64)])
+        order = np.argsort(known, kind="stable")
+        self._known, self._known_rows = known[order], rows[order]
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
-        block = np.full(len(ids), -1, dtype=np.int64)
-        rows = np.zeros(len(ids), dtype=np.int64)
+        block = np.full(ids.shape[0], -1, dtype=np.int64)
+        rows = np.zeros(ids.shape[0], dtype=np.int64)
         if self._semantic is not None:
             stored = self._semantic.vector_rows(ids)
             # the same matrix met in another load keeps its number
@@ -557,7 +581,7 @@ class _Recall:
             with self.clock.stage("semantic"):
                 sources = sorted(set(structured) - set(semantic))
                 entries = [self.entry(source) for source in sources]
-                rows_of = self.table.rows([i for e in entries for i in e.ids])
+                rows_of = self.table.rows(_ids_of(entries))
                 sims = self.table.cosine_arrays([(vector, rows_of)])[0].tolist()
                 has = self.table.stored(rows_of).tolist()
                 at = 0
@@ -614,7 +638,7 @@ class _Recall:
         (products exact in float64, added in index order)."""
         entries = [[self.entry(s) for s in sources] for sources, _t, _v in asks]
         lengths = [[len(e.ids) for e in es] for es in entries]
-        rows = self.table.rows([i for es in entries for e in es for i in e.ids])
+        rows = self.table.rows(_ids_of([e for es in entries for e in es]))
         parts: list[npt.NDArray[np.int64]] = []
         at = 0
         for counts in lengths:

@@ -42,7 +42,7 @@ from planner_svc.core.tokens import TokenAccounting, effective_budget
 from planner_svc.core.weigh import weigh
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
-from planner_svc.index.source import VectorRows
+from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import compile_kernel
 from planner_svc.recall.engine import (
     DocumentScore,
@@ -202,7 +202,7 @@ class _Semantic:
         versions = hits.version_ids.tolist()
         return [(versions[i], sims[i]) for i in chosen]
 
-    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+    def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         return self._index().vector_rows(version_ids)
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.model import CoordKey, Direction, SpanRef
-from planner_svc.index.source import LiveVersions, VectorHits, VectorRows
+from planner_svc.index.source import LiveVersions, VectorHits, VectorRows, VersionIds
 
 __all__ = [
     "EdgeView",
@@ -212,7 +212,7 @@ class VectorSearch(Protocol):
         one object per hit)."""
         ...
 
-    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+    def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         """The stored unit vectors of ``version_ids`` in their order, one matrix (float32
         ``(len(version_ids), dim)``, bit for bit as searched, zeros for a version without a
         vector), and which versions have one. Recall scores the passages of a candidate
