@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
-from planner_svc.embed.base import normalize_rows
+from planner_svc.embed.pooling import pool_tokens
 
 #: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
 #: token order. Vectors pooled another way (model2vec's own float16 mean) differ in their last
@@ -82,7 +82,9 @@ class Model2VecEmbedder:
         self.path: Path = directory
         self.name: str = name if name is not None else f"{directory.name}/{POOLING_VERSION}"
         self.dim: int = int(self._model.dim)
-        self._table: npt.NDArray[Any] = np.asarray(self._model.embedding)
+        # float32 (a half-precision table widens exactly): the pooling kernel reads it
+        self._table32: npt.NDArray[np.float32] = np.ascontiguousarray(self._model.embedding,
+                                                                      dtype=np.float32)
         self._weights: npt.NDArray[Any] | None = (
             None if self._model.weights is None else np.asarray(self._model.weights)
         )
@@ -96,9 +98,10 @@ class Model2VecEmbedder:
 
         The model's tokenizer splits each text (no special tokens, unknown tokens dropped, at
         most the model's ``max_length`` tokens); the rows of the token table (per-token weights
-        applied when the model has them) are summed in float64 in token order (a running sum:
-        the additions of :func:`~planner_svc.embed.base.ordered_sum`) and normalised with
-        :func:`~planner_svc.embed.base.normalize_rows`. Every step is exactly rounded in a
+        applied when the model has them) are summed in float64 in token order and normalised
+        (:func:`~planner_svc.embed.pooling.pool_tokens`: the bits of
+        :func:`~planner_svc.embed.base.ordered_sum` and
+        :func:`~planner_svc.embed.base.normalize_rows`). Every step is exactly rounded in a
         fixed order, so a text embeds to the same bits on every machine and thread count.
 
         Returns:
@@ -110,26 +113,13 @@ class Model2VecEmbedder:
         token_ids = self._token_ids(texts)
         if self._max_tokens is not None:
             token_ids = [ids[: self._max_tokens] for ids in token_ids]
-        sums = np.zeros((len(token_ids), self.dim), dtype=np.float64)
         lengths = [len(ids) for ids in token_ids]
-        if not any(lengths):
-            return normalize_rows(sums)
-        # every text's rows in one gather, widened to float64 once; then each text's rows
-        # added in token order into a running sum (the additions of ``ordered_sum``, without
-        # its per-column loops)
         index = np.fromiter((i for ids in token_ids for i in ids), dtype=np.int64,
                             count=sum(lengths))
-        rows64 = self._table[index if self._mapping is None else self._mapping[index]].astype(
-            np.float64)
-        if self._weights is not None:
-            rows64 *= self._weights[index].astype(np.float64)[:, None]
-        # a running sum (np.add.accumulate) adds one row at a time, in token order
-        start = 0
-        for i, length in enumerate(lengths):
-            if length:
-                sums[i] = np.add.accumulate(rows64[start:start + length], axis=0)[-1]
-                start += length
-        return normalize_rows(sums)
+        rows = index if self._mapping is None else self._mapping[index].astype(np.int64)
+        weights = (None if self._weights is None
+                   else self._weights[index].astype(np.float64))
+        return pool_tokens(self._table32, rows, weights, lengths)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids: no special tokens, the model's unknown token dropped (as

@@ -19,20 +19,25 @@ Why the bits are those of :func:`~planner_svc.embed.base.ordered_sum` of the pro
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import structlog
+
+from planner_svc.jit import Kernel
 
 __all__ = ["compile_kernel", "ordered_dots"]
 
 _Kernel = Callable[[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.float64],
                     npt.NDArray[np.float64]], None]
-_compiled: _Kernel | None = None
-_compiling = threading.Lock()
-_log = structlog.get_logger("planner_svc.recall")
+
+
+def _signatures(types: Any) -> list[Any]:
+    # the vectors writable, or read-only (an index segment mapped from its file)
+    return [types.void(types.Array(types.float32, 2, "C", readonly=readonly),
+                       types.int64[::1], types.float64[::1], types.float64[::1])
+            for readonly in (False, True)]
 
 
 def compile_kernel() -> _Kernel:
@@ -41,33 +46,8 @@ def compile_kernel() -> _Kernel:
     not in its first plan. numba is imported here, not with this module, so client commands
     that never score a passage do not load it. Where numba finds no writable cache directory
     (beside the module, ``NUMBA_CACHE_DIR`` or the user's cache), it compiles in memory and
-    logs ``similarity_kernel_uncached``."""
-    global _compiled
-    with _compiling:
-        if _compiled is None:
-            import numba
-            from numba import types
-
-            # the vectors writable, or read-only (an index segment mapped from its file)
-            signatures = [
-                types.void(types.Array(types.float32, 2, "C", readonly=readonly),
-                           types.int64[::1], types.float64[::1], types.float64[::1])
-                for readonly in (False, True)
-            ]
-
-            def jit(cache: bool) -> _Kernel:
-                compiled: _Kernel = numba.njit(signatures, cache=cache, nogil=True,
-                                               boundscheck=False)(_ordered_dots_into)
-                return compiled
-
-            try:
-                _compiled = jit(cache=True)
-            except RuntimeError as exc:  # no writable cache directory (read-only install)
-                _log.warning("similarity_kernel_uncached", reason=str(exc),
-                             hint="set NUMBA_CACHE_DIR to a writable directory to keep the "
-                                  "compiled kernel between processes")
-                _compiled = jit(cache=False)
-        return _compiled
+    logs ``similarity_kernel_uncached`` (:class:`~planner_svc.jit.Kernel`)."""
+    return _KERNEL.compiled()
 
 
 def _ordered_dots_into(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
@@ -124,8 +104,11 @@ def ordered_dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
         raise ValueError("vectors: need at least one dimension")
     out = np.empty(rows.shape[0], dtype=np.float64)
     if rows.shape[0]:
-        kernel = _compiled or compile_kernel()
+        kernel = _KERNEL.compiled()
         kernel(np.ascontiguousarray(vectors, dtype=np.float32),
                np.ascontiguousarray(rows, dtype=np.int64), np.asarray(query, dtype=np.float64),
                out)
     return out
+
+
+_KERNEL: Kernel[_Kernel] = Kernel(_ordered_dots_into, _signatures, name="similarity")
