@@ -204,7 +204,8 @@ class ServerSettings:
             (0 reads every plan's texts from the store).
         plan_slots: plans computed at once per process, 1..256; more calls wait their turn
             (:mod:`planner_svc.recall.slots`: planning holds the interpreter lock, so plans at
-            once only take turns on one core).
+            once only take turns on one core, and switching between them costs; one at a time
+            served the most plans, on the embedded and on a shared store alike).
         transport, selection, recall, research: the subtrees (see the module docstring).
 
     Raises:
@@ -219,7 +220,7 @@ class ServerSettings:
     models_path: Path | None = None
     workers: int = 1
     span_text_mib: int = 64
-    plan_slots: int = 2
+    plan_slots: int = 1
     transport: TransportSettings = field(default_factory=TransportSettings)
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
