@@ -509,7 +509,8 @@ def ingest_documents(
             so the caller can parse outside its write lock.
         now_us: the current time, microseconds: the default valid-from, the clock's floor and
             the latest version tx a document may propose.
-        progress: show a tqdm progress bar on stderr.
+        progress: show a tqdm progress bar on stderr when stderr is a terminal (a log file
+            or pipe gets no bar: redrawn with carriage returns, it is one long line there).
         total: number of documents, for the progress bar (optional).
         batch_size: documents parsed and embedded together (>= 1).
         max_passage_bytes: passage split threshold (see :mod:`planner_svc.ingest.parse`).
@@ -541,7 +542,8 @@ def ingest_documents(
     run = _Run(store, embedder, report, now_us, titles)
     from tqdm import tqdm
 
-    bar = tqdm(total=total, disable=not progress, unit="doc", file=sys.stderr, smoothing=0.1)
+    bar = tqdm(total=total, disable=None if progress else True,  # None: only on a terminal
+               unit="doc", file=sys.stderr, smoothing=0.1)
     chunk: list[_Prepared] = []
     pending: set[str] = set()
     try:

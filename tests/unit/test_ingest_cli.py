@@ -72,6 +72,19 @@ def test_ingest_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "ingested 0, replaced 0, unchanged 2, skipped 1" in _summary(capsys)
 
 
+def test_ingest_draws_no_progress_bar_into_a_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # stderr captured here is not a terminal, as in a log file or CI output
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha text\n", encoding="utf-8")
+    assert main(["ingest", str(docs), "--data", str(tmp_path / "d"), "--no-vectors"]) == 0
+    captured = capsys.readouterr()
+    assert "ingested 1" in captured.out
+    assert "doc/s" not in captured.err and "\r" not in captured.err
+
+
 def test_ingest_single_file_with_vectors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
