@@ -77,8 +77,9 @@ class Abstention:
     Attributes:
         evidence: the absolute evidence measured (:class:`~planner_svc.recall.engine.Evidence`).
         min_coverage, min_similarity: the thresholds (recall settings).
-        declined: True when coverage < min_coverage and the similarity (when measured) is
-            below min_similarity.
+        declined: True when coverage < min_coverage and either no document holds any of the
+            question's terms (``evidence.best_source`` is None) or the similarity (when
+            measured) is below min_similarity.
     """
 
     evidence: Evidence
@@ -102,6 +103,10 @@ class Abstention:
         """One line for an error message or a log: the decision and its inputs."""
         similarity = self.evidence.similarity
         shown = "n/a" if similarity is None else f"{similarity:.3f}"
+        if self.evidence.best_source is None:
+            return (f"no document holds any of the question's terms (coverage "
+                    f"{self.evidence.coverage:.3f}, at least {self.min_coverage:.2f} needed); "
+                    f"the closest passage's similarity {shown} does not count without one")
         return (f"the best documents hold {self.evidence.coverage:.3f} of the question's "
                 f"information (at least {self.min_coverage:.2f} needed) and the closest passage "
                 f"has similarity {shown} (at least {self.min_similarity:.2f} needed)")
@@ -405,8 +410,12 @@ class EvidencePlanner:
         abstention = None
         evidence = recalled.evidence
         if evidence is not None:
+            # No document holding any of the question's terms leaves the similarity alone,
+            # and a static embedding finds passages close to any text, gibberish included:
+            # similarity then answers nothing.
             declined = evidence.coverage < settings.abstain_coverage and (
-                evidence.similarity is None or evidence.similarity < settings.abstain_similarity
+                evidence.similarity is None or evidence.best_source is None
+                or evidence.similarity < settings.abstain_similarity
             )
             abstention = Abstention(evidence=evidence, min_coverage=settings.abstain_coverage,
                                     min_similarity=settings.abstain_similarity,

@@ -265,7 +265,7 @@ def test_a_question_the_store_does_not_support_is_declined(store: Store) -> None
     query = _query(structured=StructuredLeg(text="refund window of the Halvorsen web shop"))
     refused = EvidenceQuery(**{**{f: getattr(query, f) for f in query.__dataclass_fields__},
                                "allow_ungrounded": False})
-    with pytest.raises(InsufficientEvidence, match=r"hold 0\.000 of the question"):
+    with pytest.raises(InsufficientEvidence, match=r"no document holds any of the question"):
         planner.plan(refused)
     empty = planner.plan(query)  # allow_ungrounded: an empty plan, with the decision traced
     assert empty.plan.spans == () and empty.trace is not None
@@ -274,6 +274,32 @@ def test_a_question_the_store_does_not_support_is_declined(store: Store) -> None
     assert supported.trace is not None and supported.trace.abstention is not None
     assert not supported.trace.abstention.declined
     assert supported.trace.abstention.evidence.coverage == 1.0
+
+
+def test_similarity_alone_never_answers_a_question_no_document_holds_a_term_of(
+    store: Store,
+) -> None:
+    # a static embedding puts some passage close to any text, gibberish included
+    near = _unit(0.9, 0.3, 0.1, 0.1)  # cities:0's own vector: similarity 1.0
+    index = ScriptedIndex(store, VECTORS)
+    gibberish = _query(structured=StructuredLeg(text="qwzx vbnmk"),
+                       semantic=SemanticLeg(vector=near, k=2))
+    result = _planner(store, index).plan(gibberish)
+    assert result.trace is not None and result.trace.abstention is not None
+    evidence = result.trace.abstention.evidence
+    assert evidence.best_source is None and evidence.coverage == 0.0
+    assert evidence.similarity is not None and evidence.similarity > 0.99
+    assert result.trace.abstention.declined and result.plan.spans == ()
+    assert "does not count without one" in result.trace.abstention.describe()
+    # a term some document holds lets the similarity count again
+    held = _query(structured=StructuredLeg(text="qwzx capital"),
+                  semantic=SemanticLeg(vector=near, k=2))
+    answered = _planner(store, index).plan(held)
+    assert answered.trace is not None and answered.trace.abstention is not None
+    assert not answered.trace.abstention.declined and answered.plan.spans != ()
+    # abstention switched off declines nothing
+    off = _planner(store, index, RecallSettings(abstain_coverage=0.0, abstain_similarity=0.0))
+    assert off.plan(gibberish).plan.spans != ()
 
 
 def test_planned_spans_carry_their_ledger_locations(tmp_path: Path) -> None:
