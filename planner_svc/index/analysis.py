@@ -17,7 +17,7 @@ import Stemmer
 
 from planner_svc.store.text import STOPWORDS
 
-__all__ = ["STOPWORDS", "analyze", "distinct", "is_cjk", "query_terms"]
+__all__ = ["CONNECTIVES", "STOPWORDS", "analyze", "distinct", "is_cjk", "query_terms"]
 
 _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
@@ -72,13 +72,19 @@ def analyze(text: str) -> list[str]:
     return out
 
 
+CONNECTIVES = frozenset({"vs", "versus"})
+"""Words that join the alternatives of a comparison ("France vs Germany"): not a term of a
+query (a document holding "vs" answers nothing the question asks). Texts keep them: the index
+is unchanged."""
+
+
 def query_terms(text: str) -> list[str]:
-    """The distinct terms of a query, in first-occurrence order.
+    """The distinct terms of a query, in first-occurrence order, without :data:`CONNECTIVES`.
 
     A query made only of stopwords ("Who is it?") keeps its stopwords, stemmed, so it still
     finds the texts that hold them.
     """
-    terms = analyze(text)
+    terms = [t for t in analyze(text) if t not in CONNECTIVES]
     if not terms:
         words = _words(text)
         terms = list(_STEMMER.stemWords(words)) if words else []

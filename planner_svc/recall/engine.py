@@ -51,7 +51,7 @@ import numpy.typing as npt
 
 from planner_svc.core.exactmath import ln
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
-from planner_svc.index.analysis import STOPWORDS, is_cjk, query_terms
+from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
 from planner_svc.index.lexical import LexicalView
 from planner_svc.index.source import VectorRows, VersionIds
@@ -660,7 +660,7 @@ class _Recall:
         sources = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.hop_sources]
         words = _WORD.findall(question.text)
         word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
-                      if w.casefold() not in STOPWORDS}
+                      if w.casefold() not in STOPWORDS and w.casefold() not in CONNECTIVES}
         wanted = {*question.terms, *(t for ts in word_terms.values() for t in ts)}
         steps: list[tuple[str, float, Mapping[str, float], tuple[str, ...], str]] = []
         for source, score in sources:

@@ -7,8 +7,10 @@ one of them even at a small budget. :func:`question_parts` finds the alternative
 ``A or B`` (or ``A, B or C``; ``vs`` and ``versus`` join alternatives too) list set off by a
 colon or a comma, of a leading ``A or B:`` list, and of a leading ``Between A and B,``, and
 returns one sub-question per alternative: the question's head ("Which is older") followed by
-that alternative. A yes/no comparison ("Is A older than B?") has two parts: its words up to the
-comparative ("Is A older"), and what follows ``than`` with the comparative ("B older").
+that alternative. Alternatives joined by ``vs`` or ``versus`` need no head ("France vs Germany
+population": "France" and "Germany population"). A yes/no comparison ("Is A older than B?")
+has two parts: its words up to the comparative ("Is A older"), and what follows ``than`` with
+the comparative ("B older").
 Questions of other shapes have no parts.
 """
 
@@ -24,6 +26,8 @@ __all__ = ["Question", "analyze_question", "question_parts"]
 _OR = re.compile(r"\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
 _BETWEEN = re.compile(r"^(?:of\s+|between\s+)(.+?)\s+and\s+(.+?),\s*(.+)$", re.IGNORECASE)
 _LIST_SEP = re.compile(r",\s*|\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
+_VS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
+_OR_WORD = re.compile(r"\s+or\s+", re.IGNORECASE)
 _THAN = re.compile(
     r"^((?:is|was|are|were|does|did|do|has|have|had|can|could)\s+.+?\s+(\w+))\s+than\s+(.+)$",
     re.IGNORECASE)
@@ -77,7 +81,7 @@ def question_parts(question: str) -> list[str]:
     else:
         comma = before.rfind(",")
         if comma < 0:
-            return []
+            return _headless(text)
         head, listed = before[:comma], before[comma + 1 :]
     alternatives = [a.strip() for a in _LIST_SEP.split(listed) if a.strip()]
     alternatives.append(right)
@@ -85,6 +89,21 @@ def question_parts(question: str) -> list[str]:
     if not head or not right or not 2 <= len(alternatives) <= MAX_PARTS:
         return []
     return [f"{head} {alternative}" for alternative in alternatives]
+
+
+def _headless(text: str) -> list[str]:
+    """The alternatives of a comparison without a head, joined by ``vs`` or ``versus``
+    ("France vs Germany population": "France", "Germany population"); ``[]`` when ``or``
+    joins them ("tea or coffee" may not be a comparison at all), a side is empty, or two
+    sides are the same ("Kramer vs. Kramer")."""
+    if _OR_WORD.search(text):
+        return []
+    alternatives = [a.strip() for a in _VS.split(text)]
+    if not all(alternatives) or not 2 <= len(alternatives) <= MAX_PARTS:
+        return []
+    if len({a.casefold() for a in alternatives}) < len(alternatives):
+        return []  # a title such as "Kramer vs. Kramer", not a choice
+    return alternatives
 
 
 def analyze_question(text: str) -> Question:

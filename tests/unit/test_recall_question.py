@@ -29,6 +29,10 @@ from planner_svc.recall.question import analyze_question, question_parts
     ("Python vs. Java: which is older?", ["which is older Python", "which is older Java"]),
     ("Which came first, Rome versus Carthage?",
      ["Which came first Rome", "Which came first Carthage"]),
+    ("France vs Germany population", ["France", "Germany population"]),
+    ("Python versus Java versus Go", ["Python", "Java", "Go"]),
+    ("Kramer vs. Kramer", []),  # a title: the same on both sides
+    ("tea or coffee", []),  # no head, joined by "or": not surely a choice
     ("Which is older than Rome?", []),
     ("Who painted the Mona Lisa?", []),
     ("Was the war fought in 1914 or 1915?", []),
@@ -47,3 +51,11 @@ def test_analysis_stems_drops_stopwords_and_splits_cjk_into_bigrams() -> None:
     question = analyze_question("Which is older: Rome or Athens?")
     assert question.terms == ("older", "rome", "athen")
     assert len(question.parts) == 2
+
+
+def test_comparison_connectives_are_no_query_terms() -> None:
+    # "vs" joins the alternatives; a document holding it answers nothing the question asks
+    assert query_terms("France vs. Germany versus Italy") == ["franc", "germani", "itali"]
+    assert analyze("Kramer vs. Kramer") == ["kramer", "vs", "kramer"]  # texts keep it
+    assert analyze_question("France vs Germany population").terms == (
+        "franc", "germani", "popul")
