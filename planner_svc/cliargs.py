@@ -14,7 +14,26 @@ from typing import Any
 
 from planner_svc.core.limits import TCP_PORT, Bounds
 
-__all__ = ["URL_SCHEMES", "FromEnvironment", "address", "bounded", "int_range", "non_empty"]
+__all__ = [
+    "URL_SCHEMES",
+    "DefaultsHelpFormatter",
+    "FromEnvironment",
+    "address",
+    "bounded",
+    "int_range",
+    "non_empty",
+]
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows each option's default, unless its help already says what the default
+    is (``--store``: "default: the SQLite store in --data", not "(default: None)" after it) or
+    there is none to show (an option that is off unless given: no "(default: None)")."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if "default" in (action.help or "") or action.default is None or action.default == "":
+            return action.help
+        return super()._get_help_string(action)
 
 
 class FromEnvironment(str):

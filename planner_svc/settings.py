@@ -372,7 +372,7 @@ SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--store", "store",
          "shared store URL, postgresql://user@host:port/database (password from PGPASSWORD "
          "or ~/.pgpass); default: the SQLite store in --data"),
-    Flag("--host", "transport.host", "bind address (default loopback)"),
+    Flag("--host", "transport.host", "bind address; default: %(default)s (loopback only)"),
     Flag("--port", "transport.port",
          "TCP port; 0 picks a free one (the serving log line names it)"),
     Flag("--threads", "transport.max_workers", "gRPC handler threads per worker"),

@@ -48,7 +48,7 @@ DEFAULT_ADDRESS = default_address()
 DEADLINE_S = Bounds(0.0, 3600.0, low_open=True)
 """Allowed ``--timeout`` of the client commands, seconds (a deadline of 0 fails every call)."""
 
-ADDRESS_HELP = f"server HOST:PORT (without --address: ${ENV_ADDRESS}, else {DEFAULT_ADDRESS})"
+ADDRESS_HELP = f"server HOST:PORT (default: ${ENV_ADDRESS}, else {DEFAULT_ADDRESS})"
 """The help text of every client command's ``--address``."""
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from planner_svc.cliargs import address, bounded
+from planner_svc.cliargs import DefaultsHelpFormatter, address, bounded
 from planner_svc.client.connection import (
     ADDRESS_HELP,
     DEADLINE_S,
@@ -36,7 +36,7 @@ EXIT_NO_STATUS = EXIT_UNAVAILABLE
 DEFAULT_HEALTH_TIMEOUT_S = 5.0
 """Default ``--timeout``, seconds."""
 
-_FMT = argparse.ArgumentDefaultsHelpFormatter
+_FMT = DefaultsHelpFormatter
 
 
 def _health(args: argparse.Namespace) -> int:

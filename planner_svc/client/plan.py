@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from planner_svc.cliargs import address, bounded, non_empty
+from planner_svc.cliargs import DefaultsHelpFormatter, address, bounded, non_empty
 from planner_svc.client.connection import (
     ADDRESS_HELP,
     DEADLINE_S,
@@ -35,7 +35,7 @@ EXIT_DECLINED = 4
 """Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
 ``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
 
-_FMT = argparse.ArgumentDefaultsHelpFormatter
+_FMT = DefaultsHelpFormatter
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from planner_svc.cliargs import DefaultsHelpFormatter
+
 __all__ = ["register"]
 
-_FMT = argparse.ArgumentDefaultsHelpFormatter
+_FMT = DefaultsHelpFormatter
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -39,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = subparsers.add_parser("serve", help="run the gRPC server over a data directory",
                                   formatter_class=_FMT)
     add_serve_flags(serve)
-    serve.add_argument("--log-level", default="info")
-    serve.add_argument("--pretty-logs", action="store_true", help="console logs instead of JSON")
+    serve.add_argument("--log-level", default="info",
+                       choices=["debug", "info", "warning", "error"],
+                       help="log events of this level and above")
+    serve.add_argument("--pretty-logs", action="store_true",
+                       help="console logs instead of JSON lines")
     serve.set_defaults(func=_serve)

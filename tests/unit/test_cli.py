@@ -149,3 +149,24 @@ def test_a_failed_call_exits_3_only_when_the_service_is_unavailable(
     from planner_svc.client.connection import failure_exit
 
     assert failure_exit(status) == code
+
+
+def test_serve_help_states_each_default_once_and_the_log_levels(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: None)" not in text  # an option that is off unless given
+    assert "default: the SQLite store in --data (default" not in text  # said once
+    assert "bind address; default: 127.0.0.1 (loopback only)" in text
+    assert "--log-level {debug,info,warning,error}" in text
+    assert "log events of this level and above (default: info)" in text
+
+
+def test_an_unknown_log_level_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--log-level", "verbose"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'verbose'" in capsys.readouterr().err
