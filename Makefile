@@ -44,10 +44,11 @@ TS_DEPS := $(TS)/node_modules/.package-lock.json
 .PHONY: setup system-packages demo-packages demo-port protos lint test test-go test-ts test-fast demo fetch-corpus bench clean \
 	buf buf-check buf-baseline check-gen go-tools
 
+# (setuptools announces every editable install with a multi-line notice; it is silenced)
 $(BIN)/planner-svc: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
 setup: $(BIN)/planner-svc system-packages
