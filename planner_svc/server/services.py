@@ -33,7 +33,10 @@ __all__ = ["Services", "build_catalog"]
 
 _log = structlog.get_logger("planner_svc.server")
 _PROGRESS_EVERY = 0.1
-"""A start-up build logs its progress each time it passes another tenth of the rows."""
+"""A start-up build logs its progress each time it passes another tenth of the rows..."""
+_PROGRESS_GAP_S = 1.0
+"""...and at least this many seconds after its previous line of the same rows (a small store,
+built in a few seconds, logs each kind of rows once, when done)."""
 
 
 def build_catalog(planner: EvidencePlanner) -> None:
@@ -42,15 +45,17 @@ def build_catalog(planner: EvidencePlanner) -> None:
     target id; then the spans read and the node versions indexed, as counts) and the result
     (``startup.catalog``)."""
     started = time.perf_counter()
-    shown: dict[str, float] = {}
+    shown: dict[str, tuple[float, float]] = {}  # rows -> (share, seconds) last logged
 
     def progress(rows: str, at: int, target: int) -> None:
         share = at / target if target else 1.0
-        last = shown.get(rows, 0.0)
-        if share - last >= _PROGRESS_EVERY or (share >= 1.0 and last < 1.0):
-            shown[rows] = share
+        now = time.perf_counter() - started
+        last, when = shown.get(rows, (0.0, 0.0))
+        if ((share - last >= _PROGRESS_EVERY and now - when >= _PROGRESS_GAP_S)
+                or (share >= 1.0 and last < 1.0)):
+            shown[rows] = (share, now)
             _log.info("startup.catalog_progress", rows=rows, at=at, target=target,
-                      seconds=round(time.perf_counter() - started, 2))
+                      seconds=round(now, 2))
 
     added = planner.catalog.catch_up(progress=progress)
     position = planner.catalog.position
