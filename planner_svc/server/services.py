@@ -45,15 +45,16 @@ def build_catalog(planner: EvidencePlanner) -> None:
     target id; then the spans read and the node versions indexed, as counts) and the result
     (``startup.catalog``)."""
     started = time.perf_counter()
-    shown: dict[str, tuple[float, float]] = {}  # rows -> (share, seconds) last logged
+    # rows -> (tenths passed, seconds) when last logged, or when first reported
+    shown: dict[str, tuple[int, float]] = {}
+    steps = round(1 / _PROGRESS_EVERY)
 
     def progress(rows: str, at: int, target: int) -> None:
-        share = at / target if target else 1.0
+        passed = min(steps, at * steps // target) if target > 0 else steps
         now = time.perf_counter() - started
-        last, when = shown.get(rows, (0.0, 0.0))
-        if ((share - last >= _PROGRESS_EVERY and now - when >= _PROGRESS_GAP_S)
-                or (share >= 1.0 and last < 1.0)):
-            shown[rows] = (share, now)
+        last, when = shown.setdefault(rows, (0, now))
+        if (passed > last and now - when >= _PROGRESS_GAP_S) or (passed == steps > last):
+            shown[rows] = (passed, now)
             _log.info("startup.catalog_progress", rows=rows, at=at, target=target,
                       seconds=round(now, 2))
 

@@ -1,0 +1,56 @@
+"""The recall catalog's start-up build reports its progress without flooding the log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+from structlog.testing import capture_logs
+
+from planner_svc.server import services
+
+
+@dataclass
+class _Position:
+    edge_id: int = 0
+    source_version_id: int = 0
+
+
+@dataclass
+class _Catalog:
+    step_s: float
+    clock: list[float]
+    position: _Position = field(default_factory=_Position)
+
+    def catch_up(self, progress: Callable[[str, int, int], None]) -> int:
+        for rows in ("nodes", "edges"):
+            for at in range(1, 101):  # a hundred batches of each kind
+                self.clock[0] += self.step_s
+                progress(rows, at * 10, 1000)
+        return 1000
+
+
+@dataclass
+class _Planner:
+    catalog: _Catalog
+
+
+def _lines(monkeypatch: pytest.MonkeyPatch, step_s: float) -> list[tuple[str, int]]:
+    clock = [0.0]
+    monkeypatch.setattr(services.time, "perf_counter", lambda: clock[0])
+    with capture_logs() as logs:
+        services.build_catalog(_Planner(_Catalog(step_s, clock)))  # type: ignore[arg-type]
+    return [(e["rows"], e["at"]) for e in logs if e["event"] == "startup.catalog_progress"]
+
+
+def test_a_quick_build_logs_each_kind_of_rows_once_when_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _lines(monkeypatch, step_s=0.01) == [("nodes", 1000), ("edges", 1000)]
+
+
+def test_a_long_build_logs_every_tenth(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _lines(monkeypatch, step_s=0.5)  # a tenth takes 5 s
+    assert [at for rows, at in lines if rows == "nodes"] == list(range(100, 1001, 100))
+    assert len(lines) == 20
