@@ -192,9 +192,10 @@ def render_timings(timings: Sequence[plan_pb2.StageTiming]) -> str:
 
 
 def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str:
-    """Every candidate with its fate, legs and scores, densest first, in aligned columns."""
+    """Every candidate with its fate, legs and scores, densest first, in aligned columns
+    (density and weight in scientific notation: most candidates' are far below 0.001)."""
     width = width or shutil.get_terminal_size((120, 24)).columns
-    header = (f"{'fate':<12} {'density':>8} {'weight':>7} {'tokens':>6}  "
+    header = (f"{'fate':<12} {'density':>9} {'weight':>9} {'tokens':>6}  "
               f"{'structured/semantic/expanded':<28} {'local':>5} {'rank':>4}  span")
     out = [header]
     ordered = sorted(plan.explanations, key=lambda e: -e.density)
@@ -207,7 +208,7 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
         )
         ref = f"{c.span.source_id}[{c.span.start}:{c.span.end}]"
         line = (
-            f"{FATE_NAMES.get(e.fate, '?'):<12} {e.density:>8.5f} {c.weight:>7.4f} "
+            f"{FATE_NAMES.get(e.fate, '?'):<12} {e.density:>9.3e} {c.weight:>9.3e} "
             f"{c.tokens:>6}  {leg_txt:<28} {legs.local:>5.3f} {legs.rank:>4}  {ref}"
         )
         if e.HasField("deduped_by"):

@@ -85,3 +85,18 @@ def test_an_ungrounded_empty_plan_says_so_rather_than_used_0_of_0() -> None:
     no_room = plan_pb2.EvidencePlan(plan_hash="b3:" + "3" * 64, budget=0, stats=plan_pb2.PlanStats(
         pool_spans=4, skipped_budget_full=4))  # a budget of 1 token: 0 once the margin is off
     assert "used 0/0 tokens  0/4 spans" in render_plan(no_room, width=120)
+
+
+def test_explained_densities_keep_their_order_visible() -> None:
+    from planner_svc.client.common import render_explanations
+
+    plan = plan_pb2.EvidencePlan(explanations=[
+        plan_pb2.CandidateExplanation(
+            candidate=plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id=f"wiki/D{i}",
+                                                                 start=0, end=9),
+                                           weight=weight, tokens=100),
+            fate=plan_pb2.CANDIDATE_FATE_BUDGET_FULL, density=weight / 100)
+        for i, weight in enumerate([2.4e-4, 7.1e-5])])
+    lines = render_explanations(plan, width=200).splitlines()
+    assert "2.400e-06 2.400e-04" in lines[1] and "wiki/D0" in lines[1]
+    assert "7.100e-07 7.100e-05" in lines[2] and "wiki/D1" in lines[2]
