@@ -96,8 +96,8 @@ class SemanticAccess(Protocol):
         ...
 
     def vector_rows(self, version_ids: VersionIds) -> VectorRows:
-        """The stored unit vectors of ``version_ids``, one row each in their order (zeros for
-        a version without one), and which versions have one."""
+        """Where the stored unit vectors of ``version_ids`` sit (a matrix and a row each, in
+        their order), and which versions have one."""
         ...
 
 
