@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
-from planner_svc.embed.pooling import pool_tokens
+from planner_svc.embed.pooling import pool_tokens, table_dtype
 
 #: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
 #: token order. Vectors pooled another way (model2vec's own float16 mean) differ in their last
@@ -82,9 +82,11 @@ class Model2VecEmbedder:
         self.path: Path = directory
         self.name: str = name if name is not None else f"{directory.name}/{POOLING_VERSION}"
         self.dim: int = int(self._model.dim)
-        # float32 (a half-precision table widens exactly): the pooling kernel reads it
-        self._table32: npt.NDArray[np.float32] = np.ascontiguousarray(self._model.embedding,
-                                                                      dtype=np.float32)
+        # float32 when the model's values widen to it exactly (a half-precision or int8
+        # table), else float64: the pooling kernel reads it
+        embedding = np.asarray(self._model.embedding)
+        self._table: npt.NDArray[Any] = np.ascontiguousarray(
+            embedding, dtype=table_dtype(embedding.dtype))
         self._weights: npt.NDArray[Any] | None = (
             None if self._model.weights is None else np.asarray(self._model.weights)
         )
@@ -119,7 +121,7 @@ class Model2VecEmbedder:
         rows = index if self._mapping is None else self._mapping[index].astype(np.int64)
         weights = (None if self._weights is None
                    else self._weights[index].astype(np.float64))
-        return pool_tokens(self._table32, rows, weights, lengths)
+        return pool_tokens(self._table, rows, weights, lengths)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids: no special tokens, the model's unknown token dropped (as

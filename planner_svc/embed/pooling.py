@@ -26,15 +26,23 @@ from planner_svc.jit import Kernel
 
 __all__ = ["pool_tokens"]
 
-_Pool = Callable[[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.float64],
+_Table = npt.NDArray[Any]  # float32 or float64 (table_dtype)
+_Pool = Callable[[_Table, npt.NDArray[np.int64], npt.NDArray[np.float64],
                   npt.NDArray[np.int64], npt.NDArray[np.float32]], None]
 
 
 def _signatures(types: Any) -> list[Any]:
-    return [types.void(types.Array(types.float32, 2, "C", readonly=readonly),
+    # float32 tables (a half-precision or int8 model widens exactly), float64 ones as they are
+    return [types.void(types.Array(dtype, 2, "C", readonly=readonly),
                        types.int64[::1], types.float64[::1], types.int64[::1],
                        types.float32[:, ::1])
-            for readonly in (False, True)]
+            for dtype in (types.float32, types.float64) for readonly in (False, True)]
+
+
+def table_dtype(dtype: npt.DTypeLike) -> type[np.float32] | type[np.float64]:
+    """The dtype :func:`pool_tokens` reads a token table of ``dtype`` as: float32 when every
+    value widens to it exactly (half precision, int8), else float64."""
+    return np.float32 if np.can_cast(dtype, np.float32, casting="safe") else np.float64
 
 
 def _pool_into(table: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
@@ -80,17 +88,18 @@ def _pool_into(table: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
 _KERNEL: Kernel[_Pool] = Kernel(_pool_into, _signatures, name="pooling")
 
 
-def pool_tokens(table: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
+def pool_tokens(table: _Table, rows: npt.NDArray[np.int64],
                 weights: npt.NDArray[np.float64] | None,
                 lengths: list[int]) -> npt.NDArray[np.float32]:
     """Unit vectors of texts from their tokens' rows of ``table``.
 
     Args:
-        table: float32 ``(vocabulary, dim)``, ``dim >= 1``.
+        table: float32 or float64 ``(vocabulary, dim)``, ``dim >= 1`` (another dtype is
+            converted: see :func:`table_dtype`).
         rows: every text's token rows, one text after the other (int64, each in
             ``[0, vocabulary)``).
         weights: each token's weight (float64, aligned with ``rows``), or None.
-        lengths: tokens per text (summing to ``len(rows)``).
+        lengths: tokens per text, each >= 0 (summing to ``len(rows)``).
 
     Returns:
         float32 ``(len(lengths), dim)``: each text's rows summed in token order in float64,
@@ -99,9 +108,11 @@ def pool_tokens(table: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
 
     Raises:
         IndexError: a row outside the table.
-        ValueError: ``lengths`` does not add up to ``len(rows)``, ``weights`` is not aligned
-            with ``rows``, or ``table`` has no columns.
+        ValueError: ``lengths`` has a negative length or does not add up to ``len(rows)``,
+            ``weights`` is not aligned with ``rows``, or ``table`` has no columns.
     """
+    if any(length < 0 for length in lengths):
+        raise ValueError("lengths: a text cannot have fewer than 0 tokens")
     if sum(lengths) != rows.shape[0]:
         raise ValueError(f"lengths add up to {sum(lengths)}, not to the {rows.shape[0]} rows")
     if weights is not None and weights.shape != rows.shape:
@@ -113,14 +124,9 @@ def pool_tokens(table: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         _KERNEL.compiled()(
-            np.ascontiguousarray(table, dtype=np.float32),
+            np.ascontiguousarray(table, dtype=table_dtype(table.dtype)),
             np.ascontiguousarray(rows, dtype=np.int64),
             (np.ascontiguousarray(weights, dtype=np.float64) if weights is not None
              else np.zeros(0, dtype=np.float64)),
             offsets, out)
     return out
-
-
-def compile_pooling() -> None:
-    """Compile the kernel now (or load it from numba's cache), not in the first embedding."""
-    _KERNEL.compiled()

@@ -750,9 +750,10 @@ class IndexView:
             vectors = eligible[0][0].stored[rows[settled]]
         else:
             vectors = np.zeros((settled.shape[0], q.shape[1]), dtype=np.float32)
-            for at, (part, _prefix) in enumerate(eligible):
-                mine = np.flatnonzero(where[settled] == at)
-                vectors[mine] = part.stored[rows[settled[mine]]]
+            segment = where[settled]
+            for at in np.unique(segment).tolist():  # only the segments holding a hit
+                mine = np.flatnonzero(segment == at)
+                vectors[mine] = eligible[at][0].stored[rows[settled[mine]]]
         found = VectorHits(node_ids=tuple(node.decode("utf-8") for node in nids[settled].tolist()),
                            version_ids=vids[settled].astype(np.int64), scores=sims[settled],
                            vectors=vectors)

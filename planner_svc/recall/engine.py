@@ -96,8 +96,8 @@ class SemanticAccess(Protocol):
         ...
 
     def vector_rows(self, version_ids: VersionIds) -> VectorRows:
-        """The stored unit vectors of ``version_ids``, one row each in their order (zeros for
-        a version without one), and which versions have one."""
+        """Where the stored unit vectors of ``version_ids`` sit (a matrix and a row each, in
+        their order), and which versions have one."""
         ...
 
 
@@ -333,6 +333,7 @@ class _PassageTable:
         self._known_rows = np.zeros(0, dtype=np.int64)  # their table rows
         self._positions = np.zeros(0, dtype=np.int64)
         self._blocks: list[npt.NDArray[np.float32]] = []  # the index's matrices, as met
+        self._numbers: dict[int, int] = {}  # id() of each of them (held above) -> its number
         self._block = np.zeros(0, dtype=np.int64)  # each row's block (-1: no vector)
         self._block_rows = np.zeros(0, dtype=np.int64)  # its row in that block
         self._terms: dict[str, tuple[int, npt.NDArray[np.float64] | None]] = {}
@@ -380,11 +381,12 @@ class _PassageTable:
         self._block_rows = np.concatenate([self._block_rows, rows])
 
     def _number(self, matrix: npt.NDArray[np.float32]) -> int:
-        for b, known in enumerate(self._blocks):
-            if known is matrix:
-                return b
-        self._blocks.append(matrix)
-        return len(self._blocks) - 1
+        # by identity: the list keeps each matrix alive, so its id() is never reused
+        number = self._numbers.get(id(matrix))
+        if number is None:
+            number = self._numbers[id(matrix)] = len(self._blocks)
+            self._blocks.append(matrix)
+        return number
 
     def _contributions(self, terms: list[str]) -> None:
         """Bring each of ``terms``' BM25 contribution up to every loaded row (one lexical
@@ -438,10 +440,16 @@ class _PassageTable:
             if vector is None or not rows.shape[0]:
                 continue
             block = self._block[rows]
-            for b, matrix in enumerate(self._blocks):
-                at = np.flatnonzero(block == b)
-                if at.shape[0]:
-                    out[a][at] = ordered_dots(matrix, self._block_rows[rows[at]], vector)
+            held = np.flatnonzero(block >= 0)
+            if not held.shape[0]:
+                continue
+            # one kernel call per block the ask's rows sit in (not one pass per block the
+            # table has met: an index may hold hundreds of segments)
+            held = held[np.argsort(block[held], kind="stable")]
+            cuts = (np.flatnonzero(np.diff(block[held])) + 1).tolist()
+            for at in np.split(held, cuts):
+                matrix = self._blocks[int(block[at[0]])]
+                out[a][at] = ordered_dots(matrix, self._block_rows[rows[at]], vector)
         return out
 
 

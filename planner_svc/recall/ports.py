@@ -213,10 +213,10 @@ class VectorSearch(Protocol):
         ...
 
     def vector_rows(self, version_ids: VersionIds) -> VectorRows:
-        """The stored unit vectors of ``version_ids`` in their order, one matrix (float32
-        ``(len(version_ids), dim)``, bit for bit as searched, zeros for a version without a
-        vector), and which versions have one. Recall scores the passages of a candidate
-        document with them."""
+        """Where the stored unit vectors of ``version_ids`` sit, in their order: each one's
+        matrix (float32, bit for bit as searched, read in place) and row, and which versions
+        have one (:class:`~planner_svc.index.source.VectorRows`). Recall scores the passages
+        of a candidate document with them."""
         ...
 
 

@@ -4,10 +4,11 @@ A plan is CPU-bound Python (recall's per-candidate work holds the interpreter lo
 computed at once in one process only take turns on one core, and every turn costs a lock
 hand-off and cold caches. Measured on 2 cores with ghz at 8 concurrent calls and 8 handler
 threads: 93 plans/s with every handler planning at once, 112-118 plans/s with one or two
-planning slots, with p99 latency down from 178 ms to 115-134 ms. A process therefore plans in a
-few slots, and the other calls wait their turn with their handler thread blocked (not holding
-the interpreter lock), while handler threads stay free for health checks and research
-streams. More processes (``serve --workers``) are how a host's other cores serve plans.
+planning slots, with p99 latency down from 178 ms to 115-134 ms; since then one slot has
+served more plans than two (the default is 1, docs/architecture.md). A process therefore plans
+in one slot or a few, and the other calls wait their turn with their handler thread blocked
+(not holding the interpreter lock), while handler threads stay free for health checks and
+research streams. More processes (``serve --workers``) are how a host's other cores serve plans.
 """
 
 from __future__ import annotations

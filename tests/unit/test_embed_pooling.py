@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -10,7 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner_svc.embed.base import normalize_rows, ordered_sum
-from planner_svc.embed.pooling import pool_tokens
+from planner_svc.embed.pooling import pool_tokens, table_dtype
+
+REPO_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-m2v-256"
 
 
 def reference(table: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
@@ -99,3 +104,66 @@ def test_any_half_precision_table(data: st.DataObject, dim: int, vocabulary: int
     with np.errstate(over="ignore", invalid="ignore"):
         expected = reference(table, rows, weights, lengths)
     assert same_bits(pool_tokens(table, rows, weights, lengths), expected)
+
+
+def test_float64_tables_are_read_as_they_are() -> None:
+    # a float64 model's values do not fit float32: narrowing them would move the sums' bits
+    rng = np.random.default_rng(11)
+    table = rng.standard_normal((20, 64))
+    rows = rng.integers(0, 20, 30).astype(np.int64)
+    weights = rng.random(30)
+    for w in (None, weights):
+        got = pool_tokens(table, rows, w, [12, 0, 18])
+        assert same_bits(got, reference(table, rows, w, [12, 0, 18]))  # type: ignore[arg-type]
+
+
+def test_table_dtype_narrows_only_exactly() -> None:
+    assert table_dtype(np.float16) is np.float32
+    assert table_dtype(np.int8) is np.float32
+    assert table_dtype(np.float32) is np.float32
+    assert table_dtype(np.float64) is np.float64
+
+
+def test_negative_lengths_are_refused() -> None:
+    table = np.ones((4, 2), dtype=np.float32)
+    with pytest.raises(ValueError, match="fewer than 0"):
+        pool_tokens(table, np.asarray([0, 1], dtype=np.int64), None, [3, -1])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_a_model_with_weights_a_token_mapping_and_a_max_length(
+    tmp_path: Path, dtype: type[np.floating[Any]]
+) -> None:
+    """The embedder over a vocabulary-quantized model (per-token weights, token ids mapped to
+    fewer rows, truncation) gives the bits of the numpy running sums it pooled with before."""
+    from model2vec import StaticModel
+
+    from planner_svc.embed.model2vec_backend import Model2VecEmbedder
+
+    tokenizer = StaticModel.from_pretrained(REPO_MODEL_DIR).tokenizer
+    vocabulary = tokenizer.get_vocab_size()
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((500, 16)).astype(dtype)
+    weights = rng.random(vocabulary).astype(np.float32)
+    mapping = rng.integers(0, 500, vocabulary).astype(np.int64)
+    StaticModel(vectors=table, tokenizer=tokenizer, weights=weights, token_mapping=mapping,
+                max_length=5).save_pretrained(tmp_path)
+    embedder = Model2VecEmbedder(tmp_path)
+    texts = ["The Tennessee Three backed Johnny Cash on every recording.", "", "rivers",
+             "a b c d e f g h i j k"]
+    ids = [tokenizer.encode(t, add_special_tokens=False).ids[:5] for t in texts]
+    flat = np.asarray([i for row in ids for i in row], dtype=np.int64)
+    loaded = np.asarray(embedder._model.embedding)  # as the model stores it
+    assert loaded.dtype == dtype and embedder._model.max_length == 5
+    assert embedder._model.weights is not None and embedder._model.token_mapping is not None
+    sums = np.zeros((len(texts), 16), dtype=np.float64)
+    start = 0
+    for t, row in enumerate(ids):
+        part = (loaded[np.asarray(embedder._model.token_mapping)[flat[start:start + len(row)]]]
+                .astype(np.float64)
+                * np.asarray(embedder._model.weights)[flat[start:start + len(row)]]
+                .astype(np.float64)[:, None])
+        if len(row):
+            sums[t] = ordered_sum(part, axis=0)
+        start += len(row)
+    assert same_bits(embedder.embed(texts), normalize_rows(sums))

@@ -235,3 +235,63 @@ def test_links_follow_the_entry_and_the_as_of_they_are_read_for() -> None:
     assert stale == {"moldova": 0.8, "romania": 0.9}  # dacians:1 is a member of ``after``
     assert dict(catalog.links("moldova", catalog.entry("moldova", later, later), later,
                               later)) == {}
+
+
+class _Segments:
+    """Semantic access over a real index view of several read-only segments, one version held
+    by two of them with different vectors (the later segment's copy wins)."""
+
+    def __init__(self) -> None:
+        from planner_svc.index.partition import build_partition, encode_node_ids
+        from planner_svc.index.vector_index import IndexView
+
+        rng = np.random.default_rng(8)
+        self.dim = 12
+        self.vectors: dict[int, npt.NDArray[np.float32]] = {}
+        parts = []
+        for ids in ([1, 2, 3, 4], [5, 6, 7], [8, 9, 3]):
+            vectors = rng.standard_normal((len(ids), self.dim)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            parts.append(build_partition(
+                bucket=0, bucket_us=10**9, dim=self.dim,
+                version_ids=np.asarray(ids, dtype=np.int64),
+                valid_from_us=np.zeros(len(ids), dtype=np.int64),
+                node_ids=encode_node_ids([f"n{v}" for v in ids]), vectors=vectors))
+            for version in ids:  # later segments overwrite: their copy wins
+                self.vectors[version] = parts[-1].stored[np.flatnonzero(
+                    parts[-1].version_ids == version)[0]]
+        assert not any(part.stored.flags.writeable for part in parts)
+        self.view = IndexView(tuple(parts), dim=self.dim, covered_version_id=9)
+
+    def vector_rows(self, version_ids: Sequence[int]) -> VectorRows:
+        return self.view.vector_rows(version_ids)
+
+
+def test_passage_cosines_read_every_segment_in_place_with_the_later_copy() -> None:
+    from planner_svc.recall.engine import _PassageTable
+
+    semantic = _Segments()
+    table = _PassageTable(_OneTermView(), semantic)  # type: ignore[arg-type]
+    query = np.random.default_rng(9).standard_normal(semantic.dim).astype(np.float32)
+    # loaded in three batches (lists and arrays, duplicates, an id without a vector)
+    first = table.rows([3, 3, 1, 42])
+    second = table.rows(np.asarray([9, 1, 5], dtype=np.int64))
+    third = table.rows([8, 2, 6, 7, 4, 42, 9])
+    assert first[0] == first[1] and first[2] == second[1] and first[3] == third[5]
+    asked = [3, 1, 42, 9, 5, 8, 2, 6, 7, 4]
+    rows = table.rows(asked)
+    got, none = table.cosine_arrays([(query, rows), (None, rows)])
+    expected = [float(exact_similarities(query, semantic.vectors[v][None, :])[0])
+                if v in semantic.vectors else 0.0 for v in asked]
+    assert got.tolist() == expected
+    assert none.tolist() == [0.0] * len(asked)
+    assert table.stored(rows).tolist() == [v in semantic.vectors for v in asked]
+
+
+def test_vector_rows_of_one_matrix_are_its_rows() -> None:
+    matrix = np.arange(12, dtype=np.float32).reshape(4, 3)
+    held = np.asarray([True, False, True, True])
+    rows = VectorRows.of_matrix(held, matrix)
+    assert rows.dim == 3 and rows.blocks[0] is matrix
+    assert rows.block.tolist() == [0, -1, 0, 0] and rows.rows.tolist() == [0, 0, 2, 3]
+    assert rows.matrix.tolist() == [[0, 1, 2], [0, 0, 0], [6, 7, 8], [9, 10, 11]]
