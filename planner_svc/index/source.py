@@ -49,7 +49,7 @@ class VectorHits:
         scores: float32 ``(n,)``, the index's inner products (they rank candidates only; see
             :class:`VectorHit`).
         vectors: float32 ``(n, dim)``, each version's indexed unit vector, bit for bit
-            (read-only).
+            (made read-only here: pass a copy of an array that must stay writable).
     """
 
     node_ids: tuple[str, ...]

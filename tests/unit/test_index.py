@@ -123,25 +123,28 @@ def synthetic_source(seed: int, *, nodes: int = 150, versions: int = 600) -> Mem
     return src
 
 
-def test_search_columns_are_the_search_hits_in_order() -> None:
-    """The columnar hits recall reads hold what :meth:`IndexView.search` returns, in the same
-    order, with each version's stored vector bit for bit (read-only)."""
+def test_search_columns_are_exact_with_each_hits_live_version_and_vector() -> None:
+    """The columnar hits recall reads: the exact nearest live nodes in order (brute force),
+    each with the version whose vector matched and that vector bit for bit (read-only)."""
     src = synthetic_source(3)
     index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
     view = index.view()
+    assert len(index.partition_buckets) > 1
     rng = np.random.default_rng(4)
-    by_version = {v.version_id: v.vector for v in src.versions()}
+    versions = {v.version_id: v for v in src.versions()}
     for _ in range(10):
         query = rng.standard_normal(DIM)
-        hits = view.search(query, 10, valid_us=12 * BUCKET, tx_us=10**9, live=src)
-        columns = view.search_columns(query, 10, valid_us=12 * BUCKET, tx_us=10**9, live=src)
-        assert len(columns) == len(hits) == 10
-        assert list(columns.node_ids) == [h.node_id for h in hits]
-        assert columns.version_ids.tolist() == [h.version_id for h in hits]
-        assert columns.scores.tolist() == [h.score for h in hits]
+        valid_us = int(rng.integers(0, 16 * BUCKET))
+        columns = view.search_columns(query, 10, valid_us=valid_us, tx_us=10**9, live=src)
+        truth = brute_force(src, query, valid_us, 10**9)
+        assert_exact(list(zip(columns.node_ids, columns.scores.tolist(), strict=True)), truth,
+                     10)
         assert not columns.vectors.flags.writeable
-        for row, version_id in zip(columns.vectors, columns.version_ids.tolist(), strict=True):
-            expected = normalize_rows(np.asarray([by_version[version_id]], dtype=np.float32))[0]
+        for node, version_id, row in zip(columns.node_ids, columns.version_ids.tolist(),
+                                         columns.vectors, strict=True):
+            version = versions[version_id]
+            assert version.node_id == node and version.live_at(valid_us, 10**9)
+            expected = normalize_rows(np.asarray([version.vector], dtype=np.float32))[0]
             assert np.array_equal(row, expected)
 
 

@@ -107,8 +107,8 @@ def test_any_finite_vectors(data: st.DataObject, dim: int, n: int) -> None:
 
 def test_numba_loads_with_the_first_similarity_not_with_the_module() -> None:
     # `planner-svc plan` imports recall modules to build its help; numba must not load there
-    code = ("import sys, planner_svc.recall.engine, planner_svc.cli; "
-            "print('numba' in sys.modules)")
+    code = ("import sys, planner_svc.recall.engine, planner_svc.cli, planner_svc.embed.pooling, "
+            "planner_svc.embed.model2vec_backend; print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "False"
