@@ -27,11 +27,14 @@ __all__ = [
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Help that shows each option's default, unless its help already says what the default
-    is (``--store``: "default: the SQLite store in --data", not "(default: None)" after it) or
-    there is none to show (an option that is off unless given: no "(default: None)")."""
+    is with ``default:`` (``--store``: "default: the SQLite store in --data", not "(default:
+    None)" after it) or there is none to show (an option that is off unless given: no
+    "(default: None)", and a switch: no "(default: False)"). A help that only mentions a
+    default ("0 = server default") still gets its value."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if "default" in (action.help or "") or action.default is None or action.default == "":
+        if ("default:" in (action.help or "") or action.default is None
+                or action.default == "" or action.default is False):
             return action.help
         return super()._get_help_string(action)
 

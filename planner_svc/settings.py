@@ -429,7 +429,8 @@ SERVE_FLAGS: tuple[Flag, ...] = (
     Flag("--abstain-coverage", "recall.abstain_coverage",
          "decline when the best documents hold less of the question than this ..."),
     Flag("--abstain-similarity", "recall.abstain_similarity",
-         "... and no passage is this similar to it (0 and 0: never decline)"),
+         "... and no passage is this similar to it (not counted when no document holds "
+         "a term of the question; 0 and 0: never decline)"),
     Flag("--default-k", "recall.default_k",
          "semantic neighbours when a request names none"),
     Flag("--default-limit", "recall.default_limit",

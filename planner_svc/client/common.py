@@ -144,16 +144,22 @@ def _recall_line(st: plan_pb2.PlanStats) -> str:
 
 def render_recall(trace: plan_pb2.RecallTrace, *, documents: int = 12) -> str:
     """The abstention decision and the best ``documents`` candidate documents with their
-    scores (aligned columns)."""
+    scores (aligned columns). A similarity the decision did not count (no document holds a
+    term of the question) is marked so."""
     lines = []
     if trace.HasField("abstention"):
         a = trace.abstention
         similarity = f"{a.similarity:.3f}" if a.HasField("similarity") else "n/a"
         verdict = "declined" if a.declined else "answered"
+        # With no document holding a term of the question, the similarity does not count
+        # (recall.planner.Abstention): say so where it alone would have cleared its minimum.
+        ignored = (a.declined and not a.best_source and a.HasField("similarity")
+                   and a.similarity >= a.min_similarity)
         lines.append(
             f"abstention: {verdict}: coverage {a.coverage:.3f} (min {a.min_coverage:.2f}, "
             f"{a.best_source or 'no document'}), similarity {similarity} "
-            f"(min {a.min_similarity:.2f})"
+            f"(min {a.min_similarity:.2f}"
+            + ("; not counted: no document holds a term of the question)" if ignored else ")")
         )
     lines.append(f"{'score':>6} {'struct':>6} {'sem':>6} {'hop':>6}  document")
     for d in trace.documents[:documents]:

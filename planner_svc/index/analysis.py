@@ -81,13 +81,15 @@ is unchanged."""
 def query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in first-occurrence order, without :data:`CONNECTIVES`.
 
-    A query made only of stopwords ("Who is it?") keeps its stopwords, stemmed, so it still
-    finds the texts that hold them.
+    A query made only of stopwords ("Who is it?") keeps its stopwords, stemmed (never its
+    connectives: "Who vs What" is ``["who", "what"]``, not a search for the texts that hold
+    "vs").
     """
     terms = [t for t in analyze(text) if t not in CONNECTIVES]
     if not terms:
         words = _words(text)
-        terms = list(_STEMMER.stemWords(words)) if words else []
+        stems = _STEMMER.stemWords(words) if words else []
+        terms = [t for t in stems if t not in CONNECTIVES]
     return list(dict.fromkeys(terms))
 
 

@@ -16,10 +16,11 @@ Questions of other shapes have no parts.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
-from planner_svc.index.analysis import query_terms
+from planner_svc.index.analysis import CONNECTIVES, analyze, query_terms
 
 __all__ = ["Question", "analyze_question", "question_parts"]
 
@@ -28,6 +29,7 @@ _BETWEEN = re.compile(r"^(?:of\s+|between\s+)(.+?)\s+and\s+(.+?),\s*(.+)$", re.I
 _LIST_SEP = re.compile(r",\s*|\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
 _VS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 _OR_WORD = re.compile(r"\s+or\s+", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
 _THAN = re.compile(
     r"^((?:is|was|are|were|does|did|do|has|have|had|can|could)\s+.+?\s+(\w+))\s+than\s+(.+)$",
     re.IGNORECASE)
@@ -94,15 +96,22 @@ def question_parts(question: str) -> list[str]:
 def _headless(text: str) -> list[str]:
     """The alternatives of a comparison without a head, joined by ``vs`` or ``versus``
     ("France vs Germany population": "France", "Germany population"); ``[]`` when ``or``
-    joins them ("tea or coffee" may not be a comparison at all), a side is empty, or two
-    sides are the same ("Kramer vs. Kramer")."""
+    joins them ("tea or coffee" may not be a comparison at all), a side is empty or has no
+    term of its own ("Who vs What", "A vs vs B"), two sides are the same, or the words on
+    either side of a connective are ("Kramer vs. Kramer", "Who directed Kramer vs. Kramer?":
+    a title, not a choice)."""
     if _OR_WORD.search(text):
         return []
     alternatives = [a.strip() for a in _VS.split(text)]
     if not all(alternatives) or not 2 <= len(alternatives) <= MAX_PARTS:
         return []
     if len({a.casefold() for a in alternatives}) < len(alternatives):
-        return []  # a title such as "Kramer vs. Kramer", not a choice
+        return []
+    if not all([t for t in analyze(a) if t not in CONNECTIVES] for a in alternatives):
+        return []  # a side of stopwords or connectives only has nothing of its own to find
+    words = [_WORD.findall(a.casefold()) for a in alternatives]
+    if any(left[-1] == right[0] for left, right in itertools.pairwise(words)):
+        return []  # the same word on both sides of "vs": a title, as in "Kramer vs. Kramer"
     return alternatives
 
 

@@ -60,7 +60,8 @@ class RecallSettings:
         abstain_coverage: recall abstains when the best document (or linked pair) holds less
             than this share of the question's idf-weighted terms ...
         abstain_similarity: ... and no passage's cosine similarity to the question reaches
-            this; in [0, 1] each (0 and 0 switch abstention off).
+            this (the similarity does not count when no document holds any of the question's
+            terms); in [0, 1] each (0 and 0 switch abstention off).
         default_k: semantic neighbours when a request names none, 1..1000.
         default_limit: documents the structured leg keeps when a request names none, 1..1000.
     """

@@ -170,3 +170,15 @@ def test_an_unknown_log_level_is_refused(capsys: pytest.CaptureFixture[str]) -> 
         main(["serve", "--log-level", "verbose"])
     assert exited.value.code == 2
     assert "invalid choice: 'verbose'" in capsys.readouterr().err
+
+
+def test_plan_help_shows_real_defaults_and_no_switch_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: False)" not in text  # --explain, --json, --allow-ungrounded: switches
+    assert "semantic neighbours (0 = server default) (default: 0)" in text  # no "default:"
+    assert "(default: the server's" in text and "(default: 30.0)" in text

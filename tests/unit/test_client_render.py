@@ -33,6 +33,12 @@ def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
     declined = plan_pb2.RecallTrace(abstention=plan_pb2.Abstention(coverage=0.1, declined=True))
     assert render_recall(declined).startswith(
         "abstention: declined: coverage 0.100 (min 0.00, no document), similarity n/a")
+    # similar enough, yet declined: no document holds a term, so the similarity did not count
+    gibberish = plan_pb2.RecallTrace(abstention=plan_pb2.Abstention(
+        coverage=0.0, similarity=0.68, min_coverage=0.4, min_similarity=0.65, declined=True))
+    assert render_recall(gibberish).splitlines()[0] == (
+        "abstention: declined: coverage 0.000 (min 0.40, no document), similarity 0.680 "
+        "(min 0.65; not counted: no document holds a term of the question)")
 
 
 def test_stage_timings_print_in_milliseconds_with_their_total() -> None:

@@ -32,6 +32,11 @@ from planner_svc.recall.question import analyze_question, question_parts
     ("France vs Germany population", ["France", "Germany population"]),
     ("Python versus Java versus Go", ["Python", "Java", "Go"]),
     ("Kramer vs. Kramer", []),  # a title: the same on both sides
+    ("Who directed Kramer vs. Kramer?", []),  # the same title inside a question
+    ("Kramer vs Kramer director", []),
+    ("Who vs What", []),  # no side has a term of its own
+    ("A vs vs B", []),  # "A" is a stopword, "vs B" only follows a stray connective
+    ("Vitamin C vs vitamin D?", ["Vitamin C", "vitamin D"]),
     ("tea or coffee", []),  # no head, joined by "or": not surely a choice
     ("Which is older than Rome?", []),
     ("Who painted the Mona Lisa?", []),
@@ -59,3 +64,6 @@ def test_comparison_connectives_are_no_query_terms() -> None:
     assert analyze("Kramer vs. Kramer") == ["kramer", "vs", "kramer"]  # texts keep it
     assert analyze_question("France vs Germany population").terms == (
         "franc", "germani", "popul")
+    # a query of stopwords keeps them, but never the connectives (the index holds "vs")
+    assert query_terms("Who vs What") == ["who", "what"]
+    assert query_terms("vs") == []

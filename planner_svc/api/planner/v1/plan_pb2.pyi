@@ -846,8 +846,10 @@ class Abstention(_message.Message):
     min_similarity: _builtins.float
     """Similarity threshold of the server's recall settings."""
     declined: _builtins.bool
-    """True: coverage < min_coverage and similarity (when measured) < min_similarity; the plan is
-    refused with FAILED_PRECONDITION (or empty with allow_ungrounded).
+    """True: coverage < min_coverage and either no document holds any of the question's terms
+    (best_source empty: the similarity then does not count) or similarity (when measured) <
+    min_similarity; the plan is refused with FAILED_PRECONDITION (or empty with
+    allow_ungrounded).
     """
     def __init__(
         self,

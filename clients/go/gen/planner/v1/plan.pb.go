@@ -1430,8 +1430,10 @@ type Abstention struct {
 	MinCoverage float64 `protobuf:"fixed64,4,opt,name=min_coverage,json=minCoverage,proto3" json:"min_coverage,omitempty"`
 	// Similarity threshold of the server's recall settings.
 	MinSimilarity float64 `protobuf:"fixed64,5,opt,name=min_similarity,json=minSimilarity,proto3" json:"min_similarity,omitempty"`
-	// True: coverage < min_coverage and similarity (when measured) < min_similarity; the plan is
-	// refused with FAILED_PRECONDITION (or empty with allow_ungrounded).
+	// True: coverage < min_coverage and either no document holds any of the question's terms
+	// (best_source empty: the similarity then does not count) or similarity (when measured) <
+	// min_similarity; the plan is refused with FAILED_PRECONDITION (or empty with
+	// allow_ungrounded).
 	Declined      bool `protobuf:"varint,6,opt,name=declined,proto3" json:"declined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
