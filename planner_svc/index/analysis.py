@@ -2,8 +2,10 @@
 
 ``analyze(text)``: Unicode NFKC, case folding, words (``\\w+`` runs), English stopwords
 dropped, the Snowball English stemmer (PyStemmer) on each word. Runs of Han, Hiragana and
-Katakana characters, which carry no spaces between words, become overlapping character bigrams
-(a lone character stays a unigram), as CJK-aware search engines index them. The same function
+Katakana characters, which carry no spaces between words, and of Hangul, whose words carry
+their particles and endings ("한글은", "한글을"), become overlapping character bigrams (a lone
+character stays a unigram), as CJK-aware search engines index them (Lucene's CJK bigram
+filter, which covers the same four scripts). The same function
 analyses documents and queries, so a query term matches exactly the indexed terms.
 """
 
@@ -20,7 +22,11 @@ from planner_svc.store.text import STOPWORDS
 __all__ = ["CONNECTIVES", "STOPWORDS", "analyze", "distinct", "is_cjk", "query_terms"]
 
 _WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
+_CJK = re.compile(
+    r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    r"\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\U00020000-\U0003134f]+")
+"""Han (with its extensions and compatibility ideographs), Hiragana, Katakana and Hangul
+(syllables and jamo)."""
 _STEMMER = Stemmer.Stemmer("english")
 
 
@@ -94,8 +100,8 @@ def query_terms(text: str) -> list[str]:
 
 
 def is_cjk(term: str) -> bool:
-    """Whether an analysed term is made of Han, Hiragana or Katakana characters (a character
-    pair or a single character of text written without spaces)."""
+    """Whether an analysed term is made of Han, Hiragana, Katakana or Hangul characters (a
+    character pair or a single character of a CJK run)."""
     return bool(term) and _CJK.fullmatch(term) is not None
 
 

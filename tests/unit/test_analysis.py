@@ -52,3 +52,12 @@ def test_words_past_the_memo_bound_are_still_stemmed(monkeypatch: pytest.MonkeyP
 def test_a_text_without_cjk_keeps_its_words_whole() -> None:
     text = unicodedata.normalize("NFKC", "Ångström's café-au-lait 3.14")
     assert analysis._words(text) == ["ångström", "s", "café", "au", "lait", "3", "14"]
+
+
+def test_hangul_words_become_bigrams_so_a_stem_matches_across_particles() -> None:
+    # "김장은" (topic particle) and "김장이라고" (quotative ending) share the stem "김장"
+    assert analyze("김장은 무엇") == ["김장", "장은", "무엇"]
+    assert "김장" in analyze("이것을 김장이라고 합니다")
+    assert analysis.is_cjk("김장") and analysis.is_cjk("の高") and not analysis.is_cjk("rust")
+    # jamo typed apart (compatibility or conjoining) compose under NFKC into the syllable
+    assert analyze("ㅎㅏ") == analyze("\u1112\u1161") == ["하"]
