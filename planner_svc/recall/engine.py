@@ -777,8 +777,8 @@ class _Recall:
         documents = self.documents_view
         count, frequency = documents.frequencies(question.terms)
         # A CJK character pair no document holds is a cut across two words of the question
-        # (CJK text has no spaces, so its terms are character pairs), not a name the store
-        # lacks.
+        # (Chinese and Japanese have no spaces, and a Korean word carries its particles, so
+        # their terms are character pairs), not a name the store lacks.
         terms = [t for t in sorted(frequency) if frequency[t] > 0 or not is_cjk(t)]
         weights = [ln(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5))
                    for t in terms]

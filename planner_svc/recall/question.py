@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from planner_svc.index.analysis import CONNECTIVES, analyze, query_terms
@@ -30,6 +31,7 @@ _LIST_SEP = re.compile(r",\s*|\s+(?:or|vs\.?|versus)\s+", re.IGNORECASE)
 _VS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 _OR_WORD = re.compile(r"\s+or\s+", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
+_POSSESSIVE = re.compile(r"['\u2019]s$")
 _THAN = re.compile(
     r"^((?:is|was|are|were|does|did|do|has|have|had|can|could)\s+.+?\s+(\w+))\s+than\s+(.+)$",
     re.IGNORECASE)
@@ -96,10 +98,12 @@ def question_parts(question: str) -> list[str]:
 def _headless(text: str) -> list[str]:
     """The alternatives of a comparison without a head, joined by ``vs`` or ``versus``
     ("France vs Germany population": "France", "Germany population"); ``[]`` when ``or``
-    joins them ("tea or coffee" may not be a comparison at all), a side is empty or has no
-    term of its own ("Who vs What", "A vs vs B"), two sides are the same, or the words on
-    either side of a connective are ("Kramer vs. Kramer", "Who directed Kramer vs. Kramer?":
-    a title, not a choice)."""
+    joins them ("tea or coffee" may not be a comparison at all), a side is empty, holds no
+    word but a connective ("A vs vs B") or no side has a term that is not a stopword ("Who vs
+    What"), two sides are the same, or the words on either side of a connective are
+    ("Kramer vs. Kramer", "Who directed Kramer vs. Kramer?": a title, not a choice). A side
+    of stopwords beside one that has terms is still an alternative ("WHO vs CDC", "A vs B vs
+    C"), and words that differ in more than punctuation are not the same ("C vs C++")."""
     if _OR_WORD.search(text):
         return []
     alternatives = [a.strip() for a in _VS.split(text)]
@@ -107,12 +111,33 @@ def _headless(text: str) -> list[str]:
         return []
     if len({a.casefold() for a in alternatives}) < len(alternatives):
         return []
-    if not all([t for t in analyze(a) if t not in CONNECTIVES] for a in alternatives):
-        return []  # a side of stopwords or connectives only has nothing of its own to find
-    words = [_WORD.findall(a.casefold()) for a in alternatives]
-    if any(left[-1] == right[0] for left, right in itertools.pairwise(words)):
+    words = [_WORD.findall(unicodedata.normalize("NFKC", a).casefold()) for a in alternatives]
+    if not all(w and w[0] not in CONNECTIVES and w[-1] not in CONNECTIVES for w in words):
+        return []  # a side without words, or a stray connective ("A vs vs B": "vs B")
+    if not any(t not in CONNECTIVES for a in alternatives for t in analyze(a)):
+        return []  # stopwords only on every side: nothing of their own to find
+    tokens = [unicodedata.normalize("NFKC", a).casefold().split() for a in alternatives]
+    if any(_bare(left[-1]) == _bare(right[0]) != ""
+           for left, right in itertools.pairwise(tokens)):
         return []  # the same word on both sides of "vs": a title, as in "Kramer vs. Kramer"
     return alternatives
+
+
+def _bare(token: str) -> str:
+    """``token`` without the punctuation around it (quotes, brackets, a full stop) and a
+    possessive ``'s``; a ``#`` or ``+`` of a name such as "C#" or "C++" stays."""
+    for _ in range(2):
+        start, end = 0, len(token)
+        while start < end and _edge_punctuation(token[start]):
+            start += 1
+        while end > start and _edge_punctuation(token[end - 1]):
+            end -= 1
+        token = _POSSESSIVE.sub("", token[start:end])
+    return token
+
+
+def _edge_punctuation(char: str) -> bool:
+    return unicodedata.category(char).startswith("P") and char not in "#*%&@"
 
 
 def analyze_question(text: str) -> Question:

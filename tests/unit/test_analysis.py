@@ -59,5 +59,7 @@ def test_hangul_words_become_bigrams_so_a_stem_matches_across_particles() -> Non
     assert analyze("김장은 무엇") == ["김장", "장은", "무엇"]
     assert "김장" in analyze("이것을 김장이라고 합니다")
     assert analysis.is_cjk("김장") and analysis.is_cjk("の高") and not analysis.is_cjk("rust")
-    # jamo typed apart (compatibility or conjoining) compose under NFKC into the syllable
+    # an initial and a vowel typed apart (compatibility or conjoining jamo) compose under NFKC
     assert analyze("ㅎㅏ") == analyze("\u1112\u1161") == ["하"]
+    # a final consonant only as a conjoining jongseong: compatibility "ㄴ" becomes an initial
+    assert analyze("\u1112\u1161\u11ab") == ["한"] != analyze("ㅎㅏㄴ")

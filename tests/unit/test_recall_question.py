@@ -34,9 +34,19 @@ from planner_svc.recall.question import analyze_question, question_parts
     ("Kramer vs. Kramer", []),  # a title: the same on both sides
     ("Who directed Kramer vs. Kramer?", []),  # the same title inside a question
     ("Kramer vs Kramer director", []),
+    ("Who directed \u201cKramer vs. Kramer\u201d?", []),  # quoted
+    ("Who produced Kramer vs. Kramer's sequel?", []),  # possessive
+    ("Kramer vs. \uff2b\uff52\uff41\uff4d\uff45\uff52", []),  # fullwidth: the same under NFKC
     ("Who vs What", []),  # no side has a term of its own
-    ("A vs vs B", []),  # "A" is a stopword, "vs B" only follows a stray connective
+    ("A vs vs B", []),  # "vs B" only follows a stray connective
     ("Vitamin C vs vitamin D?", ["Vitamin C", "vitamin D"]),
+    ("Coke vs Pepsi", ["Coke", "Pepsi"]),
+    ("A vs B vs C", ["A", "B", "C"]),  # a stopword side beside sides with terms
+    ("WHO vs CDC guidance", ["WHO", "CDC guidance"]),
+    ("The Who vs The Kinks", ["The Who", "The Kinks"]),
+    ("C vs C++ performance", ["C", "C++ performance"]),  # not the same word: "++"
+    ("C++ vs C#", ["C++", "C#"]),
+    ("\u2103 vs \u2109", ["\u2103", "\u2109"]),  # no word until NFKC (a crash)
     ("tea or coffee", []),  # no head, joined by "or": not surely a choice
     ("Which is older than Rome?", []),
     ("Who painted the Mona Lisa?", []),
