@@ -849,8 +849,10 @@ export type Abstention = Message<"planner.v1.Abstention"> & {
   minSimilarity: number;
 
   /**
-   * True: coverage < min_coverage and similarity (when measured) < min_similarity; the plan is
-   * refused with FAILED_PRECONDITION (or empty with allow_ungrounded).
+   * True: coverage < min_coverage and either no document holds any of the question's terms
+   * (best_source empty: the similarity then does not count) or similarity (when measured) <
+   * min_similarity; the plan is refused with FAILED_PRECONDITION (or empty with
+   * allow_ungrounded).
    *
    * @generated from field: bool declined = 6;
    */
