@@ -11,14 +11,18 @@ invocation it:
    to one of the questions, the one of median serialized size), and loads it with the same
    requests at the same concurrency.
 
-Each load runs for ``--duration`` after a short warm-up ghz run that is not counted. ghz reads
-the contract through server reflection: no proto files. Prints one JSON object: per Plan run
-its requests/s, latency percentiles in ms and status counts; the same for the prebuilt server;
-each Plan run's throughput as a share of the prebuilt server's; each run's throughput relative
-to the first run's (worker scaling); the response sizes; the git revision.
+Each load uses one HTTP/2 connection per concurrent call (``--connections``): a ``--workers N``
+server's processes share the port through SO_REUSEPORT, where the kernel hands out
+connections, not calls, so with fewer connections some worker may get none and idle (with 2
+connections and 2 workers, half the runs). Each load runs for ``--duration`` after a short
+warm-up ghz run that is not counted. ghz reads the contract through server reflection: no proto
+files. Prints one JSON object: per Plan run its requests/s, latency percentiles in ms and
+status counts; the same for the prebuilt server; each Plan run's throughput as a share of the
+prebuilt server's; each run's throughput relative to the first run's (worker scaling); the
+response sizes; the git revision.
 
 Usage: python -m bench.bench_ghz [--data data/demo] [--duration 15] [--concurrency 8]
-       [--workers 1,2]
+       [--connections 8] [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -45,13 +49,14 @@ WARM_UP_S = 3
 """Seconds of load before each measured run (every worker builds its catalog, caches warm)."""
 
 
-def ghz(binary: str, address: str, data_file: str, *, seconds: float, concurrency: int
-        ) -> dict[str, Any]:
-    """One ghz run of ``seconds`` at ``concurrency``: requests/s, latency percentiles (ms) and
-    status-code counts, and each error message's count."""
+def ghz(binary: str, address: str, data_file: str, *, seconds: float, concurrency: int,
+        connections: int) -> dict[str, Any]:
+    """One ghz run of ``seconds`` at ``concurrency`` over ``connections`` HTTP/2 connections:
+    requests/s, latency percentiles (ms) and status-code counts, and each error message's
+    count."""
     out = subprocess.run(
         [binary, "--insecure", "--call", PLAN_CALL, "--data-file", data_file,
-         "-z", f"{seconds}s", "-c", str(concurrency), "--connections", "2",
+         "-z", f"{seconds}s", "-c", str(concurrency), "--connections", str(connections),
          "--timeout", "10s", "--connect-timeout", "30s", "--format", "json", address],
         check=False, capture_output=True, text=True,
     )
@@ -100,12 +105,18 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=15.0,
                         help="seconds of measured load per server")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=0,
+                        help="HTTP/2 connections ghz opens (0: one per concurrent call). The "
+                        "kernel spreads connections, not calls, over the workers of a "
+                        "--workers N server: with 2 connections both land on one worker "
+                        "half the time")
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--port", type=int, default=50162)
     parser.add_argument("--workers", default="1",
                         help="comma-separated worker counts of the Plan server, run in turn")
     args = parser.parse_args()
     worker_counts = [int(w) for w in args.workers.split(",")]
+    connections = args.connections or args.concurrency
     with open(args.questions, encoding="utf-8") as fh:
         questions = [json.loads(line)["question"] for line in fh if line.strip()]
     data = [
@@ -123,16 +134,17 @@ def main() -> int:
                     response = median_response(address, questions, args.budget)
                     prebuilt_file.write_bytes(response.SerializeToString())
                 ghz(binary, address, data_file, seconds=WARM_UP_S,
-                    concurrency=args.concurrency)
+                    concurrency=args.concurrency, connections=connections)
                 runs.append({"workers": workers, **ghz(
                     binary, address, data_file, seconds=args.duration,
-                    concurrency=args.concurrency)})
+                    concurrency=args.concurrency, connections=connections)})
         command = [sys.executable, "-m", "bench._prebuilt_server", "--port", str(args.port),
                    "--response", str(prebuilt_file)]
         with running_process(command, args.port) as address:
-            ghz(binary, address, data_file, seconds=WARM_UP_S, concurrency=args.concurrency)
+            ghz(binary, address, data_file, seconds=WARM_UP_S, concurrency=args.concurrency,
+                connections=connections)
             prebuilt = ghz(binary, address, data_file, seconds=args.duration,
-                           concurrency=args.concurrency)
+                           concurrency=args.concurrency, connections=connections)
         response_bytes = prebuilt_file.stat().st_size
     for run in runs:
         run["share_of_prebuilt"] = round(run["rps"] / prebuilt["rps"], 4)
@@ -141,6 +153,7 @@ def main() -> int:
         "bench": "ghz_plan",
         "git": git_revision(),
         "concurrency": args.concurrency,
+        "connections": connections,
         "duration_s": args.duration,
         "budget": args.budget,
         "questions": len(questions),
