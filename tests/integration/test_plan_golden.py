@@ -6,11 +6,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from scripts.plan_golden import GOLDEN, ROOT, differences, ensure_demo_store, golden_document
+from planner_svc.recall.request import question_query
+from planner_svc.server.services import Services
+from planner_svc.settings import ServerSettings
+from scripts.plan_golden import (
+    AS_OF_US,
+    GOLDEN,
+    ROOT,
+    differences,
+    ensure_demo_store,
+    golden_document,
+)
 from tests.pgserver import SchemaPerTest
 
 pytestmark = pytest.mark.integration
@@ -29,6 +40,27 @@ def test_development_plans_match_the_golden() -> None:
         "after:\n" + "\n".join(diff[:20])
     )
     assert len(expected["plans"]) == 140
+
+
+def test_the_readme_example_prints_the_demo_store_s_plan_hash() -> None:
+    """README's quick start shows the plan of its first question on the demo store with its
+    hash; a ranking change that moves it must move README too (users compare the two)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = re.search(r'planner-svc plan "([^"]+)" --budget (\d+)\n', readme)
+    assert command is not None
+    question, budget = command.group(1), int(command.group(2))
+    printed = re.search(r"\nplan (b3:[0-9a-f]{64})  used", readme[command.end():])
+    assert printed is not None
+    data = Path(os.environ.get("PLANNER_SVC_DEMO_DATA", ROOT / "data" / "demo"))
+    ensure_demo_store(data)
+    services = Services.open(ServerSettings(data_dir=data))
+    try:
+        planner = services.planner
+        query = question_query(question, config=planner.config, recall=planner.recall,
+                               now_us=AS_OF_US, budget_tokens=budget)
+        assert planner.plan(query).plan.plan_hash == printed.group(1)
+    finally:
+        services.close()
 
 
 def test_development_plans_on_postgresql_match_the_golden(
