@@ -106,15 +106,19 @@ def main() -> int:
                         help="seconds of measured load per server")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--connections", type=int, default=0,
-                        help="HTTP/2 connections ghz opens (0: one per concurrent call). The "
-                        "kernel spreads connections, not calls, over the workers of a "
-                        "--workers N server: with 2 connections both land on one worker "
-                        "half the time")
+                        help="HTTP/2 connections ghz opens, at most --concurrency (0: one "
+                        "per concurrent call). The kernel spreads connections, not calls, over "
+                        "the workers of a --workers N server: with 2 connections and 2 workers "
+                        "both land on one worker half the time")
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--port", type=int, default=50162)
     parser.add_argument("--workers", default="1",
                         help="comma-separated worker counts of the Plan server, run in turn")
     args = parser.parse_args()
+    if not 0 <= args.connections <= args.concurrency:
+        # ghz refuses more connections than concurrent calls; say so before starting servers
+        parser.error(f"--connections must be between 0 (one per call) and --concurrency "
+                     f"({args.concurrency}), got {args.connections}")
     worker_counts = [int(w) for w in args.workers.split(",")]
     connections = args.connections or args.concurrency
     with open(args.questions, encoding="utf-8") as fh:
