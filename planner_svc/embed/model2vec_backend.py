@@ -33,12 +33,13 @@ POOLING_VERSION = "ordered-f64"
 #: Files a model directory must hold for the loader to use it locally.
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
-IN_THREAD_TEXTS = 8
-"""Batches of at most this many texts (a plan's question and its parts, hop residuals) are
-tokenized one text at a time in the calling thread; larger ones (ingest) by the tokenizer's
-parallel batch encoder. Both give the same token ids: the in-thread path only avoids handing a
-few microseconds of work to the tokenizer's thread pool, whose wake-up latency dominates a
-query's embedding on a busy server."""
+IN_THREAD_TEXTS = 32
+"""Batches of at most this many texts (a plan's question and its parts, its hop residuals: one
+per hop source, 10 by default) are tokenized one text at a time in the calling thread; larger
+ones (ingest) by the tokenizer's parallel batch encoder. Both give the same token ids: the
+in-thread path only avoids handing a few microseconds of work to the tokenizer's thread pool,
+whose wake-up latency dominates a query's embedding on a busy server (a batch of 10 hop
+residuals took about 0.6 ms there, against 0.1 ms in the calling thread)."""
 
 
 def check_model_dir(path: Path, *, field: str) -> Path:
