@@ -153,6 +153,14 @@ def _merge(segments: Sequence[_Segment]) -> _Segment:
                  row_tf)
 
 
+DENSE_POSTINGS_RATIO = 64
+"""A search adds its terms' postings into one score per row of the snapshot when they number at
+least ``1 / DENSE_POSTINGS_RATIO`` of its rows (clearing and scanning a dense array is cheaper
+than sorting that many postings: on the demo corpus, 105 against 304 µs a search of a
+development question); fewer postings are merged by sorting. Both add each row's
+contributions in the same order, so the scores have the same bits."""
+
+
 def _distinct(values: Int64s) -> Int64s:
     """Sorted distinct values (a sort and a neighbour comparison)."""
     ordered = np.sort(values)
@@ -502,10 +510,21 @@ class LexicalView:
                 parts.append((term.rows, term.values))
         if not parts:
             return []
-        positions = _distinct(np.concatenate([rows for rows, _ in parts]))
-        scores = np.zeros(positions.shape[0], dtype=np.float64)
-        for rows, values in parts:  # term by term, in term order: a fixed order of additions
-            scores[np.searchsorted(positions, rows)] += values
+        postings = sum(rows.shape[0] for rows, _ in parts)
+        if postings * DENSE_POSTINGS_RATIO >= self._snap.size:
+            # many postings: add them into a score per position of the snapshot (no sort)
+            dense = np.zeros(self._snap.size, dtype=np.float64)
+            held = np.zeros(self._snap.size, dtype=np.bool_)
+            for rows, values in parts:  # term by term, in term order: the same additions
+                dense[rows] += values  # a term's rows are distinct
+                held[rows] = True
+            positions = np.flatnonzero(held)
+            scores = dense[positions]
+        else:
+            positions = _distinct(np.concatenate([rows for rows, _ in parts]))
+            scores = np.zeros(positions.shape[0], dtype=np.float64)
+            for rows, values in parts:  # term by term, in term order: a fixed order of additions
+                scores[np.searchsorted(positions, rows)] += values
         ids = self._snap.row_ids[positions]
         if positions.shape[0] > limit:
             cut = positions.shape[0] - limit

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from planner_svc.core.exactmath import ln
+from planner_svc.index import lexical
 from planner_svc.index.analysis import analyze, query_terms
 from planner_svc.index.lexical import LexicalIndex, LexicalRow, _build
 
@@ -49,7 +50,11 @@ def _brute(rows: list[LexicalRow], query: list[str], v: int, t: int,
     return out
 
 
-def test_scores_equal_brute_force_at_random_as_of_points() -> None:
+@pytest.mark.parametrize("dense_ratio", [0, 10**9], ids=["sorted-postings", "dense-scores"])
+def test_scores_equal_brute_force_at_random_as_of_points(
+        dense_ratio: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # both ways of adding up a search's postings give the brute force's bits
+    monkeypatch.setattr(lexical, "DENSE_POSTINGS_RATIO", dense_ratio)
     rng = random.Random(5)
     rows = []
     for i in range(300):
