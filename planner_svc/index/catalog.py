@@ -217,19 +217,46 @@ class Catalog:
     # ---------------------------------------------------------------- writes
 
     def apply(self, batch: CatalogBatch) -> None:
-        """Add a batch's rows and close its intervals (idempotent: known ids are skipped)."""
-        self._latest.open = False
+        """Add a batch's rows and close its intervals (idempotent: known ids are skipped).
+
+        The entries of the documents the batch leaves alone carry over to the new latest state
+        (their members and intervals are unchanged, and every bound they hold is at or below
+        both the old and the new ``since``); links are computed afresh on first use."""
+        previous = self._latest
+        previous.open = False
+        touched: set[str] | None = None
         try:
-            self._apply(batch)
+            touched = self._apply(batch)
         finally:
-            self._latest = _Latest(self._max_event)
+            latest = _Latest(self._max_event)
+            if touched is not None:  # applied whole
+                latest.entries = previous.entries.copy()
+                for source in touched:
+                    latest.entries.pop(source, None)
+            self._latest = latest
+
+    def warm(self) -> int:
+        """Compute every document's entry and links as of the latest state now, so plans find
+        them ready instead of computing them on first use (about 26 and 31 us a document on
+        the demo corpus). Stops early when a batch is applied meanwhile. Returns the number
+        of documents."""
+        latest = self._latest
+        since = latest.since
+        sources = list(self._by_source)
+        for source in sources:
+            if not latest.open:
+                break
+            self.links(source, self.entry(source, since, since), since, since)
+        return len(sources)
 
     def _event(self, *bounds: int) -> None:
         for bound in bounds:
             if bound != OPEN and bound > self._max_event:
                 self._max_event = bound
 
-    def _apply(self, batch: CatalogBatch) -> None:
+    def _apply(self, batch: CatalogBatch) -> set[str]:
+        """Apply ``batch``; returns the documents whose members it added or closed."""
+        touched: set[str] = set()
         with self._lock:
             self._spans.update(batch.spans)
             fresh = [n for n in batch.nodes if n.version_id not in self._versions]
@@ -256,6 +283,7 @@ class Catalog:
                 self._by_node[version.node_id].append(version)
                 if version.source is not None:
                     self._by_source[version.source].append(version)
+                    touched.add(version.source)
                 for label in version.labels:
                     self._by_label[label].append(version)
                 for pair in version.properties:
@@ -305,11 +333,14 @@ class Catalog:
                     closing.tx_to = tx_to
                     self._event(tx_to)
                     self.passages.close(version_id, tx_to)
+                    if closing.source is not None:
+                        touched.add(closing.source)
             for edge_id, tx_to in batch.closed_edges:
                 ending = self._edges.get(edge_id)
                 if ending is not None:
                     ending.tx_to = tx_to
                     self._event(tx_to)
+        return touched
 
     def compact(self) -> None:
         """Merge the lexical indexes' segments (after a bulk build)."""

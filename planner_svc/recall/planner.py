@@ -12,6 +12,7 @@ evidence, not from scores made relative to the best hit.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -265,11 +266,16 @@ class EvidencePlanner:
     def warm(self) -> None:
         """Bring the recall catalog up to the store now, so that the first plan does not pay
         for reading the whole store (seconds on a large one); later plans only catch up. Then
+        compute every document's entry and links (:meth:`~planner_svc.index.catalog.Catalog.warm`),
         compile the similarity kernel (:func:`~planner_svc.recall.dots.compile_kernel`) and
         make one plan (:data:`WARM_UP_QUESTION`, its result dropped), so the first caller's
         plan does not pay for first uses either (the embedder's, the index's, the caches')."""
         with self._store.snapshot():
-            self.catalog.current()
+            catalog = self.catalog.current()
+        started = time.perf_counter()
+        documents = catalog.warm()
+        _log.info("startup.entries", documents=documents,
+                  seconds=round(time.perf_counter() - started, 2))
         semantic = self._index is not None and self._embedder is not None
         if semantic:  # a store-only planner scores no similarity: no numba in its process
             compile_kernel()

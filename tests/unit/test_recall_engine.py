@@ -218,7 +218,7 @@ def test_links_follow_the_entry_and_the_as_of_they_are_read_for() -> None:
                          tx_to_us=None))],
         closed_edges=[(0, LATER)]))
     after = catalog.entry("dacians", now, now)
-    assert after is not entry and after.members == entry.members
+    assert after is entry  # carried over: the batch added or closed no member of dacians
     assert dict(catalog.links("dacians", after, now, now)) == {"moldova": 0.8, "romania": 0.9}
     # As of before the batch (not cached): the edges then.
     before = catalog.entry("dacians", T, T)
@@ -235,6 +235,42 @@ def test_links_follow_the_entry_and_the_as_of_they_are_read_for() -> None:
     assert stale == {"moldova": 0.8, "romania": 0.9}  # dacians:1 is a member of ``after``
     assert dict(catalog.links("moldova", catalog.entry("moldova", later, later), later,
                               later)) == {}
+
+
+def test_entries_of_documents_a_batch_leaves_alone_carry_over() -> None:
+    catalog, _semantic, ids = _world()
+    now = LATER + 1
+    before = {source: catalog.entry(source, now, now) for source in DOCS}
+    links = catalog.links("thracians", before["thracians"], now, now)
+    text = DOCS["moldova"][1]
+    added = NodeVersion(
+        version_id=100, node_id="psg:moldova:9", labels=("passage",), properties={},
+        text=text, confidence=1.0, provenance=(SpanRef("moldova", T, 0, len(text.encode())),),
+        valid_from_us=LATER, valid_to_us=None, tx_from_us=LATER, tx_to_us=None)
+    catalog.apply(CatalogBatch(nodes=[added], closed_nodes=[(ids[("romania", 2)], LATER)]))
+    later = LATER + 5
+    for source in DOCS:
+        after = catalog.entry(source, later, later)
+        assert after == catalog._entry(source, later, later)  # as computed afresh
+        assert (after is before[source]) is (source not in {"moldova", "romania"})
+    assert 100 in catalog.entry("moldova", later, later).ids
+    assert ids[("romania", 2)] not in catalog.entry("romania", later, later).ids
+    # links are not carried over: the batch may have changed where edges lead
+    relinked = catalog.links("thracians", catalog.entry("thracians", later, later), later,
+                             later)
+    assert relinked == links and relinked is not links
+
+
+def test_warm_computes_every_documents_entry_and_links() -> None:
+    catalog, _semantic, _ids = _world()
+    assert catalog.warm() == len(DOCS)
+    latest = catalog._latest
+    assert set(latest.entries) == set(latest.links) == set(DOCS)
+    now = LATER
+    entry = catalog.entry("dacians", now, now)
+    assert entry is latest.entries["dacians"]
+    assert catalog.links("dacians", entry, now, now) is latest.links["dacians"]
+    assert dict(latest.links["dacians"]) == {"moldova": 0.8, "romania": 0.8}
 
 
 class _Segments:
