@@ -161,14 +161,27 @@ class SourceEntry:
     id_array: npt.NDArray[np.int64] = field(compare=False, repr=False)
 
 
+@dataclass(slots=True)
+class _Changes:
+    """What one batch changed (see :meth:`Catalog.apply`)."""
+
+    documents: set[str] = field(default_factory=set)
+    """Documents a version citing them first was added to, or a member of was closed."""
+    nodes: set[str] = field(default_factory=set)
+    """Nodes a version was added to or closed of."""
+    edge_ends: set[str] = field(default_factory=set)
+    """Nodes at either end of an edge added or closed."""
+
+
 class _Latest:
     """Source entries and links as of any time past every interval bound the catalog holds.
 
     Liveness does not change past the largest finite bound (``since``), so an entry computed
     as of ``(since, since)`` holds for every ``(valid_us, tx_us)`` with both in
-    ``[since, OPEN)``. Entries and links are filled on first use and dropped as a whole when a
-    batch is applied (``open`` turns False first, so one computed while a batch is half
-    applied is never kept).
+    ``[since, OPEN)``. Entries and links are filled at start-up (:meth:`Catalog.warm`) or on
+    first use; when a batch is applied, the new latest state keeps the ones the batch cannot
+    have changed (:meth:`Catalog.apply`). ``open`` turns False before a batch changes
+    anything, so one computed while a batch is half applied is never kept.
     """
 
     __slots__ = ("entries", "links", "open", "since")
@@ -219,21 +232,44 @@ class Catalog:
     def apply(self, batch: CatalogBatch) -> None:
         """Add a batch's rows and close its intervals (idempotent: known ids are skipped).
 
-        The entries of the documents the batch leaves alone carry over to the new latest state
-        (their members and intervals are unchanged, and every bound they hold is at or below
-        both the old and the new ``since``); links are computed afresh on first use."""
+        The latest state's cached entries and links carry over to the new latest state, except
+        those the batch may change (:meth:`_relinked`): an entry or a link computed past every
+        interval bound only reads rows whose bounds are all at or below the old ``since``, so
+        it holds past the new one unless the batch added or closed one of those rows."""
         previous = self._latest
         previous.open = False
-        touched: set[str] | None = None
+        changes: _Changes | None = None
         try:
-            touched = self._apply(batch)
+            changes = self._apply(batch)
         finally:
             latest = _Latest(self._max_event)
-            if touched is not None:  # applied whole
+            if changes is not None:  # applied whole
                 latest.entries = previous.entries.copy()
-                for source in touched:
+                for source in changes.documents:
                     latest.entries.pop(source, None)
+                latest.links = previous.links.copy()
+                for source in self._relinked(changes):
+                    latest.links.pop(source, None)
             self._latest = latest
+
+    def _relinked(self, changes: _Changes) -> set[str]:
+        """The documents whose links ``changes`` may have changed: the ones whose members
+        changed, the ones holding a node at either end of an edge added or closed, and the
+        ones holding a node that shares an edge with a node a version was added to or closed
+        of (which version of that node is live decides where the edge leads)."""
+        out = set(changes.documents)
+        nodes = set(changes.edge_ends)
+        for node_id in changes.nodes:
+            nodes.add(node_id)
+            for edge in self._out.get(node_id, ()):
+                nodes.add(edge.dst)
+            for edge in self._in.get(node_id, ()):
+                nodes.add(edge.src)
+        for node_id in nodes:
+            for version in self._by_node.get(node_id, ()):
+                if version.source is not None:
+                    out.add(version.source)
+        return out
 
     def warm(self) -> int:
         """Compute every document's entry and links as of the latest state now, so plans find
@@ -254,9 +290,9 @@ class Catalog:
             if bound != OPEN and bound > self._max_event:
                 self._max_event = bound
 
-    def _apply(self, batch: CatalogBatch) -> set[str]:
-        """Apply ``batch``; returns the documents whose members it added or closed."""
-        touched: set[str] = set()
+    def _apply(self, batch: CatalogBatch) -> _Changes:
+        """Apply ``batch``; returns what it changed."""
+        changes = _Changes()
         with self._lock:
             self._spans.update(batch.spans)
             fresh = [n for n in batch.nodes if n.version_id not in self._versions]
@@ -283,7 +319,8 @@ class Catalog:
                 self._by_node[version.node_id].append(version)
                 if version.source is not None:
                     self._by_source[version.source].append(version)
-                    touched.add(version.source)
+                    changes.documents.add(version.source)
+                changes.nodes.add(version.node_id)
                 for label in version.labels:
                     self._by_label[label].append(version)
                 for pair in version.properties:
@@ -303,6 +340,7 @@ class Catalog:
                 self._event(edge.valid_from, edge.valid_to, edge.tx_from, edge.tx_to)
                 self._out[edge.src].append(edge)
                 self._in[edge.dst].append(edge)
+                changes.edge_ends.update((edge.src, edge.dst))
             documents: list[LexicalRow] = []
             superseded: list[tuple[int, int]] = []
             for sv in batch.sources:
@@ -333,14 +371,16 @@ class Catalog:
                     closing.tx_to = tx_to
                     self._event(tx_to)
                     self.passages.close(version_id, tx_to)
+                    changes.nodes.add(closing.node_id)
                     if closing.source is not None:
-                        touched.add(closing.source)
+                        changes.documents.add(closing.source)
             for edge_id, tx_to in batch.closed_edges:
                 ending = self._edges.get(edge_id)
                 if ending is not None:
                     ending.tx_to = tx_to
                     self._event(tx_to)
-        return touched
+                    changes.edge_ends.update((ending.src, ending.dst))
+        return changes
 
     def compact(self) -> None:
         """Merge the lexical indexes' segments (after a bulk build)."""
