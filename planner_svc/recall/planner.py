@@ -273,8 +273,8 @@ class EvidencePlanner:
         with self._store.snapshot():
             catalog = self.catalog.current()
         started = time.perf_counter()
-        documents = catalog.warm()
-        _log.info("startup.entries", documents=documents,
+        documents = catalog.warm(wall_clock_us())
+        _log.info("startup.catalog_entries", documents=documents,
                   seconds=round(time.perf_counter() - started, 2))
         semantic = self._index is not None and self._embedder is not None
         if semantic:  # a store-only planner scores no similarity: no numba in its process

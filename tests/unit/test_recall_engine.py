@@ -262,7 +262,7 @@ def test_entries_of_documents_a_batch_leaves_alone_carry_over() -> None:
 
 def test_warm_computes_every_documents_entry_and_links() -> None:
     catalog, _semantic, _ids = _world()
-    assert catalog.warm() == len(DOCS)
+    assert catalog.warm(T) == len(DOCS)
     latest = catalog._latest
     assert set(latest.entries) == set(latest.links) == set(DOCS)
     now = LATER
