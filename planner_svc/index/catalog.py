@@ -166,7 +166,12 @@ CARRY_OVER_DOCUMENTS = 65_536
 this many documents' entries. Carrying over copies them (about 15 ns an entry each for entries
 and links, so about 2 ms a batch at this size); past it, the caches start afresh and plans
 compute what they read again, as they did before carrying over (on the demo corpus, 171 entries
-and the links of the hop sources a development plan, about 3 ms)."""
+and the links of the hop sources per development plan, about 3 ms)."""
+
+
+WARM_AHEAD_US = 60_000_000
+""":meth:`Catalog.warm` computes nothing when an interval bound lies more than this after now
+(microseconds: one minute)."""
 
 
 @dataclass(slots=True)
@@ -244,12 +249,16 @@ class Catalog:
         (:meth:`_next_latest`), except those the batch may change. A batch that fails part-way
         (or whose carry-over fails) leaves a latest state with empty caches."""
         previous = self._latest
+        fallback = _Latest(previous.since)  # made before anything can fail
         previous.open = False
         latest: _Latest | None = None
         try:
             latest = self._next_latest(previous, self._apply(batch))
         finally:
-            self._latest = latest if latest is not None else _Latest(self._max_event)
+            if latest is None:
+                fallback.since = self._max_event
+                latest = fallback
+            self._latest = latest
 
     def _next_latest(self, previous: _Latest, changes: _Changes) -> _Latest:
         """The latest state after a batch applied whole, with the previous state's entries and
@@ -291,13 +300,15 @@ class Catalog:
     def warm(self, now_us: int) -> int:
         """Compute every document's entry and links as of the latest state now, so plans find
         them ready instead of computing them on first use (about 26 and 31 us a document on
-        the demo corpus). Computes nothing when some interval bound lies after ``now_us``
-        (microseconds since the Unix epoch): plans as of now are not past every bound, so they
-        would not read them. Stops early when a batch is applied meanwhile. Returns the number
-        of documents computed."""
+        the demo corpus). Computes nothing when some interval bound lies more than
+        :data:`WARM_AHEAD_US` after ``now_us`` (microseconds since the Unix epoch): plans as of
+        now are not past every bound, so they would not read them (a bound a little ahead, a
+        writer's clock running fast, is passed by the plans of the next seconds). Stops early
+        when a batch is applied meanwhile. Returns the number of documents whose entry and
+        links are ready."""
         latest = self._latest
         since = latest.since
-        if since > now_us:
+        if since > now_us + WARM_AHEAD_US:
             return 0
         done = 0
         for source in list(self._by_source):
@@ -366,22 +377,27 @@ class Catalog:
             documents: list[LexicalRow] = []
             superseded: list[tuple[int, int]] = []
             for sv in batch.sources:
-                if sv.row_id in self._source_of_row:
-                    continue
-                self._source_of_row[sv.row_id] = sv.source_id
                 rows = self._rows_of_source[sv.source_id]
-                if rows and rows[-1][2] == OPEN:
-                    rows[-1][2] = sv.tx_us
-                    superseded.append((rows[-1][0], sv.tx_us))
-                rows.append([sv.row_id, sv.tx_us, OPEN])
+                if sv.row_id not in self._source_of_row:
+                    self._source_of_row[sv.row_id] = sv.source_id
+                    if rows and rows[-1][2] == OPEN:
+                        rows[-1][2] = sv.tx_us
+                    rows.append([sv.row_id, sv.tx_us, OPEN])
+                elif sv.row_id in self.documents:
+                    continue
+                # indexed below; also when a batch that failed part-way is sent again
+                at = next(i for i, r in enumerate(rows) if r[0] == sv.row_id)
+                if at > 0 and rows[at - 1][2] == sv.tx_us:
+                    superseded.append((rows[at - 1][0], sv.tx_us))
                 documents.append(LexicalRow(row_id=sv.row_id, terms=analyze(sv.text),
                                             valid_from_us=-OPEN - 1, valid_to_us=None,
                                             tx_from_us=sv.tx_us, tx_to_us=None))
-        # the lexical indexes have their own locks; analysing text needs no catalog lock
+        # the lexical indexes have their own locks; analysing text needs no catalog lock (the
+        # versions of a batch that failed before indexing them are indexed when it is sent again)
         self.passages.add(
             LexicalRow(row_id=n.version_id, terms=analyze(n.text), valid_from_us=n.valid_from_us,
                        valid_to_us=n.valid_to_us, tx_from_us=n.tx_from_us, tx_to_us=n.tx_to_us)
-            for n in fresh
+            for n in batch.nodes if n.version_id not in self.passages
         )
         self.documents.add(documents)
         for row_id, tx_to in superseded:

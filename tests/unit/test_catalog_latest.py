@@ -151,6 +151,7 @@ def test_a_batch_keeps_what_it_cannot_change() -> None:
     # an edge from d to b: the links of doc3 and doc1 change, doc0's stay
     catalog.apply(CatalogBatch(edges=[(2, _edge("d", "b", 0.7, 3))]))
     assert set(catalog._latest.links) == {"doc0"}
+    _check_every_document(catalog, random.Random(0))
     assert dict(catalog.links("doc1", catalog.entry("doc1", 3, 3), 3, 3)) == {
         "doc0": 0.5, "doc3": 0.7}
 
@@ -171,6 +172,7 @@ def test_a_closing_sent_again_changes_nothing() -> None:
     links = catalog._latest.links["doc0"]
     catalog.apply(CatalogBatch(nodes=[_version(5, "d", "doc2", 15)], closed_edges=[(1, 12)]))
     assert catalog._latest.links["doc0"] is links
+    _check_every_document(catalog, random.Random(0))
 
 
 def test_a_failed_carry_over_leaves_empty_caches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,11 +205,45 @@ def test_large_caches_start_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not catalog._latest.entries  # three: not
 
 
-def test_warm_computes_nothing_when_a_bound_lies_after_now() -> None:
+def test_warm_computes_nothing_when_a_bound_lies_well_after_now() -> None:
+    ahead = catalog_module.WARM_AHEAD_US
     catalog = Catalog()
     catalog.apply(CatalogBatch(nodes=[_version(1, "a", "doc0", 10),
-                                      _version(2, "b", "doc1", 10, valid_to=500)]))
-    assert catalog.warm(100) == 0  # valid until 500: plans as of 100 are not past every bound
+                                      _version(2, "b", "doc1", 10, valid_to=100 + ahead + 1)]))
+    assert catalog.warm(100) == 0  # plans as of 100 are not past every bound: none would read them
     assert not catalog._latest.entries
-    assert catalog.warm(500) == 2
+    assert catalog.warm(101) == 2  # a bound within the minute: the next plans will be past it
     assert set(catalog._latest.entries) == set(catalog._latest.links) == {"doc0", "doc1"}
+
+
+@pytest.mark.parametrize("failing", ["documents", "passages"])
+def test_a_batch_failing_before_its_text_is_indexed_indexes_it_when_sent_again(
+        failing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = Catalog()
+    catalog.apply(CatalogBatch(
+        nodes=[_version(1, "a", "doc0", 1)],
+        sources=[SourceVersionRow(row_id=1, source_id="doc0", tx_us=1, text="alpha")]))
+    text = "beta"
+    batch = CatalogBatch(
+        nodes=[NodeVersion(version_id=2, node_id="b", labels=("passage",), properties={},
+                           text=text, confidence=1.0, provenance=(SpanRef("doc0", 5, 0, 4),),
+                           valid_from_us=0, valid_to_us=None, tx_from_us=5, tx_to_us=None)],
+        sources=[SourceVersionRow(row_id=2, source_id="doc0", tx_us=5, text=text)])
+    index = getattr(catalog, failing)
+    add = index.add
+
+    def fail(_rows: object) -> None:
+        raise _Failed
+
+    monkeypatch.setattr(index, "add", fail)
+    with pytest.raises(_Failed):
+        catalog.apply(batch)
+    monkeypatch.setattr(index, "add", add)
+    catalog.apply(batch)  # the catch-up sends the batch again
+    assert catalog.document_terms("doc0", 10) == frozenset({"beta"})
+    assert [row for row, _ in catalog.documents.search(["alpha"], valid_us=10, tx_us=10,
+                                                      limit=5)] == []
+    assert [row for row, _ in catalog.documents.search(["beta"], valid_us=10, tx_us=10,
+                                                     limit=5)] == [2]
+    assert [row for row, _ in catalog.passages.search(["beta"], valid_us=10, tx_us=10,
+                                                    limit=5)] == [2]
