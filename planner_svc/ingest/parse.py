@@ -19,9 +19,10 @@ Every span's location (:class:`Location`) carries its heading path (plain text: 
 The blocks go into the :class:`planner_svc.ingest.document.DocumentBuilder` the other readers
 (:mod:`planner_svc.ingest.readers`) share. A **passage** is the unit that becomes a node: one
 per paragraph or code span, and one per table row (its cells). Paragraphs and code longer than
-``max_passage_bytes`` are split, at the last sentence end before the limit (else the last
-whitespace, else a character boundary), so every passage can be packed into a modest token
-budget.
+``max_passage_bytes`` are cut into even pieces, each cut at the sentence end (a line end for
+code) nearest an even share of what remains, else at whitespace, else at a character boundary
+(:meth:`~planner_svc.ingest.document.DocumentBuilder.split`), so every passage can be packed
+into a modest token budget.
 
 Passage granularity: selection packs by density (weight per token), so a very short passage (a
 bare heading, a one-line caption, a one-sentence paragraph) always out-packs the paragraph that
