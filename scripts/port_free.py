@@ -19,17 +19,26 @@ def main(argv: list[str]) -> int:
         print(f"{what}: PORT must be a TCP port number, 1..65535 (got {text!r})", file=sys.stderr)
         return 2
     port = int(text)
+    error = _bind_error(port)
+    if error is None:
+        return 0
+    hint = next((p for p in [*range(port + 1, min(port + 100, 65535) + 1), *range(50151, 50251)]
+                 if _bind_error(p) is None), None)
+    suggestion = f"; give a free port, e.g. {what} PORT={hint}" if hint is not None else ""
+    print(f"{what}: 127.0.0.1:{port} is already in use ({error}){suggestion}", file=sys.stderr)
+    return 1
+
+
+def _bind_error(port: int) -> str | None:
+    """Why a server could not bind 127.0.0.1:``port`` now, or None when it could."""
     with socket.socket() as probe:
         # as a server binds: a port only in TIME_WAIT from an earlier run is free
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as exc:
-            print(f"{what}: 127.0.0.1:{port} is already in use ({exc.strerror}); give a free "
-                  f"port, e.g. {what} PORT={port + 1 if port < 65535 else 50151}",
-                  file=sys.stderr)
-            return 1
-    return 0
+            return exc.strerror or str(exc)
+    return None
 
 
 if __name__ == "__main__":

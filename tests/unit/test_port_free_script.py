@@ -15,6 +15,30 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
                           check=False, timeout=30)
 
 
+def test_the_suggested_port_is_free_too() -> None:
+    # two consecutive ports listening: the suggestion skips both
+    for _attempt in range(20):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            first.listen()
+            second.listen()
+            out = run(str(port), "make demo")
+            assert out.returncode == 1
+            assert f"make demo PORT={port + 1}" not in out.stderr
+            suggested = int(out.stderr.rsplit("PORT=", 1)[1].split()[0])
+            assert suggested > port + 1
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(("127.0.0.1", suggested))
+            return
+    raise AssertionError("no two consecutive free ports found")
+
+
 def test_a_listening_port_is_refused_with_the_next_one_suggested() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
