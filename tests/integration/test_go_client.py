@@ -142,6 +142,14 @@ def test_go_cli_reports_the_field_violation(live: Live, go_cli: Path) -> None:
     assert "field violation: expand_depth: must be in 0..2, got 5" in result.stderr
 
 
+def test_go_cli_exits_as_the_python_cli_when_the_server_declines(live: Live,
+                                                                  go_cli: Path) -> None:
+    result = _run(go_cli, "-addr", live.address, "qwpoeiru zxmcnv asdkjh")
+    assert result.returncode == 4  # planner-svc plan's exit code for a decline
+    assert "Plan failed: FailedPrecondition: " in result.stderr
+    assert "reason: INSUFFICIENT_EVIDENCE" in result.stderr
+
+
 def test_a_missing_toolchain_is_named(tmp_path: Path) -> None:
     go, problem = go_problem({"PATH": str(tmp_path)})
     assert go is None

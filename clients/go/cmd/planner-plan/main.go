@@ -8,9 +8,12 @@
 // The request is the one the Python client sends for a question: the question once (both recall
 // legs search with it), hop expansion depth 1, server defaults for k and limit. The plan hash is
 // recomputed locally (plan hash v1, docs/plan-hash.md); the command prints one line per
-// span (source, kind, tokens, weight), the totals, then "hash verified: b3:...". It exits 1 on
-// an RPC error (printing the gRPC code, message and any field violation or error reason), on a
-// plan whose hash does not verify, and 2 on bad usage. PLANNER_SVC_AUTH_TOKEN, when set, is sent
+// span (source, kind, tokens, weight), the totals, then "hash verified: b3:...". Exit codes are
+// planner-svc plan's: 1 on an RPC error (printing the gRPC code, message and any field
+// violation or error reason) and on a plan whose hash does not verify, 2 on bad usage, 3 when
+// the service is unavailable (Unavailable, DeadlineExceeded: retry later or elsewhere), and 4
+// when the server declines for insufficient evidence (FailedPrecondition with reason
+// INSUFFICIENT_EVIDENCE). PLANNER_SVC_AUTH_TOKEN, when set, is sent
 // as a bearer token. The connection is plaintext (loopback or a trusted network) unless a TLS
 // flag is given: -tls-ca verifies the server with those PEM authorities (default: the system's
 // roots), -tls-cert/-tls-key present a client certificate to a server that requires one
@@ -35,6 +38,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -164,7 +168,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	resp, err := plannerv1.NewEvidencePlannerServiceClient(conn).Plan(ctx, questionRequest(o))
 	if err != nil {
 		fmt.Fprint(stderr, describeError(err))
-		return 1
+		return errorExit(err)
 	}
 	plan := resp.GetPlan()
 	if err := planhash.Verify(plan); err != nil {
@@ -173,6 +177,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	printPlan(stdout, plan)
 	return 0
+}
+
+// errorExit is the exit code of a Plan error: 3 for a condition to retry (Unavailable,
+// DeadlineExceeded), 4 for a decline for insufficient evidence, else 1.
+func errorExit(err error) int {
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return 3
+	case codes.FailedPrecondition:
+		for _, detail := range st.Details() {
+			if info, ok := detail.(*errdetails.ErrorInfo); ok && info.GetReason() == "INSUFFICIENT_EVIDENCE" {
+				return 4
+			}
+		}
+	}
+	return 1
 }
 
 // describeError renders a Plan error: the gRPC code and message, then one line per field

@@ -200,8 +200,22 @@ func TestFailedPreconditionPrintsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCLI("-addr", serve(t, &fakePlanner{err: st.Err()}), "q")
-	if code != 1 || !strings.Contains(errOut, "FailedPrecondition: nothing recalled\nreason: INSUFFICIENT_EVIDENCE") {
-		t.Fatalf("exit %d, stderr %q", code, errOut)
+	if code != 4 || !strings.Contains(errOut, "FailedPrecondition: nothing recalled\nreason: INSUFFICIENT_EVIDENCE") {
+		t.Fatalf("exit %d, stderr %q; want 4 (declined)", code, errOut)
+	}
+	// another failed precondition is a refusal
+	other := status.New(codes.FailedPrecondition, "store is read-only").Err()
+	if code, _, _ := runCLI("-addr", serve(t, &fakePlanner{err: other}), "q"); code != 1 {
+		t.Fatalf("exit %d; want 1 for a failed precondition without the reason", code)
+	}
+}
+
+func TestUnavailableAndDeadlineExceededExit3(t *testing.T) {
+	for _, c := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded} {
+		code, _, errOut := runCLI("-addr", serve(t, &fakePlanner{err: status.New(c, "later").Err()}), "q")
+		if code != 3 || !strings.Contains(errOut, c.String()+": later") {
+			t.Fatalf("%s: exit %d, stderr %q; want 3", c, code, errOut)
+		}
 	}
 }
 

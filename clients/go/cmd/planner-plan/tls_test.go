@@ -142,8 +142,8 @@ func TestMutualTLSNeedsAClientCertificateFromTheAuthority(t *testing.T) {
 		"plaintext":             {},
 	} {
 		code, _, errOut := runCLI(append(append([]string{"-addr", addr, "-timeout", "5s"}, args...), "q")...)
-		if code != 1 || !strings.HasPrefix(errOut, "planner-plan: Plan failed: Unavailable: ") {
-			t.Errorf("%s: exit %d, stderr %q; want 1 and Unavailable", name, code, errOut)
+		if code != 3 || !strings.HasPrefix(errOut, "planner-plan: Plan failed: Unavailable: ") {
+			t.Errorf("%s: exit %d, stderr %q; want 3 and Unavailable", name, code, errOut)
 		}
 	}
 	if code, _, errOut := runCLI("-addr", addr, "-tls-cert", clientCert, "q"); code != 2 ||
