@@ -69,7 +69,7 @@ def _settled(name: str, expected: float, **labels: str) -> float:
 
 
 def test_shutdown_ends_open_sessions_with_a_cancelled_final_message(
-    fixture_data_dir: Path,
+    fixture_data_dir: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     live = start(ServerSettings(data_dir=fixture_data_dir,
                                 transport=TransportSettings(port=0, max_workers=4)))
@@ -103,6 +103,14 @@ def test_shutdown_ends_open_sessions_with_a_cancelled_final_message(
         live.channel.close()
     assert not stopper.is_alive()
     assert _settled("planner_research_sessions_open", open_before - 1) == open_before - 1
+    # the session's end is logged after its gauge moves: wait for it here, inside this test's
+    # capture, not in whichever test runs next
+    logged = ""
+    deadline = time.monotonic() + 30
+    while "research.end" not in logged and time.monotonic() < deadline:
+        logged += plain_log(capsys.readouterr().err)
+        time.sleep(0.01)
+    assert "research.end" in logged and "reason=CANCELLED" in logged
 
 
 class _SerializedOnce(grpc.ServerInterceptor):  # type: ignore[misc]
