@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import queue
+import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 
@@ -23,7 +25,7 @@ from planner_svc.research.planner import ResearchCaps
 from planner_svc.research.provider import ProviderAnswer, ResearchProvider
 from planner_svc.research.testing import FakeEvidence, ScriptedProvider
 from planner_svc.server.research import add_research_servicer
-from tests.integration.conftest import Live
+from tests.integration.conftest import Live, plain_log
 
 pytestmark = pytest.mark.integration
 
@@ -182,7 +184,23 @@ def test_proposals_cut_by_the_caps_are_reported_in_order() -> None:
     assert final.reason == research_pb2.STOP_REASON_DEPTH_CAP
 
 
-def test_settings_echo_the_resolved_budget_and_screen_on_a_real_server(live: Live) -> None:
+def _wait_for_ends(capsys: pytest.CaptureFixture[str], session_ids: Sequence[str]) -> str:
+    """The captured log once it holds a ``research.end`` line of each session (a cancelled
+    session ends on the server after the call returns: waiting keeps its line in this test's
+    capture, not in the next test's output)."""
+    logged = ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        logged += plain_log(capsys.readouterr().err)
+        ends = [line for line in logged.splitlines() if "research.end" in line]
+        if all(any(f"session_id={sid}" in line for line in ends) for sid in session_ids):
+            break
+        time.sleep(0.01)
+    return logged
+
+
+def test_settings_echo_the_resolved_budget_and_screen_on_a_real_server(
+        live: Live, capsys: pytest.CaptureFixture[str]) -> None:
     stub = research_pb2_grpc.ResearchPlannerServiceStub(live.channel)
     call = stub.Research(iter([start_event("What caused the Cold War?")]), timeout=60)
     first = next(call)
@@ -199,10 +217,14 @@ def test_settings_echo_the_resolved_budget_and_screen_on_a_real_server(live: Liv
     asked = start_event("What caused the Cold War?")
     asked.start.budget_tokens = 500
     call = stub.Research(iter([asked]), timeout=60)
-    cfg = next(call).initial.settings
+    second = next(call).initial.settings
     call.cancel()
-    assert (cfg.budget_tokens, cfg.budget_default, cfg.effective_budget_tokens) == (
+    assert (second.budget_tokens, second.budget_default, second.effective_budget_tokens) == (
         500, False, 450)
+    logged = _wait_for_ends(capsys, [cfg.session_id, second.session_id])
+    for sid in (cfg.session_id, second.session_id):
+        assert re.search(rf"research\.end .*reason=CANCELLED .*session_id={re.escape(sid)}",
+                         logged), sid
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -5,6 +5,7 @@ and the Research RPC's metrics."""
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -103,14 +104,10 @@ def test_shutdown_ends_open_sessions_with_a_cancelled_final_message(
         live.channel.close()
     assert not stopper.is_alive()
     assert _settled("planner_research_sessions_open", open_before - 1) == open_before - 1
-    # the session's end is logged after its gauge moves: wait for it here, inside this test's
-    # capture, not in whichever test runs next
-    logged = ""
-    deadline = time.monotonic() + 30
-    while "research.end" not in logged and time.monotonic() < deadline:
-        logged += plain_log(capsys.readouterr().err)
-        time.sleep(0.01)
-    assert "research.end" in logged and "reason=CANCELLED" in logged
+    # the session's end is logged before its stream ends: this test's capture holds it
+    sid = re.escape(initial.initial.settings.session_id)
+    assert re.search(rf"research\.end .*reason=CANCELLED .*session_id={sid}",
+                     plain_log(capsys.readouterr().err))
 
 
 class _SerializedOnce(grpc.ServerInterceptor):  # type: ignore[misc]
