@@ -8,12 +8,13 @@
 // The request is the one the Python client sends for a question: the question once (both recall
 // legs search with it), hop expansion depth 1, server defaults for k and limit. The plan hash is
 // recomputed locally (plan hash v1, docs/plan-hash.md); the command prints one line per
-// span (source, kind, tokens, weight), the totals, then "hash verified: b3:...". Exit codes are
-// planner-svc plan's: 1 on an RPC error (printing the gRPC code, message and any field
-// violation or error reason) and on a plan whose hash does not verify, 2 on bad usage, 3 when
-// the service is unavailable (Unavailable, DeadlineExceeded: retry later or elsewhere), and 4
-// when the server declines for insufficient evidence (FailedPrecondition with reason
-// INSUFFICIENT_EVIDENCE). PLANNER_SVC_AUTH_TOKEN, when set, is sent
+// span (source, kind, tokens, weight), the totals, then "hash verified: b3:...". On an RPC error
+// it prints the gRPC code, message and any field violation or error reason. Exit codes are
+// planner-svc plan's: 4 when the server declines for insufficient evidence (FailedPrecondition
+// with reason INSUFFICIENT_EVIDENCE), 3 when the service is unavailable (Unavailable,
+// DeadlineExceeded: retry later or elsewhere), 1 on any other RPC error and on a plan whose
+// hash does not verify, 2 on bad usage (flags are checked here only for their form and the
+// timeout; the server checks the budget and depth, and refuses bad ones with exit 1). PLANNER_SVC_AUTH_TOKEN, when set, is sent
 // as a bearer token. The connection is plaintext (loopback or a trusted network) unless a TLS
 // flag is given: -tls-ca verifies the server with those PEM authorities (default: the system's
 // roots), -tls-cert/-tls-key present a client certificate to a server that requires one
@@ -91,6 +92,10 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return o, errors.New("-tls-cert and -tls-key must be given together")
+	}
+	if o.timeout <= 0 || o.timeout > time.Hour {
+		// as planner-svc plan's --timeout: a deadline already passed would read as "retry" (3)
+		return o, fmt.Errorf("-timeout %s is outside (0s, 1h]", o.timeout)
 	}
 	o.question = fs.Arg(0)
 	return o, nil

@@ -203,11 +203,27 @@ func TestFailedPreconditionPrintsReason(t *testing.T) {
 	if code != 4 || !strings.Contains(errOut, "FailedPrecondition: nothing recalled\nreason: INSUFFICIENT_EVIDENCE") {
 		t.Fatalf("exit %d, stderr %q; want 4 (declined)", code, errOut)
 	}
-	// another failed precondition is a refusal
-	other := status.New(codes.FailedPrecondition, "store is read-only").Err()
-	if code, _, _ := runCLI("-addr", serve(t, &fakePlanner{err: other}), "q"); code != 1 {
-		t.Fatalf("exit %d; want 1 for a failed precondition without the reason", code)
+	// a failed precondition without the reason, or the reason under another code, is a refusal
+	info := &errdetails.ErrorInfo{Reason: "INSUFFICIENT_EVIDENCE", Domain: "planner.plannersvc.dev"}
+	otherInfo := &errdetails.ErrorInfo{Reason: "STORE_READ_ONLY", Domain: "planner.plannersvc.dev"}
+	for name, st := range map[string]*status.Status{
+		"no details":         status.New(codes.FailedPrecondition, "store is read-only"),
+		"another reason":     mustDetail(t, status.New(codes.FailedPrecondition, "x"), otherInfo),
+		"reason, other code": mustDetail(t, status.New(codes.InvalidArgument, "x"), info),
+	} {
+		if code, _, _ := runCLI("-addr", serve(t, &fakePlanner{err: st.Err()}), "q"); code != 1 {
+			t.Errorf("%s: exit %d; want 1", name, code)
+		}
 	}
+}
+
+func mustDetail(t *testing.T, st *status.Status, detail *errdetails.ErrorInfo) *status.Status {
+	t.Helper()
+	with, err := st.WithDetails(detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return with
 }
 
 func TestUnavailableAndDeadlineExceededExit3(t *testing.T) {
@@ -220,7 +236,8 @@ func TestUnavailableAndDeadlineExceededExit3(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{}, {"a", "b"}, {"-budget", "x", "q"}, {"  "}} {
+	for _, args := range [][]string{{}, {"a", "b"}, {"-budget", "x", "q"}, {"  "},
+		{"-timeout", "0s", "q"}, {"-timeout", "-1s", "q"}, {"-timeout", "2h", "q"}} {
 		if code, _, _ := runCLI(args...); code != 2 {
 			t.Errorf("args %q: exit %d, want 2", args, code)
 		}
