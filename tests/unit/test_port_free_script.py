@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "port_free.py"
 
@@ -21,6 +24,8 @@ def test_the_suggested_port_is_free_too() -> None:
         with socket.socket() as first, socket.socket() as second:
             first.bind(("127.0.0.1", 0))
             port = first.getsockname()[1]
+            if port >= 65534:
+                continue
             try:
                 second.bind(("127.0.0.1", port + 1))
             except OSError:
@@ -39,15 +44,47 @@ def test_the_suggested_port_is_free_too() -> None:
     raise AssertionError("no two consecutive free ports found")
 
 
-def test_a_listening_port_is_refused_with_the_next_one_suggested() -> None:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-        out = run(str(port), "make demo")
-    assert out.returncode == 1
-    assert f"make demo: 127.0.0.1:{port} is already in use" in out.stderr
-    assert f"make demo PORT={port + 1}" in out.stderr
+def test_a_listening_port_is_refused_with_the_next_free_one_suggested() -> None:
+    for _attempt in range(20):
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+            port = server.getsockname()[1]
+            if port >= 65535 or not _free(port + 1):
+                continue  # the next port is taken too: another test covers that
+            out = run(str(port), "make demo")
+        assert out.returncode == 1
+        assert f"make demo: 127.0.0.1:{port} is already in use" in out.stderr
+        assert f"make demo PORT={port + 1}" in out.stderr
+        return
+    raise AssertionError("no port with a free successor found")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_the_search_ends_without_a_suggestion_when_every_port_is_taken(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("port_free", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "_bind_error", lambda port: "Address already in use")
+    assert module.main(["port_free.py", "65535", "make demo"]) == 1
+    err = capsys.readouterr().err
+    assert err == "make demo: 127.0.0.1:65535 is already in use (Address already in use)\n"
+    taken = {65535, *range(50151, 50160)}
+    monkeypatch.setattr(module, "_bind_error",
+                        lambda port: "Address already in use" if port in taken else None)
+    assert module.main(["port_free.py", "65535", "make demo"]) == 1
+    assert "e.g. make demo PORT=50160" in capsys.readouterr().err  # past the top, from 50151
 
 
 def test_a_free_port_passes() -> None:
