@@ -173,11 +173,13 @@ class Evidence:
         best_source: the document (or ``"A + B"`` group) reaching it; None when none holds any.
         similarity: the best cosine similarity of a passage to the question (None without the
             semantic leg).
+        live_documents: the number of documents live as of the plan (None when not counted).
     """
 
     coverage: float
     best_source: str | None
     similarity: float | None
+    live_documents: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -786,7 +788,8 @@ class _Recall:
         for w in weights:
             total += w
         if not total > 0.0:
-            return Evidence(coverage=0.0, best_source=None, similarity=similarity)
+            return Evidence(coverage=0.0, best_source=None, similarity=similarity,
+                            live_documents=count)
         shares: dict[int, float] = {}
 
         def share(held: int) -> float:
@@ -838,7 +841,8 @@ class _Recall:
             value = share(together)
             if value > best:
                 best, where = value, " + ".join(chosen)
-        return Evidence(coverage=best, best_source=where, similarity=similarity)
+        return Evidence(coverage=best, best_source=where, similarity=similarity,
+                        live_documents=count)
 
 
 def filtered_nodes(

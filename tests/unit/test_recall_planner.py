@@ -276,6 +276,18 @@ def test_a_question_the_store_does_not_support_is_declined(store: Store) -> None
     assert supported.trace.abstention.evidence.coverage == 1.0
 
 
+def test_a_plan_as_of_before_any_write_says_the_store_held_nothing(store: Store) -> None:
+    query = _query(structured=StructuredLeg(text="capital of France"), at_tx_us=1)
+    refused = EvidenceQuery(**{**{f: getattr(query, f) for f in query.__dataclass_fields__},
+                               "allow_ungrounded": False})
+    with pytest.raises(InsufficientEvidence,
+                       match=r"the store holds no document as of the plan's valid and transaction"):
+        _planner(store).plan(refused)
+    answered = _planner(store).plan(_query(structured=StructuredLeg(text="capital of France")))
+    assert answered.trace is not None and answered.trace.abstention is not None
+    assert answered.trace.abstention.evidence.live_documents == 2  # cities and rivers
+
+
 def test_similarity_alone_never_answers_a_question_no_document_holds_a_term_of(
     store: Store,
 ) -> None:
