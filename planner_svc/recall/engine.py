@@ -173,7 +173,9 @@ class Evidence:
         best_source: the document (or ``"A + B"`` group) reaching it; None when none holds any.
         similarity: the best cosine similarity of a passage to the question (None without the
             semantic leg).
-        live_documents: the number of documents live as of the plan (None when not counted).
+        live_documents: the number of source documents with a version written by the plan's
+            transaction time (whole documents: valid time does not apply); None when not
+            counted.
     """
 
     coverage: float

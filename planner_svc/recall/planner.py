@@ -105,8 +105,8 @@ class Abstention:
         similarity = self.evidence.similarity
         shown = "n/a" if similarity is None else f"{similarity:.3f}"
         if self.evidence.live_documents == 0:
-            return ("the store holds no document as of the plan's valid and transaction time "
-                    "(nothing written by then, or an empty store)")
+            return ("nothing is stored as of the plan's transaction time (at_tx): nothing was "
+                    "written by then, or the store is empty")
         if self.evidence.best_source is None:
             return (f"no document holds any of the question's terms (coverage "
                     f"{self.evidence.coverage:.3f}, at least {self.min_coverage:.2f} needed); "

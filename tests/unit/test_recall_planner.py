@@ -281,7 +281,7 @@ def test_a_plan_as_of_before_any_write_says_the_store_held_nothing(store: Store)
     refused = EvidenceQuery(**{**{f: getattr(query, f) for f in query.__dataclass_fields__},
                                "allow_ungrounded": False})
     with pytest.raises(InsufficientEvidence,
-                       match=r"the store holds no document as of the plan's valid and transaction"):
+                       match=r"nothing is stored as of the plan's transaction time \(at_tx\)"):
         _planner(store).plan(refused)
     answered = _planner(store).plan(_query(structured=StructuredLeg(text="capital of France")))
     assert answered.trace is not None and answered.trace.abstention is not None
