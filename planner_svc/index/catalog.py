@@ -383,10 +383,11 @@ class Catalog:
                     if rows and rows[-1][2] == OPEN:
                         rows[-1][2] = sv.tx_us
                     rows.append([sv.row_id, sv.tx_us, OPEN])
+                    at = len(rows) - 1
                 elif sv.row_id in self.documents:
                     continue
-                # indexed below; also when a batch that failed part-way is sent again
-                at = next(i for i, r in enumerate(rows) if r[0] == sv.row_id)
+                else:  # recorded by a batch that failed before indexing it: indexed below
+                    at = next(i for i, r in enumerate(rows) if r[0] == sv.row_id)
                 if at > 0 and rows[at - 1][2] == sv.tx_us:
                     superseded.append((rows[at - 1][0], sv.tx_us))
                 documents.append(LexicalRow(row_id=sv.row_id, terms=analyze(sv.text),

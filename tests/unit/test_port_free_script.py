@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -60,22 +61,22 @@ def test_a_listening_port_is_refused_with_the_next_free_one_suggested() -> None:
     raise AssertionError("no port with a free successor found")
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def test_the_search_ends_without_a_suggestion_when_every_port_is_taken(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def _script() -> ModuleType:
+    """The script as a module (it is not a package member)."""
     spec = importlib.util.spec_from_file_location("port_free", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def _free(port: int) -> bool:
+    return _script()._bind_error(port) is None
+
+
+def test_the_search_ends_without_a_suggestion_when_every_port_is_taken(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    module = _script()
     monkeypatch.setattr(module, "_bind_error", lambda port: "Address already in use")
     assert module.main(["port_free.py", "65535", "make demo"]) == 1
     err = capsys.readouterr().err

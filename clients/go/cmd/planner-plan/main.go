@@ -14,8 +14,8 @@
 // with reason INSUFFICIENT_EVIDENCE), 3 when the service is unavailable (Unavailable,
 // DeadlineExceeded: retry later or elsewhere), 1 on any other RPC error and on a plan whose
 // hash does not verify, 2 on bad usage (flags are checked here only for their form and the
-// timeout; the server checks the budget and depth, and refuses bad ones with exit 1). PLANNER_SVC_AUTH_TOKEN, when set, is sent
-// as a bearer token. The connection is plaintext (loopback or a trusted network) unless a TLS
+// timeout; the server checks the budget and depth, and refuses bad ones with exit 1).
+// PLANNER_SVC_AUTH_TOKEN, when set, is sent as a bearer token. The connection is plaintext (loopback or a trusted network) unless a TLS
 // flag is given: -tls-ca verifies the server with those PEM authorities (default: the system's
 // roots), -tls-cert/-tls-key present a client certificate to a server that requires one
 // (serve --tls-client-ca). Responses of any size are accepted (grpc-go's default refuses more
