@@ -152,6 +152,10 @@ class SourceEntry:
             (ascending), groups in the order of their first member.
         group_ids: each group's version ids (``ids`` of its members), in ``groups`` order.
         id_array: ``ids`` as int64 ``(len(ids),)`` (read-only), for array lookups.
+        group_members: ``groups`` laid end to end, int64 ``(len(ids),)`` (read-only; every
+            member is in one group).
+        group_sizes: each group's number of members, int64 ``(len(groups),)`` (read-only).
+        group_firsts: each group's smallest version id, int64 ``(len(groups),)`` (read-only).
     """
 
     members: tuple[CatalogVersion, ...]
@@ -159,6 +163,9 @@ class SourceEntry:
     groups: tuple[tuple[int, ...], ...]
     group_ids: tuple[tuple[int, ...], ...]
     id_array: npt.NDArray[np.int64] = field(compare=False, repr=False)
+    group_members: npt.NDArray[np.int64] = field(compare=False, repr=False)
+    group_sizes: npt.NDArray[np.int64] = field(compare=False, repr=False)
+    group_firsts: npt.NDArray[np.int64] = field(compare=False, repr=False)
 
 
 CARRY_OVER_DOCUMENTS = 65_536
@@ -597,8 +604,18 @@ class Catalog:
         for i, member in enumerate(members):
             groups.setdefault(member.spans, []).append(i)
         ids = tuple(m.version_id for m in members)
-        id_array = np.asarray(ids, dtype=np.int64)
-        id_array.setflags(write=False)  # shared by every plan that reads the entry
-        return SourceEntry(members=members, ids=ids, id_array=id_array,
-                           groups=tuple(tuple(g) for g in groups.values()),
-                           group_ids=tuple(tuple(ids[j] for j in g) for g in groups.values()))
+        grouped = tuple(tuple(g) for g in groups.values())
+        group_ids = tuple(tuple(ids[j] for j in g) for g in grouped)
+        return SourceEntry(
+            members=members, ids=ids, groups=grouped, group_ids=group_ids,
+            id_array=_frozen(ids),
+            group_members=_frozen([j for g in grouped for j in g]),
+            group_sizes=_frozen([len(g) for g in grouped]),
+            group_firsts=_frozen([g[0] for g in group_ids]))
+
+
+def _frozen(values: Sequence[int]) -> npt.NDArray[np.int64]:
+    """``values`` as a read-only int64 array (shared by every plan that reads an entry)."""
+    array = np.asarray(values, dtype=np.int64)
+    array.setflags(write=False)
+    return array

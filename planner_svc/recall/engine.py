@@ -211,12 +211,18 @@ class Recalled:
 
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
-    """``clamp((score / best) ** sharpness)`` per key; empty when the best is not positive."""
+    """``clamp((score / best) ** sharpness)`` per key; empty when the best is not positive.
+    Every key at once (:func:`_relative_segments`, the same operations per value) when the
+    scores are finite; element by element otherwise."""
     best = max(scores.values(), default=0.0)
     if not best > 0.0:
         return {}
-    return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))
-            for k, s in scores.items()}
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    if not np.isfinite(values).all():  # max(0.0, nan) is 0.0 in Python, nan in numpy
+        return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))
+                for k, s in scores.items()}
+    relative = _relative_segments(values, np.full(values.shape[0], best), sharpness)
+    return dict(zip(scores, relative.tolist(), strict=True))
 
 
 Float64s = npt.NDArray[np.float64]
@@ -594,13 +600,25 @@ class _Recall:
                 sources = sorted(set(structured) - set(semantic))
                 entries = [self.entry(source) for source in sources]
                 rows_of = self.table.rows(_ids_of(entries))
-                sims = self.table.cosine_arrays([(vector, rows_of)])[0].tolist()
-                has = self.table.stored(rows_of).tolist()
+                cosine = self.table.cosine_arrays([(vector, rows_of)])[0]
+                has = self.table.stored(rows_of)
+                if self.query.alpha == 1.0:  # the score is the clamped similarity: all at once
+                    # clamp_unit's bounds (its NaN -> 0.0 too); a member without a stored
+                    # vector counts as 0.0, as the loop's starting best
+                    scores = np.where(has & ~np.isnan(cosine),
+                                      np.minimum(1.0, np.maximum(cosine, 0.0)), 0.0)
+                    lengths = np.asarray([len(e.members) for e in entries], dtype=np.int64)
+                    bests = _segment_max(scores, lengths).tolist()
+                    for source, best in zip(sources, bests, strict=True):
+                        if best > 0.0:
+                            semantic[source] = best
+                    return
+                sims, held = cosine.tolist(), has.tolist()
                 at = 0
                 for source, entry in zip(sources, entries, strict=True):
                     best = 0.0
                     for member in entry.members:
-                        if has[at]:
+                        if held[at]:
                             best = max(best, self._semantic_score(member, sims[at]))
                         at += 1
                     if best > 0.0:
@@ -751,25 +769,16 @@ class _Recall:
                                                        lengths), self.settings.local_sharpness)
         node_rel = np.maximum(lex_rel, cos_rel)
         # groups of every document: their members' positions in the flat arrays
-        members: list[int] = []
-        sizes: list[int] = []
-        owner: list[int] = []
-        firsts: list[int] = []
-        versions: list[tuple[int, ...]] = []
-        at = 0
-        for d, entry in enumerate(entries):
-            for group in entry.groups:
-                members.extend([at + j for j in group] if at else group)
-                sizes.append(len(group))
-                owner.append(d)
-            firsts.extend(g[0] for g in entry.group_ids)
-            versions.extend(entry.group_ids)
-            at += len(entry.ids)
-        group_rel = _segment_max(node_rel[np.asarray(members, dtype=np.int64)],
-                                 np.asarray(sizes, dtype=np.int64))
-        order = np.lexsort((np.asarray(firsts, dtype=np.int64), -group_rel,
-                            np.asarray(owner, dtype=np.int64))).tolist()
-        relevance = group_rel.tolist()
+        starts = np.cumsum(lengths) - lengths
+        members = np.concatenate([e.group_members for e in entries]) + np.repeat(starts, lengths)
+        groups = np.asarray([len(e.groups) for e in entries], dtype=np.int64)
+        owners = np.repeat(np.arange(len(entries), dtype=np.int64), groups)
+        group_rel = _segment_max(node_rel[members],
+                                 np.concatenate([e.group_sizes for e in entries]))
+        order = np.lexsort((np.concatenate([e.group_firsts for e in entries]), -group_rel,
+                            owners)).tolist()
+        versions = [ids for e in entries for ids in e.group_ids]
+        owner, relevance = owners.tolist(), group_rel.tolist()
         for g in order:
             out[owner[g]].append((versions[g], relevance[g]))
         return out

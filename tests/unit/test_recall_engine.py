@@ -8,11 +8,18 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from planner_svc.core.fusion import clamp_unit, unit_power
 from planner_svc.core.model import SpanRef
 from planner_svc.embed import HashingEmbedder
 from planner_svc.index.catalog import Catalog, CatalogBatch
 from planner_svc.index.source import VectorRows
-from planner_svc.recall.engine import EngineQuery, Recalled, measure_evidence, recall_documents
+from planner_svc.recall.engine import (
+    EngineQuery,
+    Recalled,
+    _relative,
+    measure_evidence,
+    recall_documents,
+)
 from planner_svc.recall.semantic import exact_similarities
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.store import Edge, NodeVersion, SourceVersionRow
@@ -136,6 +143,47 @@ def test_a_document_one_leg_missed_gets_that_legs_score() -> None:
     assert docs["romania"].semantic == 1.0 and 0.0 < docs["romania"].structured < 1.0
     for d in got.documents:
         assert d.score == (d.structured + d.semantic) / 2.0 > 0.5  # 0.5: found by one leg only
+
+
+def test_the_missed_legs_score_is_the_best_clamped_cosine_relative_to_the_legs_best() -> None:
+    catalog, semantic, ids = _world()
+    question = "Which landlocked country in Eastern Europe has Chisinau as its capital?"
+    vector = semantic.embed(["Romania. A country in Southeast Europe on the Black Sea."])[0]
+    narrow = EngineQuery(text=question, structured=True, semantic=True, vector=vector,
+                         document_k=1, semantic_k=1, expand_depth=0, valid_us=T, tx_us=T)
+    settings = RecallSettings()
+    got = recall_documents(catalog, narrow, settings=settings, semantic=semantic)
+    moldova = {d.source_id: d for d in got.documents}["moldova"]
+
+    def cosine(source: str, ordinal: int) -> float:
+        stored = semantic.stored[ids[(source, ordinal)]]
+        return float(exact_similarities(vector, stored[None, :])[0])
+
+    # computed one member at a time, as a scalar formula: the same bits
+    raw = max(0.0, *(clamp_unit(cosine("moldova", o)) for o in range(2)))
+    best = clamp_unit(cosine("romania", 0))
+    expected = clamp_unit(unit_power(clamp_unit(max(0.0, raw) / best),
+                                     settings.semantic_sharpness))
+    assert 0.0 < moldova.semantic < 1.0
+    assert moldova.semantic == expected
+
+
+@pytest.mark.parametrize("sharpness", [1.0, 4.0, 8.0, 2.5])
+def test_relative_scores_keep_the_bits_of_the_scalar_formula(sharpness: float) -> None:
+    rng = np.random.default_rng(7)
+    values = [0.0, -0.0, -1.5, 1e-300, 5e-324, 3.0, 3.0, *rng.uniform(-1.0, 3.0, 200).tolist()]
+    scores = {f"s{i}": v for i, v in enumerate(values)}
+    best = max(values)
+    expected = {k: clamp_unit(unit_power(clamp_unit(max(0.0, v) / best), sharpness))
+                for k, v in scores.items()}
+    got = _relative(scores, sharpness)
+    assert list(got) == list(scores)
+    assert [np.float64(v).tobytes() for v in got.values()] == [
+        np.float64(v).tobytes() for v in expected.values()]
+    # a NaN score takes the element-by-element path: Python's max(0.0, nan) is 0.0
+    with_nan = _relative({"b": 2.0, "a": float("nan")}, sharpness)
+    assert with_nan == {"b": 1.0, "a": 0.0}
+    assert _relative({"a": 0.0, "b": -1.0}, sharpness) == {}
 
 
 def test_recall_is_as_of_the_plan() -> None:
