@@ -27,16 +27,17 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["compile_kernel", "ordered_dots"]
+__all__ = ["compile_kernel", "ordered_dots", "ordered_dots_many"]
 
 _Kernel = Callable[[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.float64],
-                    npt.NDArray[np.float64]], None]
+                    npt.NDArray[np.int64], npt.NDArray[np.float64]], None]
 
 
 def _signatures(types: Any) -> list[Any]:
     # the vectors writable, or read-only (an index segment mapped from its file)
     return [types.void(types.Array(types.float32, 2, "C", readonly=readonly),
-                       types.int64[::1], types.float64[::1], types.float64[::1])
+                       types.int64[::1], types.Array(types.float64, 2, "C", readonly=True),
+                       types.int64[::1], types.float64[::1])
             for readonly in (False, True)]
 
 
@@ -51,33 +52,35 @@ def compile_kernel() -> _Kernel:
 
 
 def _ordered_dots_into(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
-                       query: npt.NDArray[np.float64], out: npt.NDArray[np.float64]) -> None:
+                       queries: npt.NDArray[np.float64], which: npt.NDArray[np.int64],
+                       out: npt.NDArray[np.float64]) -> None:
     n = rows.shape[0]
-    dim = query.shape[0]
+    dim = queries.shape[1]
     for i in range(n):
         if rows[i] < 0 or rows[i] >= vectors.shape[0]:
             raise IndexError("row index out of range")
+        if which[i] < 0 or which[i] >= queries.shape[0]:
+            raise IndexError("query index out of range")
     i = 0
     while i + 4 <= n:  # four rows at once: their running sums overlap in the pipeline
         r0, r1, r2, r3 = rows[i], rows[i + 1], rows[i + 2], rows[i + 3]
-        q = query[0]
-        a0 = np.float64(vectors[r0, 0]) * q
-        a1 = np.float64(vectors[r1, 0]) * q
-        a2 = np.float64(vectors[r2, 0]) * q
-        a3 = np.float64(vectors[r3, 0]) * q
+        q0, q1, q2, q3 = which[i], which[i + 1], which[i + 2], which[i + 3]
+        a0 = np.float64(vectors[r0, 0]) * queries[q0, 0]
+        a1 = np.float64(vectors[r1, 0]) * queries[q1, 0]
+        a2 = np.float64(vectors[r2, 0]) * queries[q2, 0]
+        a3 = np.float64(vectors[r3, 0]) * queries[q3, 0]
         for j in range(1, dim):
-            q = query[j]
-            a0 += np.float64(vectors[r0, j]) * q
-            a1 += np.float64(vectors[r1, j]) * q
-            a2 += np.float64(vectors[r2, j]) * q
-            a3 += np.float64(vectors[r3, j]) * q
+            a0 += np.float64(vectors[r0, j]) * queries[q0, j]
+            a1 += np.float64(vectors[r1, j]) * queries[q1, j]
+            a2 += np.float64(vectors[r2, j]) * queries[q2, j]
+            a3 += np.float64(vectors[r3, j]) * queries[q3, j]
         out[i], out[i + 1], out[i + 2], out[i + 3] = a0, a1, a2, a3
         i += 4
     while i < n:
-        r = rows[i]
-        a = np.float64(vectors[r, 0]) * query[0]
+        r, q = rows[i], which[i]
+        a = np.float64(vectors[r, 0]) * queries[q, 0]
         for j in range(1, dim):
-            a += np.float64(vectors[r, j]) * query[j]
+            a += np.float64(vectors[r, j]) * queries[q, j]
         out[i] = a
         i += 1
 
@@ -100,14 +103,44 @@ def ordered_dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
     """
     if query.shape != (vectors.shape[1],):
         raise ValueError(f"query: expected shape ({vectors.shape[1]},), got {query.shape}")
+    return ordered_dots_many(vectors, rows, query.reshape(1, -1),
+                             np.zeros(rows.shape[0], dtype=np.int64))
+
+
+def ordered_dots_many(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
+                      queries: npt.NDArray[np.float32], which: npt.NDArray[np.int64]
+                      ) -> npt.NDArray[np.float64]:
+    """:func:`ordered_dots` of several queries in one call: row ``i``'s inner product with
+    ``queries[which[i]]``, as float64 ``(len(rows),)``, each with the bits
+    :func:`ordered_dots` gives it alone (a row's products are added in index order whatever
+    the other rows' queries are).
+
+    Args:
+        vectors: float32 ``(n, dim)``, ``dim >= 1``, writable or read-only (copied once if
+            not C-contiguous).
+        rows: row indices into ``vectors``, each in ``[0, n)``.
+        queries: float32 ``(m, dim)``.
+        which: int64 ``(len(rows),)``, each row's query, each in ``[0, m)``.
+
+    Raises:
+        IndexError: a row outside ``[0, n)`` or a query index outside ``[0, m)``.
+        ValueError: ``queries`` do not have ``dim`` columns, ``which`` is not one per row, or
+            ``dim`` is 0.
+    """
+    if queries.ndim != 2 or queries.shape[1] != vectors.shape[1]:
+        raise ValueError(f"queries: expected shape (m, {vectors.shape[1]}), got "
+                         f"{queries.shape}")
+    if which.shape != rows.shape:
+        raise ValueError(f"which: expected shape {rows.shape}, got {which.shape}")
     if vectors.shape[1] == 0:
         raise ValueError("vectors: need at least one dimension")
     out = np.empty(rows.shape[0], dtype=np.float64)
     if rows.shape[0]:
         kernel = _KERNEL.compiled()
         kernel(np.ascontiguousarray(vectors, dtype=np.float32),
-               np.ascontiguousarray(rows, dtype=np.int64), np.asarray(query, dtype=np.float64),
-               out)
+               np.ascontiguousarray(rows, dtype=np.int64),
+               np.ascontiguousarray(queries, dtype=np.float64),
+               np.ascontiguousarray(which, dtype=np.int64), out)
     return out
 
 

@@ -55,7 +55,7 @@ from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_ter
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
 from planner_svc.index.lexical import LexicalView
 from planner_svc.index.source import VectorRows, VersionIds
-from planner_svc.recall.dots import ordered_dots
+from planner_svc.recall.dots import ordered_dots_many
 from planner_svc.recall.question import Question, analyze_question
 from planner_svc.recall.semantic import confidence_decay
 from planner_svc.recall.settings import RecallSettings
@@ -444,22 +444,34 @@ class _PassageTable:
                       ) -> list[Float64s]:
         """Exact cosine of each ask's vector with the stored vector of each of its rows, as
         float64 ``(len(rows),)``: 0.0 for a row without a stored vector (:meth:`stored`) and
-        for an ask without a vector (:func:`~planner_svc.recall.dots.ordered_dots`)."""
+        for an ask without a vector. Every ask's rows go through one
+        :func:`~planner_svc.recall.dots.ordered_dots_many` call per matrix they sit in."""
         out: list[Float64s] = [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
-        for a, (vector, rows) in enumerate(asks):
-            if vector is None or not rows.shape[0]:
-                continue
-            block = self._block[rows]
-            held = np.flatnonzero(block >= 0)
-            if not held.shape[0]:
-                continue
-            # one kernel call per block the ask's rows sit in (not one pass per block the
-            # table has met: an index may hold hundreds of segments)
-            held = held[np.argsort(block[held], kind="stable")]
-            cuts = (np.flatnonzero(np.diff(block[held])) + 1).tolist()
-            for at in np.split(held, cuts):
-                matrix = self._blocks[int(block[at[0]])]
-                out[a][at] = ordered_dots(matrix, self._block_rows[rows[at]], vector)
+        scored = [(a, vector, rows) for a, (vector, rows) in enumerate(asks)
+                  if vector is not None and rows.shape[0]]
+        if not scored:
+            return out
+        # every ask at once: its rows laid end to end, each with its ask's query
+        rows = np.concatenate([rows for _a, _v, rows in scored])
+        counts = [rows_of.shape[0] for _a, _v, rows_of in scored]
+        which = np.repeat(np.arange(len(scored), dtype=np.int64), counts)
+        queries = np.stack([vector for _a, vector, _r in scored])
+        block = self._block[rows]
+        held = np.flatnonzero(block >= 0)
+        if not held.shape[0]:
+            return out
+        values = np.zeros(rows.shape[0], dtype=np.float64)
+        # one kernel call per block the rows sit in (not one pass per block the table has
+        # met: an index may hold hundreds of segments)
+        held = held[np.argsort(block[held], kind="stable")]
+        cuts = (np.flatnonzero(np.diff(block[held])) + 1).tolist()
+        for at in np.split(held, cuts):
+            matrix = self._blocks[int(block[at[0]])]
+            values[at] = ordered_dots_many(matrix, self._block_rows[rows[at]], queries,
+                                           which[at])
+        ends = np.cumsum(counts).tolist()
+        for (a, _v, _r), end, count in zip(scored, ends, counts, strict=True):
+            out[a] = values[end - count:end]
         return out
 
 

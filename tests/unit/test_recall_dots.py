@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner_svc.embed.base import ordered_sum
-from planner_svc.recall.dots import ordered_dots
+from planner_svc.recall.dots import ordered_dots, ordered_dots_many
 from planner_svc.recall.semantic import exact_similarities
 
 
@@ -37,6 +37,33 @@ def test_equal_to_the_running_sum_bit_for_bit(n_rows: int, dim: int) -> None:
     rows = rng.integers(0, 50, n_rows).astype(np.int64)
     query = rng.standard_normal(dim).astype(np.float32)
     assert same_bits(ordered_dots(vectors, rows, query), running_sums(vectors, rows, query))
+
+
+@pytest.mark.parametrize("n_rows", [0, 1, 5, 9, 702])
+def test_several_queries_give_each_row_the_bits_of_its_query_alone(n_rows: int) -> None:
+    rng = np.random.default_rng(n_rows)
+    vectors = rng.standard_normal((60, 256)).astype(np.float32)
+    queries = rng.standard_normal((3, 256)).astype(np.float32)
+    rows = rng.integers(0, 60, n_rows).astype(np.int64)
+    which = rng.integers(0, 3, n_rows).astype(np.int64)
+    got = ordered_dots_many(vectors, rows, queries, which)
+    expected = np.zeros(n_rows, dtype=np.float64)
+    for q in range(3):
+        mine = which == q
+        expected[mine] = running_sums(vectors, rows[mine], queries[q])
+    assert same_bits(got, expected)
+
+
+def test_a_query_index_outside_the_queries_is_refused() -> None:
+    vectors = np.ones((2, 4), dtype=np.float32)
+    queries = np.ones((2, 4), dtype=np.float32)
+    with pytest.raises(IndexError, match="query index"):
+        ordered_dots_many(vectors, np.array([0, 1]), queries, np.array([0, 2]))
+    with pytest.raises(ValueError, match="which"):
+        ordered_dots_many(vectors, np.array([0, 1]), queries, np.array([0]))
+    with pytest.raises(ValueError, match="queries"):
+        ordered_dots_many(vectors, np.array([0]), np.ones((2, 3), dtype=np.float32),
+                          np.array([0]))
 
 
 def test_read_only_vectors_mapped_from_a_file_score_in_place(tmp_path: Path) -> None:
