@@ -65,6 +65,7 @@ __all__ = [
     "DocumentScore",
     "EngineQuery",
     "Evidence",
+    "NodeGroups",
     "NodeScore",
     "Recalled",
     "SemanticAccess",
@@ -162,6 +163,25 @@ class NodeScore:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeGroups:
+    """The candidate nodes' span groups as columns, one row per group (the nodes of a group
+    cite the same spans of one document and share its row): documents best first, each one's
+    groups most relevant first.
+
+    Attributes:
+        scores: each group's score in [0, 1].
+        sources: its document.
+        local: its local relevance in [0, 1].
+        rank: its rank within the document (0 = most relevant).
+    """
+
+    scores: tuple[float, ...]
+    sources: tuple[str, ...]
+    local: tuple[float, ...]
+    rank: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evidence:
     """How much of the question the best documents actually match, in absolute terms.
 
@@ -189,8 +209,12 @@ class Recalled:
     """Phase A's result.
 
     Attributes:
-        nodes: node version id -> its score, for every live node of every candidate document,
-            in ascending version id.
+        node_versions: the version id of every live node of every candidate document,
+            ascending (:attr:`nodes` gives each one's :class:`NodeScore`).
+        node_scores: each node's score in [0, 1], in ``node_versions`` order.
+        node_groups: each node's span group, an index into ``groups``.
+        groups: the nodes' span groups: a group's nodes share their score, local relevance
+            and rank.
         documents: the candidate documents, best first (ties by source id).
         question: the analysed question.
         best_similarity: the best raw cosine similarity of the semantic leg (None without it).
@@ -200,7 +224,10 @@ class Recalled:
         evidence: the absolute evidence (:func:`measure_evidence`), when it was asked for.
     """
 
-    nodes: Mapping[int, NodeScore]
+    node_versions: tuple[int, ...]
+    node_scores: tuple[float, ...]
+    node_groups: tuple[int, ...]
+    groups: NodeGroups
     documents: tuple[DocumentScore, ...]
     question: Question
     best_similarity: float | None = None
@@ -208,6 +235,18 @@ class Recalled:
     without_spans: int = 0
     residual: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     evidence: Evidence | None = None
+
+    @property
+    def nodes(self) -> dict[int, NodeScore]:
+        """Node version id -> its score, document, local relevance and rank, in ascending
+        version id (built on each call: for explain and tests, not the plan's hot path)."""
+        groups = self.groups
+        scores = [NodeScore(score=score, source_id=source, local=local, rank=rank)
+                  for score, source, local, rank in zip(groups.scores, groups.sources,
+                                                        groups.local, groups.rank,
+                                                        strict=True)]
+        return {version: scores[group] for version, group
+                in zip(self.node_versions, self.node_groups, strict=True)}
 
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
@@ -473,6 +512,19 @@ class _PassageTable:
         for (a, _v, _r), end, count in zip(scored, ends, counts, strict=True):
             out[a] = values[end - count:end]
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """The span groups of :meth:`_Recall.rank`, one row per group: documents in the order
+    asked, each one's groups most relevant first."""
+
+    owner: npt.NDArray[np.int64]
+    """Each group's document (its index in the ask)."""
+    relevance: Float64s
+    """Each group's local relevance in [0, 1]."""
+    versions: list[tuple[int, ...]]
+    """Each group's version ids, ascending."""
 
 
 class _Scored:
@@ -761,18 +813,17 @@ class _Recall:
 
     # ---------------------------------------------------------------- passages
 
-    def rank(self, documents: Sequence[tuple[str, _Local]]
-             ) -> list[list[tuple[tuple[int, ...], float]]]:
-        """For each ``(source, local)``, the live nodes of ``source`` grouped by the spans they
-        cite, most relevant group first (ties by their smallest version id): ``(version ids,
-        local relevance)``. A node's relevance is the better of its BM25 and its cosine
-        (clipped at 0), each relative to the document's best (sharpened by
+    def rank(self, documents: Sequence[tuple[str, _Local]]) -> _Ranked:
+        """The live nodes of each ``(source, local)`` grouped by the spans they cite, as
+        columns: documents in the given order, each one's groups most relevant first (ties by
+        their smallest version id). A node's relevance is the better of its BM25 and its
+        cosine (clipped at 0), each relative to the document's best (sharpened by
         ``local_sharpness``); a group's is its best node's. Every document at once."""
         entries = [self.entry(source) for source, _local in documents]
         lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
-        out: list[list[tuple[tuple[int, ...], float]]] = [[] for _ in documents]
         if not int(lengths.sum()):
-            return out
+            return _Ranked(owner=np.zeros(0, dtype=np.int64),
+                           relevance=np.zeros(0, dtype=np.float64), versions=[])
         lexical = np.concatenate([local.lexical for _s, local in documents])
         cosine = np.maximum(0.0, np.concatenate([local.cosine for _s, local in documents])) + 0.0
         lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, lengths),
@@ -788,12 +839,10 @@ class _Recall:
         group_rel = _segment_max(node_rel[members],
                                  np.concatenate([e.group_sizes for e in entries]))
         order = np.lexsort((np.concatenate([e.group_firsts for e in entries]), -group_rel,
-                            owners)).tolist()
+                            owners))
         versions = [ids for e in entries for ids in e.group_ids]
-        owner, relevance = owners.tolist(), group_rel.tolist()
-        for g in order:
-            out[owner[g]].append((versions[g], relevance[g]))
-        return out
+        return _Ranked(owner=owners[order], relevance=group_rel[order],
+                       versions=[versions[g] for g in order.tolist()])
 
     # ---------------------------------------------------------------- evidence
 
@@ -989,33 +1038,46 @@ def _passages(state: _Recall, question: Question,
     for (batch, _terms, _vector), scored in zip(asks, state.local(asks), strict=True):
         for source in batch:
             local[source] = scored.of(source)
-    nodes: dict[int, NodeScore] = {}
     documents = []
-    floor = settings.passage_floor
-    rest = 1.0 - floor
-    decays: list[float] = []
-    for (source, score), groups in zip(ranked, state.rank([(s, local[s]) for s, _v in ranked]),
-                                       strict=True):
+    for source, score in ranked:
         hop = hops.get(source)
-        sharp = unit_power(score, settings.document_sharpness)
-        while len(decays) < len(groups):
-            decays.append(unit_power(settings.passage_decay, len(decays)))
-        for rank, (versions, relevance) in enumerate(groups):
-            value = sharp * (floor + rest * relevance)
-            value *= decays[rank]
-            node = NodeScore(score=value, source_id=source, local=relevance, rank=rank)
-            for version_id in versions:
-                nodes[version_id] = node
         s, v = direct.get(source, (0.0, 0.0, 0.0))[1:]
         documents.append(DocumentScore(
             source_id=source, score=score, structured=s, semantic=v,
             hop=hop.score if hop is not None else 0.0,
             hop_from=hop.source if hop is not None else None,
         ))
-    return Recalled(nodes={k: nodes[k] for k in sorted(nodes)}, documents=tuple(documents),
-                    question=question, best_similarity=best_similarity,
-                    semantic_hits=state.semantic_hits, without_spans=len(state.unsourced),
-                    residual=residual)
+    groups = state.rank([(s, local[s]) for s, _v in ranked])
+    # A group's score: its document's sharpened score, lifted by its local relevance above the
+    # floor, decayed by its rank in the document. Every group at once, with the same
+    # operations per group as sharp * (floor + rest * relevance) * decay**rank in order.
+    floor = settings.passage_floor
+    rest = 1.0 - floor
+    sharp = _unit_powers(np.asarray([score for _s, score in ranked], dtype=np.float64),
+                         settings.document_sharpness)
+    per_document = np.bincount(groups.owner, minlength=len(ranked))
+    rank = (np.arange(groups.owner.shape[0], dtype=np.int64)
+            - np.repeat(np.cumsum(per_document) - per_document, per_document))
+    decays = np.asarray([unit_power(settings.passage_decay, r)
+                         for r in range(int(per_document.max(initial=0)))], dtype=np.float64)
+    values = sharp[groups.owner] * (floor + rest * groups.relevance)
+    values = values * decays[rank]
+    sources = [source for source, _score in ranked]
+    grouped = NodeGroups(scores=tuple(values.tolist()),
+                        sources=tuple(sources[owner] for owner in groups.owner.tolist()),
+                        local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
+    # every node once (a version cites one document first, so it sits in one group), by id
+    sizes = [len(versions) for versions in groups.versions]
+    flat = np.fromiter((v for versions in groups.versions for v in versions), dtype=np.int64,
+                       count=sum(sizes))
+    group_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    order = np.argsort(flat, kind="stable")
+    return Recalled(node_versions=tuple(flat[order].tolist()),
+                    node_scores=tuple(values[group_of[order]].tolist()),
+                    node_groups=tuple(group_of[order].tolist()), groups=grouped,
+                    documents=tuple(documents), question=question,
+                    best_similarity=best_similarity, semantic_hits=state.semantic_hits,
+                    without_spans=len(state.unsourced), residual=residual)
 
 
 def measure_evidence(catalog: Catalog, question: Question, similarity: float | None, *,

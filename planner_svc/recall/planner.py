@@ -375,7 +375,7 @@ class EvidencePlanner:
     # ---------------------------------------------------------------- phase A
 
     def _recall(self, catalog: Catalog, query: EvidenceQuery, stats: PlanStats,
-                clock: StageClock) -> tuple[dict[int, NodeScore], LegTrace]:
+                clock: StageClock) -> tuple[Recalled, LegTrace]:
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
         settings = self.recall
         structured, semantic = query.structured, query.semantic
@@ -432,37 +432,37 @@ class EvidencePlanner:
         stats.structured_hits = sum(1 for d in recalled.documents if d.structured > 0.0)
         stats.semantic_hits = recalled.semantic_hits
         stats.expanded_hits = sum(1 for d in recalled.documents if d.hop > 0.0)
-        stats.nodes_recalled = len(recalled.nodes)
+        stats.nodes_recalled = len(recalled.node_versions)
         stats.nodes_without_spans = recalled.without_spans
         if not query.explain:
-            return dict(recalled.nodes), LegTrace(abstention=abstention)
+            return recalled, LegTrace(abstention=abstention)
         with clock.stage("trace"):
             trace = self._trace(catalog, recalled, abstention)
-        return dict(recalled.nodes), trace
+        return recalled, trace
 
     @staticmethod
     def _trace(catalog: Catalog, recalled: Recalled, abstention: Abstention | None
                ) -> LegTrace:
         """The explain trace of a recall (its ``origin`` is filled once the pool is built)."""
         by_source = {d.source_id: d for d in recalled.documents}
-        names = {vid: v.node_id for vid in recalled.nodes
-                 if (v := catalog.version(vid)) is not None}
+        nodes = recalled.nodes
+        names = {vid: v.node_id for vid in nodes if (v := catalog.version(vid)) is not None}
         return LegTrace(
             structured={names[v]: by_source[n.source_id].structured
-                        for v, n in recalled.nodes.items()
+                        for v, n in nodes.items()
                         if by_source[n.source_id].structured > 0.0},
-            semantic={names[v]: by_source[n.source_id].semantic for v, n in recalled.nodes.items()
+            semantic={names[v]: by_source[n.source_id].semantic for v, n in nodes.items()
                       if by_source[n.source_id].semantic > 0.0},
-            expanded={names[v]: by_source[n.source_id].hop for v, n in recalled.nodes.items()
+            expanded={names[v]: by_source[n.source_id].hop for v, n in nodes.items()
                       if by_source[n.source_id].hop > 0.0},
-            fused={names[v]: n.score for v, n in recalled.nodes.items()},
+            fused={names[v]: n.score for v, n in nodes.items()},
             documents=recalled.documents,
-            nodes={names[v]: n for v, n in recalled.nodes.items()},
+            nodes={names[v]: n for v, n in nodes.items()},
             abstention=abstention,
             residual=recalled.residual,
         )
 
-    def _pool(self, catalog: Catalog, nodes: Mapping[int, NodeScore], query: EvidenceQuery,
+    def _pool(self, catalog: Catalog, recalled: Recalled, query: EvidenceQuery,
               stats: PlanStats) -> dict[CoordKey, tuple[float, SpanInfo, str]]:
         """Explode node scores into weighted spans (Phase A's last step): span -> its weight,
         its kind and estimate, and the node that gave the weight; in coordinate order."""
@@ -473,11 +473,11 @@ class EvidencePlanner:
         span_of = catalog.span
         truth = SpanClass.TRUTH
         missing = kind_missing = duplicates = 0
-        for version_id, node in nodes.items():
+        for version_id, score in zip(recalled.node_versions, recalled.node_scores,
+                                     strict=True):
             version = version_of(version_id)
             if version is None:
                 continue
-            score = node.score
             node_id = version.node_id
             for key in version.spans:
                 info = span_of(key)

@@ -119,6 +119,20 @@ def test_a_hop_reaches_the_target_and_its_passage_that_answers() -> None:
     assert all(d.hop == 0.0 for d in without.documents)
 
 
+def test_node_columns_list_every_candidate_node_once_by_version_id() -> None:
+    catalog, semantic, ids = _world()
+    got = _recall(catalog, semantic, "Which company did Jeff Bezos found, and when?")
+    candidates = {d.source_id for d in got.documents}
+    expected = sorted(vid for (source, _o), vid in ids.items() if source in candidates)
+    assert list(got.node_versions) == expected == list(got.nodes)
+    assert list(got.node_scores) == [n.score for n in got.nodes.values()]
+    # each document's groups are ranked 0, 1, ... and a better rank never scores lower
+    for source in candidates:
+        mine = sorted((n.rank, -n.score) for n in got.nodes.values() if n.source_id == source)
+        assert [r for r, _ in mine] == list(range(len(mine)))
+        assert [-s for _r, s in mine] == sorted((-s for _r, s in mine), reverse=True)
+
+
 def test_every_part_of_a_comparison_gets_its_best_document() -> None:
     catalog, semantic, _ids = _world()
     question = ("Which company is older: the Cupertino technology company or the e-commerce "
