@@ -198,6 +198,11 @@ class Recalled:
         without_spans: versions a leg reached that cite no source (never evidence).
         residual: for each document ranked by a hop, the question's terms it was ranked on.
         evidence: the absolute evidence (:func:`measure_evidence`), when it was asked for.
+        live_documents: the number of source documents with a version current at the plan's
+            transaction time (whole documents: valid time does not apply).
+        no_passage_valid: True when node versions are current at the plan's transaction time
+            but none of them is valid at its valid time (every one's valid interval starts
+            after it or ends before it), so recall can reach no passage.
     """
 
     nodes: Mapping[int, NodeScore]
@@ -208,6 +213,8 @@ class Recalled:
     without_spans: int = 0
     residual: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     evidence: Evidence | None = None
+    live_documents: int = 0
+    no_passage_valid: bool = False
 
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
@@ -1012,10 +1019,12 @@ def _passages(state: _Recall, question: Question,
             hop=hop.score if hop is not None else 0.0,
             hop_from=hop.source if hop is not None else None,
         ))
+    passages = state.passages
     return Recalled(nodes={k: nodes[k] for k in sorted(nodes)}, documents=tuple(documents),
                     question=question, best_similarity=best_similarity,
                     semantic_hits=state.semantic_hits, without_spans=len(state.unsourced),
-                    residual=residual)
+                    residual=residual, live_documents=state.documents_view.live_rows,
+                    no_passage_valid=passages.live_rows == 0 and passages.rows_at_tx() > 0)
 
 
 def measure_evidence(catalog: Catalog, question: Question, similarity: float | None, *,

@@ -215,6 +215,20 @@ class _Semantic:
         return self._index().vector_rows(version_ids)
 
 
+def _no_span(recalled: Recalled, stats: PlanStats) -> str:
+    """Why recall left no span to plan, for the error message: no passage valid at the plan's
+    valid time when documents are stored as of its transaction time but no node version is
+    live at both (:attr:`~planner_svc.recall.engine.Recalled.no_passage_valid`); otherwise the
+    recall counts."""
+    count = recalled.live_documents
+    if recalled.no_passage_valid and count > 0:
+        stored = "1 document is" if count == 1 else f"{count} documents are"
+        return (f"no passage is valid at the plan's valid time (at_valid): {stored} stored as "
+                f"of its transaction time, but none of their passages was valid then")
+    return (f"recall found no evidence span ({stats.nodes_recalled} nodes recalled, "
+            f"{stats.slices_missing} slices missing)")
+
+
 _log = structlog.get_logger("planner_svc.recall")
 
 WARM_UP_QUESTION = "What is the history of the city, and who founded it?"
@@ -341,7 +355,7 @@ class EvidencePlanner:
                                            f"{abstention.describe()}",
                                            metadata=abstention.metadata())
             with clock.stage("pool"):
-                candidates = self._pool(catalog, recalled, query, stats)
+                candidates = self._pool(catalog, recalled.nodes, query, stats)
             with clock.stage("tokens"):
                 pool, estimate_mode = self._counted(catalog, candidates, query.model)
             if query.explain:
@@ -352,10 +366,7 @@ class EvidencePlanner:
                 if query.allow_ungrounded:
                     return EvidenceResult(plan=empty_plan(stats),
                                           trace=trace if query.explain else None)
-                raise InsufficientEvidence(
-                    f"recall found no evidence span ({stats.nodes_recalled} nodes recalled, "
-                    f"{stats.slices_missing} slices missing)"
-                )
+                raise InsufficientEvidence(_no_span(recalled, stats))
             context_window = (
                 self._counter.context_window(query.model)
                 if self._counter is not None and query.model
@@ -375,7 +386,7 @@ class EvidencePlanner:
     # ---------------------------------------------------------------- phase A
 
     def _recall(self, catalog: Catalog, query: EvidenceQuery, stats: PlanStats,
-                clock: StageClock) -> tuple[dict[int, NodeScore], LegTrace]:
+                clock: StageClock) -> tuple[Recalled, LegTrace]:
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
         settings = self.recall
         structured, semantic = query.structured, query.semantic
@@ -435,10 +446,10 @@ class EvidencePlanner:
         stats.nodes_recalled = len(recalled.nodes)
         stats.nodes_without_spans = recalled.without_spans
         if not query.explain:
-            return dict(recalled.nodes), LegTrace(abstention=abstention)
+            return recalled, LegTrace(abstention=abstention)
         with clock.stage("trace"):
             trace = self._trace(catalog, recalled, abstention)
-        return dict(recalled.nodes), trace
+        return recalled, trace
 
     @staticmethod
     def _trace(catalog: Catalog, recalled: Recalled, abstention: Abstention | None

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from google.rpc import code_pb2, error_details_pb2
 
 from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import InsufficientEvidence
@@ -29,6 +30,7 @@ from planner_svc.recall.planner import (
 )
 from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.server.errors import status_for
 from planner_svc.store import NodeWrite, Store
 
 T0 = 1_700_000_000_000_000  # microseconds
@@ -286,6 +288,50 @@ def test_a_plan_as_of_before_any_write_says_the_store_held_nothing(store: Store)
     answered = _planner(store).plan(_query(structured=StructuredLeg(text="capital of France")))
     assert answered.trace is not None and answered.trace.abstention is not None
     assert answered.trace.abstention.evidence.live_documents == 2  # cities and rivers
+
+
+def _refused(query: EvidenceQuery) -> EvidenceQuery:
+    return dataclasses.replace(query, allow_ungrounded=False)
+
+
+def test_a_plan_as_of_a_valid_time_before_every_passage_says_none_was_valid_then(
+    store: Store,
+) -> None:
+    # every passage of the store is valid from T0; the documents are stored as of tx 100
+    early = _query(structured=StructuredLeg(text="capital of France"), at_valid_us=T0 - 1)
+    with pytest.raises(InsufficientEvidence) as refused:
+        _planner(store).plan(_refused(early))
+    assert str(refused.value) == (
+        "no passage is valid at the plan's valid time (at_valid): 2 documents are stored as of "
+        "its transaction time, but none of their passages was valid then")
+    # the status and reason are those of any decline; no abstention inputs to carry
+    assert refused.value.metadata == {}
+    status, unexpected = status_for(refused.value)
+    assert status.code == code_pb2.FAILED_PRECONDITION and not unexpected
+    info = error_details_pb2.ErrorInfo()
+    status.details[0].Unpack(info)
+    assert (info.reason, dict(info.metadata)) == ("INSUFFICIENT_EVIDENCE", {})
+    # at T0 the same question is answered
+    assert _planner(store).plan(_refused(dataclasses.replace(early, at_valid_us=T0))).plan.spans
+
+
+def test_a_plan_with_no_passage_left_for_another_reason_keeps_the_recall_counts(
+    store: Store,
+) -> None:
+    # every passage retired at tx 50: no node is current at tx 100 whatever the valid time,
+    # so the valid time is not the reason
+    store.retire_nodes(["cities:0", "cities:1", "cities:2", "rivers:0", "rivers:1"], tx_us=50)
+    query = _query(structured=StructuredLeg(text="capital of France"))
+    with pytest.raises(InsufficientEvidence,
+                       match=r"^recall found no evidence span \(0 nodes recalled, 0 slices "
+                             r"missing\)$"):
+        _planner(store).plan(_refused(query))
+    # before the retirement the passages are valid at the plan's time, but none holds a term
+    # of this question (abstention off)
+    off = RecallSettings(abstain_coverage=0.0, abstain_similarity=0.0)
+    unheld = _query(structured=StructuredLeg(text="Halvorsen refund window"), at_tx_us=40)
+    with pytest.raises(InsufficientEvidence, match=r"^recall found no evidence span \(0 nodes"):
+        _planner(store, recall=off).plan(_refused(unheld))
 
 
 def test_similarity_alone_never_answers_a_question_no_document_holds_a_term_of(
