@@ -90,14 +90,17 @@ class Abstention:
 
     def metadata(self) -> dict[str, str]:
         """The decision's inputs as strings (for ``ErrorInfo.metadata``); similarity is
-        ``n/a`` without the semantic leg."""
+        ``n/a`` without the semantic leg, and ``live_documents`` (a decimal count of the
+        documents stored as of the plan's transaction time) ``n/a`` when not counted."""
         similarity = self.evidence.similarity
+        live = self.evidence.live_documents
         return {
             "coverage": f"{self.evidence.coverage:.4f}",
             "similarity": "n/a" if similarity is None else f"{similarity:.4f}",
             "min_coverage": f"{self.min_coverage:.4f}",
             "min_similarity": f"{self.min_similarity:.4f}",
             "best_source": self.evidence.best_source or "",
+            "live_documents": "n/a" if live is None else str(live),
         }
 
     def describe(self) -> str:

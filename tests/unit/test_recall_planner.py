@@ -22,8 +22,10 @@ from planner_svc.index import VectorHit, VectorHits, VectorRows
 from planner_svc.index.analysis import query_terms
 from planner_svc.index.catalog import Catalog
 from planner_svc.index.catalog_sync import FreshCatalog
+from planner_svc.recall.engine import Evidence
 from planner_svc.recall.planner import (
     WARM_UP_QUESTION,
+    Abstention,
     EvidencePlanner,
     EvidenceResult,
     _Semantic,
@@ -267,8 +269,13 @@ def test_a_question_the_store_does_not_support_is_declined(store: Store) -> None
     query = _query(structured=StructuredLeg(text="refund window of the Halvorsen web shop"))
     refused = EvidenceQuery(**{**{f: getattr(query, f) for f in query.__dataclass_fields__},
                                "allow_ungrounded": False})
-    with pytest.raises(InsufficientEvidence, match=r"no document holds any of the question"):
+    with pytest.raises(InsufficientEvidence,
+                       match=r"no document holds any of the question") as declined:
         planner.plan(refused)
+    # the decision's inputs, as ErrorInfo.metadata carries them
+    assert declined.value.metadata == {
+        "coverage": "0.0000", "similarity": "n/a", "min_coverage": "0.4000",
+        "min_similarity": "0.6500", "best_source": "", "live_documents": "2"}
     empty = planner.plan(query)  # allow_ungrounded: an empty plan, with the decision traced
     assert empty.plan.spans == () and empty.trace is not None
     assert empty.trace.abstention is not None and empty.trace.abstention.declined
@@ -283,11 +290,25 @@ def test_a_plan_as_of_before_any_write_says_the_store_held_nothing(store: Store)
     refused = EvidenceQuery(**{**{f: getattr(query, f) for f in query.__dataclass_fields__},
                                "allow_ungrounded": False})
     with pytest.raises(InsufficientEvidence,
-                       match=r"nothing is stored as of the plan's transaction time \(at_tx\)"):
+                       match=r"nothing is stored as of the plan's transaction time \(at_tx\)"
+                       ) as declined:
         _planner(store).plan(refused)
+    assert declined.value.metadata["live_documents"] == "0"
     answered = _planner(store).plan(_query(structured=StructuredLeg(text="capital of France")))
     assert answered.trace is not None and answered.trace.abstention is not None
     assert answered.trace.abstention.evidence.live_documents == 2  # cities and rivers
+
+
+def test_the_decline_metadata_says_n_a_for_documents_not_counted() -> None:
+    counted = Abstention(evidence=Evidence(coverage=0.25, best_source="a + b", similarity=0.5,
+                                           live_documents=12),
+                         min_coverage=0.4, min_similarity=0.65, declined=True)
+    assert counted.metadata() == {
+        "coverage": "0.2500", "similarity": "0.5000", "min_coverage": "0.4000",
+        "min_similarity": "0.6500", "best_source": "a + b", "live_documents": "12"}
+    uncounted = dataclasses.replace(
+        counted, evidence=dataclasses.replace(counted.evidence, live_documents=None))
+    assert uncounted.metadata()["live_documents"] == "n/a"
 
 
 def _refused(query: EvidenceQuery) -> EvidenceQuery:
