@@ -440,11 +440,19 @@ class LexicalView:
         self._snap = snap
         self._stats = index._stats(snap, valid_us, tx_us)
         self._firsts = [s.first for s in snap.segments]
+        self._tx_us = tx_us
 
     @property
     def live_rows(self) -> int:
         """Number of rows live in the view."""
         return self._stats.count
+
+    def rows_at_tx(self) -> int:
+        """Number of rows of the snapshot current at the view's transaction time, whatever
+        their valid interval (live in the view or not). A pass over every row, not cached: for
+        the rare caller, not for every query."""
+        snap, tx_us = self._snap, self._tx_us
+        return int(np.count_nonzero((snap.tx_from <= tx_us) & (snap.tx_to > tx_us)))
 
     def _term_ids(self, terms: Iterable[str]) -> list[tuple[str, int]]:
         """The known distinct ``terms`` with their ids, in code point order (the order their

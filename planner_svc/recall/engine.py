@@ -222,6 +222,11 @@ class Recalled:
         without_spans: versions a leg reached that cite no source (never evidence).
         residual: for each document ranked by a hop, the question's terms it was ranked on.
         evidence: the absolute evidence (:func:`measure_evidence`), when it was asked for.
+        live_documents: the number of source documents with a version current at the plan's
+            transaction time (whole documents: valid time does not apply).
+        no_passage_valid: True when node versions are current at the plan's transaction time
+            but none of them is valid at its valid time (every one's valid interval starts
+            after it or ends before it), so recall can reach no passage.
     """
 
     node_versions: tuple[int, ...]
@@ -235,6 +240,8 @@ class Recalled:
     without_spans: int = 0
     residual: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     evidence: Evidence | None = None
+    live_documents: int = 0
+    no_passage_valid: bool = False
 
     @property
     def nodes(self) -> dict[int, NodeScore]:
@@ -1072,12 +1079,15 @@ def _passages(state: _Recall, question: Question,
                        count=sum(sizes))
     group_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
     order = np.argsort(flat, kind="stable")
+    passages = state.passages
     return Recalled(node_versions=tuple(flat[order].tolist()),
                     node_scores=tuple(values[group_of[order]].tolist()),
                     node_groups=tuple(group_of[order].tolist()), groups=grouped,
                     documents=tuple(documents), question=question,
                     best_similarity=best_similarity, semantic_hits=state.semantic_hits,
-                    without_spans=len(state.unsourced), residual=residual)
+                    without_spans=len(state.unsourced), residual=residual,
+                    live_documents=state.documents_view.live_rows,
+                    no_passage_valid=passages.live_rows == 0 and passages.rows_at_tx() > 0)
 
 
 def measure_evidence(catalog: Catalog, question: Question, similarity: float | None, *,

@@ -90,14 +90,17 @@ class Abstention:
 
     def metadata(self) -> dict[str, str]:
         """The decision's inputs as strings (for ``ErrorInfo.metadata``); similarity is
-        ``n/a`` without the semantic leg."""
+        ``n/a`` without the semantic leg, and ``live_documents`` (a decimal count of the
+        documents stored as of the plan's transaction time) ``n/a`` when not counted."""
         similarity = self.evidence.similarity
+        live = self.evidence.live_documents
         return {
             "coverage": f"{self.evidence.coverage:.4f}",
             "similarity": "n/a" if similarity is None else f"{similarity:.4f}",
             "min_coverage": f"{self.min_coverage:.4f}",
             "min_similarity": f"{self.min_similarity:.4f}",
             "best_source": self.evidence.best_source or "",
+            "live_documents": "n/a" if live is None else str(live),
         }
 
     def describe(self) -> str:
@@ -213,6 +216,20 @@ class _Semantic:
 
     def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         return self._index().vector_rows(version_ids)
+
+
+def _no_span(recalled: Recalled, stats: PlanStats) -> str:
+    """Why recall left no span to plan, for the error message: no passage valid at the plan's
+    valid time when documents are stored as of its transaction time but no node version is
+    live at both (:attr:`~planner_svc.recall.engine.Recalled.no_passage_valid`); otherwise the
+    recall counts."""
+    count = recalled.live_documents
+    if recalled.no_passage_valid and count > 0:
+        stored = "1 document is" if count == 1 else f"{count} documents are"
+        return (f"no passage is valid at the plan's valid time (at_valid): {stored} stored as "
+                f"of its transaction time, but none of their passages was valid then")
+    return (f"recall found no evidence span ({stats.nodes_recalled} nodes recalled, "
+            f"{stats.slices_missing} slices missing)")
 
 
 _log = structlog.get_logger("planner_svc.recall")
@@ -352,10 +369,7 @@ class EvidencePlanner:
                 if query.allow_ungrounded:
                     return EvidenceResult(plan=empty_plan(stats),
                                           trace=trace if query.explain else None)
-                raise InsufficientEvidence(
-                    f"recall found no evidence span ({stats.nodes_recalled} nodes recalled, "
-                    f"{stats.slices_missing} slices missing)"
-                )
+                raise InsufficientEvidence(_no_span(recalled, stats))
             context_window = (
                 self._counter.context_window(query.model)
                 if self._counter is not None and query.model

@@ -134,12 +134,25 @@ def test_go_cli_verifies_the_same_hash_as_python(
     assert f"{len(plan.spans)} spans, used {plan.used}/{plan.budget} tokens" in result.stdout
 
 
-def test_go_cli_reports_the_field_violation(live: Live, go_cli: Path) -> None:
-    result = _run(go_cli, "-addr", live.address, "-depth", "5", "goats")
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert "Plan failed: InvalidArgument: " in result.stderr
-    assert "field violation: expand_depth: must be in 0..2, got 5" in result.stderr
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("-depth", "5"), "planner-plan: -depth 5 is outside 0..2\n"),
+        (("-budget", "0"), "planner-plan: -budget 0 is outside 1..10000000 (negative or omitted: "
+                           "the server's default)\n"),
+    ],
+)
+def test_go_cli_refuses_an_out_of_range_flag_before_calling_as_the_python_cli(
+    live: Live, go_cli: Path, flags: tuple[str, str], said: str
+) -> None:
+    result = _run(go_cli, "-addr", live.address, *flags, "goats")
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", said)
+    from planner_svc.cli import main
+
+    python_flag = {"-depth": "--expand-depth", "-budget": "--budget"}[flags[0]]
+    with pytest.raises(SystemExit) as exited:  # planner-svc plan: a usage error too
+        main(["plan", "goats", "--address", live.address, python_flag, flags[1]])
+    assert exited.value.code == 2
 
 
 def test_go_cli_exits_as_the_python_cli_when_the_server_declines(live: Live,

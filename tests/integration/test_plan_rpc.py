@@ -18,6 +18,9 @@ from tests.integration.conftest import Live
 
 pytestmark = pytest.mark.integration
 
+FIXTURE_DOCUMENTS = 375
+"""Documents of tests/fixtures/wiki_fixture.jsonl (one version of each)."""
+
 
 def _field_violation(err: grpc.RpcError) -> tuple[str, str]:
     status = rpc_status.from_call(err)  # type: ignore[arg-type]
@@ -164,6 +167,7 @@ def test_a_question_the_store_cannot_answer_is_declined_with_its_evidence(live: 
     meta = infos[0].metadata
     assert float(meta["coverage"]) < float(meta["min_coverage"])
     assert float(meta["similarity"]) < float(meta["min_similarity"])
+    assert meta["live_documents"] == str(FIXTURE_DOCUMENTS)
     # allow_ungrounded with explain: an empty plan and the same decision in the trace
     response = live.planner.Plan(question_request(question, allow_ungrounded=True, explain=True),
                                  timeout=10)
@@ -288,6 +292,7 @@ def test_plan_command_names_its_flag_and_explains_a_decline(
     shown = dict(line.strip().split(" = ", 1) for line in lines if line.startswith("  "))
     assert float(shown["coverage"]) < float(shown["min_coverage"])
     assert float(shown["similarity"]) < float(shown["min_similarity"])
+    assert shown["live_documents"] == str(FIXTURE_DOCUMENTS)
 
 
 def test_plan_command_exits_3_when_no_server_answers(

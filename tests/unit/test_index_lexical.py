@@ -135,6 +135,21 @@ def test_a_view_reads_one_snapshot() -> None:
     assert [i for i, _ in fresh.search(["river"], limit=10)] == [3, 1]
 
 
+def test_rows_at_tx_count_the_rows_current_then_whatever_their_valid_time() -> None:
+    index = LexicalIndex()
+    index.add([_row(1, "river", valid=(100, None), tx=(10, None)),
+               _row(2, "sea", valid=(0, 50), tx=(10, None)),
+               _row(3, "lake", valid=(0, None), tx=(10, 30)),
+               _row(4, "city", valid=(0, None), tx=(40, None))])
+    view = index.view(valid_us=60, tx_us=20)  # before row 1 is valid, after row 2 was
+    assert (view.live_rows, view.rows_at_tx()) == (1, 3)  # row 3 live; 4 written later
+    later = index.view(valid_us=60, tx_us=35)  # row 3 closed at 30
+    assert (later.live_rows, later.rows_at_tx()) == (0, 2)
+    index.add([_row(5, "bay", valid=(0, None), tx=(12, None))])  # after the view: not seen
+    assert later.rows_at_tx() == 2
+    assert index.view(valid_us=60, tx_us=5).rows_at_tx() == 0
+
+
 def test_a_close_during_a_plans_statistics_is_not_cached_as_the_new_state(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

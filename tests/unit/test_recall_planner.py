@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from google.rpc import code_pb2, error_details_pb2
 
 from planner_svc.core.config import SelectionSettings
 from planner_svc.core.errors import InsufficientEvidence
@@ -21,14 +22,17 @@ from planner_svc.index import VectorHit, VectorHits, VectorRows
 from planner_svc.index.analysis import query_terms
 from planner_svc.index.catalog import Catalog
 from planner_svc.index.catalog_sync import FreshCatalog
+from planner_svc.recall.engine import Evidence
 from planner_svc.recall.planner import (
     WARM_UP_QUESTION,
+    Abstention,
     EvidencePlanner,
     EvidenceResult,
     _Semantic,
 )
 from planner_svc.recall.request import EvidenceQuery, SemanticLeg, StructuredLeg
 from planner_svc.recall.settings import RecallSettings
+from planner_svc.server.errors import status_for
 from planner_svc.store import NodeWrite, Store
 
 T0 = 1_700_000_000_000_000  # microseconds
@@ -265,8 +269,13 @@ def test_a_question_the_store_does_not_support_is_declined(store: Store) -> None
     query = _query(structured=StructuredLeg(text="refund window of the Halvorsen web shop"))
     refused = EvidenceQuery(**{**{f: getattr(query, f) for f in query.__dataclass_fields__},
                                "allow_ungrounded": False})
-    with pytest.raises(InsufficientEvidence, match=r"no document holds any of the question"):
+    with pytest.raises(InsufficientEvidence,
+                       match=r"no document holds any of the question") as declined:
         planner.plan(refused)
+    # the decision's inputs, as ErrorInfo.metadata carries them
+    assert declined.value.metadata == {
+        "coverage": "0.0000", "similarity": "n/a", "min_coverage": "0.4000",
+        "min_similarity": "0.6500", "best_source": "", "live_documents": "2"}
     empty = planner.plan(query)  # allow_ungrounded: an empty plan, with the decision traced
     assert empty.plan.spans == () and empty.trace is not None
     assert empty.trace.abstention is not None and empty.trace.abstention.declined
@@ -281,11 +290,69 @@ def test_a_plan_as_of_before_any_write_says_the_store_held_nothing(store: Store)
     refused = EvidenceQuery(**{**{f: getattr(query, f) for f in query.__dataclass_fields__},
                                "allow_ungrounded": False})
     with pytest.raises(InsufficientEvidence,
-                       match=r"nothing is stored as of the plan's transaction time \(at_tx\)"):
+                       match=r"nothing is stored as of the plan's transaction time \(at_tx\)"
+                       ) as declined:
         _planner(store).plan(refused)
+    assert declined.value.metadata["live_documents"] == "0"
     answered = _planner(store).plan(_query(structured=StructuredLeg(text="capital of France")))
     assert answered.trace is not None and answered.trace.abstention is not None
     assert answered.trace.abstention.evidence.live_documents == 2  # cities and rivers
+
+
+def test_the_decline_metadata_says_n_a_for_documents_not_counted() -> None:
+    counted = Abstention(evidence=Evidence(coverage=0.25, best_source="a + b", similarity=0.5,
+                                           live_documents=12),
+                         min_coverage=0.4, min_similarity=0.65, declined=True)
+    assert counted.metadata() == {
+        "coverage": "0.2500", "similarity": "0.5000", "min_coverage": "0.4000",
+        "min_similarity": "0.6500", "best_source": "a + b", "live_documents": "12"}
+    uncounted = dataclasses.replace(
+        counted, evidence=dataclasses.replace(counted.evidence, live_documents=None))
+    assert uncounted.metadata()["live_documents"] == "n/a"
+
+
+def _refused(query: EvidenceQuery) -> EvidenceQuery:
+    return dataclasses.replace(query, allow_ungrounded=False)
+
+
+def test_a_plan_as_of_a_valid_time_before_every_passage_says_none_was_valid_then(
+    store: Store,
+) -> None:
+    # every passage of the store is valid from T0; the documents are stored as of tx 100
+    early = _query(structured=StructuredLeg(text="capital of France"), at_valid_us=T0 - 1)
+    with pytest.raises(InsufficientEvidence) as refused:
+        _planner(store).plan(_refused(early))
+    assert str(refused.value) == (
+        "no passage is valid at the plan's valid time (at_valid): 2 documents are stored as of "
+        "its transaction time, but none of their passages was valid then")
+    # the status and reason are those of any decline; no abstention inputs to carry
+    assert refused.value.metadata == {}
+    status, unexpected = status_for(refused.value)
+    assert status.code == code_pb2.FAILED_PRECONDITION and not unexpected
+    info = error_details_pb2.ErrorInfo()
+    status.details[0].Unpack(info)
+    assert (info.reason, dict(info.metadata)) == ("INSUFFICIENT_EVIDENCE", {})
+    # at T0 the same question is answered
+    assert _planner(store).plan(_refused(dataclasses.replace(early, at_valid_us=T0))).plan.spans
+
+
+def test_a_plan_with_no_passage_left_for_another_reason_keeps_the_recall_counts(
+    store: Store,
+) -> None:
+    # every passage retired at tx 50: no node is current at tx 100 whatever the valid time,
+    # so the valid time is not the reason
+    store.retire_nodes(["cities:0", "cities:1", "cities:2", "rivers:0", "rivers:1"], tx_us=50)
+    query = _query(structured=StructuredLeg(text="capital of France"))
+    with pytest.raises(InsufficientEvidence,
+                       match=r"^recall found no evidence span \(0 nodes recalled, 0 slices "
+                             r"missing\)$"):
+        _planner(store).plan(_refused(query))
+    # before the retirement the passages are valid at the plan's time, but none holds a term
+    # of this question (abstention off)
+    off = RecallSettings(abstain_coverage=0.0, abstain_similarity=0.0)
+    unheld = _query(structured=StructuredLeg(text="Halvorsen refund window"), at_tx_us=40)
+    with pytest.raises(InsufficientEvidence, match=r"^recall found no evidence span \(0 nodes"):
+        _planner(store, recall=off).plan(_refused(unheld))
 
 
 def test_similarity_alone_never_answers_a_question_no_document_holds_a_term_of(

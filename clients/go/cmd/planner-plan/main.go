@@ -13,8 +13,9 @@
 // planner-svc plan's: 4 when the server declines for insufficient evidence (FailedPrecondition
 // with reason INSUFFICIENT_EVIDENCE), 3 when the service is unavailable (Unavailable,
 // DeadlineExceeded: retry later or elsewhere), 1 on any other RPC error and on a plan whose
-// hash does not verify, 2 on bad usage (flags are checked here only for their form and the
-// timeout; the server checks the budget and depth, and refuses bad ones with exit 1).
+// hash does not verify, 2 on bad usage, before any call: a flag of the wrong form, a timeout
+// outside (0s, 1h], a budget outside 1..10000000 or a depth outside 0..2 (planner-svc plan's
+// bounds; a negative budget, the flag's default, asks for the server's default budget).
 // PLANNER_SVC_AUTH_TOKEN, when set, is sent as a bearer token. The connection is plaintext (loopback or a trusted network) unless a TLS
 // flag is given: -tls-ca verifies the server with those PEM authorities (default: the system's
 // roots), -tls-cert/-tls-key present a client certificate to a server that requires one
@@ -54,6 +55,14 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// The bounds planner-svc plan checks before any call (planner_svc/core/limits.py:
+// BUDGET_TOKENS, EXPAND_DEPTH), the ones the server enforces.
+const (
+	minBudgetTokens = 1          // tokens
+	maxBudgetTokens = 10_000_000 // tokens
+	maxExpandDepth  = 2          // hops
+)
+
 // options are the parsed command line.
 type options struct {
 	addr         string
@@ -72,7 +81,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("planner-plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:50151", "server address host:port")
-	fs.Int64Var(&o.budgetTokens, "budget", -1, "budget in tokens (negative: server default)")
+	fs.Int64Var(&o.budgetTokens, "budget", -1, "budget in tokens, 1..10000000 (negative: server default)")
 	fs.UintVar(&o.expandDepth, "depth", 1, "hop expansion depth, 0..2")
 	fs.StringVar(&o.model, "model", "", "model for exact token accounting (empty: server default)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of the Plan call")
@@ -96,6 +105,13 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	if o.timeout <= 0 || o.timeout > time.Hour {
 		// as planner-svc plan's --timeout: a deadline already passed would read as "retry" (3)
 		return o, fmt.Errorf("-timeout %s is outside (0s, 1h]", o.timeout)
+	}
+	if o.budgetTokens >= 0 && (o.budgetTokens < minBudgetTokens || o.budgetTokens > maxBudgetTokens) {
+		return o, fmt.Errorf("-budget %d is outside %d..%d (negative or omitted: the server's default)",
+			o.budgetTokens, minBudgetTokens, maxBudgetTokens)
+	}
+	if o.expandDepth > maxExpandDepth {
+		return o, fmt.Errorf("-depth %d is outside 0..%d", o.expandDepth, maxExpandDepth)
 	}
 	o.question = fs.Arg(0)
 	return o, nil

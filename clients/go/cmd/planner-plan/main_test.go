@@ -182,7 +182,9 @@ func TestInvalidArgumentPrintsCodeAndFieldViolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI("-addr", serve(t, &fakePlanner{err: st.Err()}), "-depth", "5", "q")
+	// the CLI refuses -depth 5 itself (TestOutOfRangeBudgetAndDepthAreUsageErrors); a server's
+	// refusal is printed as it comes, whatever was sent
+	code, out, errOut := runCLI("-addr", serve(t, &fakePlanner{err: st.Err()}), "q")
 	if code != 1 || out != "" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
@@ -240,6 +242,53 @@ func TestUsageErrors(t *testing.T) {
 		{"-timeout", "0s", "q"}, {"-timeout", "-1s", "q"}, {"-timeout", "2h", "q"}} {
 		if code, _, _ := runCLI(args...); code != 2 {
 			t.Errorf("args %q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestOutOfRangeBudgetAndDepthAreUsageErrors(t *testing.T) {
+	fake := &fakePlanner{plan: samplePlan()}
+	addr := serve(t, fake)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-budget", "0"}, "planner-plan: -budget 0 is outside 1..10000000 (negative or omitted: the server's default)\n"},
+		{[]string{"-budget", "10000001"}, "planner-plan: -budget 10000001 is outside 1..10000000 (negative or omitted: the server's default)\n"},
+		{[]string{"-depth", "3"}, "planner-plan: -depth 3 is outside 0..2\n"},
+		{[]string{"-depth", "4294967296"}, "planner-plan: -depth 4294967296 is outside 0..2\n"}, // not sent as 0
+	} {
+		code, out, errOut := runCLI(append(append([]string{"-addr", addr}, c.args...), "q")...)
+		if code != 2 || out != "" || errOut != c.want {
+			t.Errorf("args %q: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	if fake.got != nil {
+		t.Fatalf("a refused flag reached the server: %v", fake.got)
+	}
+}
+
+func TestBudgetAndDepthAtTheirBoundsAreSent(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		budget *uint64
+		depth  uint32
+	}{
+		{[]string{"-budget", "1"}, proto.Uint64(1), 1},
+		{[]string{"-budget", "10000000"}, proto.Uint64(10_000_000), 1},
+		{[]string{"-budget", "-5"}, nil, 1}, // negative: the server's default, as omitted
+		{[]string{"-depth", "0"}, nil, 0},
+		{[]string{"-depth", "2"}, nil, 2},
+	} {
+		fake := &fakePlanner{plan: samplePlan()}
+		code, _, errOut := runCLI(append(append([]string{"-addr", serve(t, fake)}, c.args...), "q")...)
+		if code != 0 {
+			t.Errorf("args %q: exit %d, stderr %q; want 0", c.args, code, errOut)
+			continue
+		}
+		want := &plannerv1.PlanRequest{Question: "q", ExpandDepth: c.depth, BudgetTokens: c.budget}
+		if !proto.Equal(fake.got, want) {
+			t.Errorf("args %q: request = %v, want %v", c.args, fake.got, want)
 		}
 	}
 }
