@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -168,14 +168,6 @@ class SourceEntry:
     group_firsts: npt.NDArray[np.int64] = field(compare=False, repr=False)
 
 
-CARRY_OVER_DOCUMENTS = 65_536
-"""A batch carries the latest state's caches over (:meth:`Catalog.apply`) while they hold at most
-this many documents' entries. Carrying over copies them (about 15 ns an entry each for entries
-and links, so about 2 ms a batch at this size); past it, the caches start afresh and plans
-compute what they read again, as they did before carrying over (on the demo corpus, 171 entries
-and the links of the hop sources per development plan, about 3 ms)."""
-
-
 WARM_AHEAD_US = 60_000_000
 """:meth:`Catalog.warm` computes nothing when an interval bound lies more than this after now
 (microseconds: one minute)."""
@@ -193,23 +185,86 @@ class _Changes:
     """Nodes at either end of an edge added or closed."""
 
 
+_V = TypeVar("_V")
+
+
+class _Shared(Generic[_V]):
+    """Cached values shared by every latest state: source -> ``(value, generation)``, the
+    generation of the latest state that computed the value.
+
+    A batch removes the values it may change (in place, after applying its rows) and keeps the
+    rest, so carrying the caches over costs a removal per change, not a copy of every value. A
+    value in the dict was computed in its generation and not changed by any batch since, so
+    it holds for every latest state from its generation on; a state never reads a value of a
+    later generation (a plan that read the latest state just before a batch and looks its
+    value up after)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[_V, int]] = {}
+
+
+class _View(Mapping[str, _V]):
+    """The values of a :class:`_Shared` cache one latest state reads: those of its
+    generation or an earlier one."""
+
+    __slots__ = ("_generation", "_shared", "_values")
+
+    def __init__(self, shared: _Shared[_V], generation: int) -> None:
+        self._shared = shared
+        self._values = shared.values  # pruned in place, never replaced
+        self._generation = generation
+
+    def find(self, key: str) -> _V | None:
+        """The value of ``key`` this view reads, or None."""
+        found = self._values.get(key)
+        if found is not None and found[1] <= self._generation:
+            return found[0]
+        return None
+
+    def __getitem__(self, key: str) -> _V:
+        found = self.find(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        generation = self._generation
+        return iter([k for k, (_v, g) in list(self._values.items()) if g <= generation])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def put(self, key: str, value: _V) -> None:
+        """Keep ``value`` as computed in this view's generation (the caller holds the
+        catalog's cache lock and checked that the state is still open)."""
+        self._values[key] = (value, self._generation)
+
+
 class _Latest:
     """Source entries and links as of any time past every interval bound the catalog holds.
 
     Liveness does not change past the largest finite bound (``since``), so an entry computed
     as of ``(since, since)`` holds for every ``(valid_us, tx_us)`` with both in
     ``[since, OPEN)``. Entries and links are filled at start-up (:meth:`Catalog.warm`) or on
-    first use; when a batch is applied, the new latest state keeps the ones the batch cannot
-    have changed (:meth:`Catalog.apply`). ``open`` turns False before a batch changes
-    anything, so one computed while a batch is half applied is never kept.
+    first use; when a batch is applied, the new latest state (the next ``generation``) keeps
+    the ones the batch cannot have changed (:meth:`Catalog.apply`). ``open`` turns False,
+    under the catalog's cache lock, before a batch changes anything: a value computed while a
+    batch is half applied is never kept.
     """
 
-    __slots__ = ("entries", "links", "open", "since")
+    __slots__ = ("entries", "generation", "links", "open", "since")
 
-    def __init__(self, since: int) -> None:
+    def __init__(self, since: int, generation: int = 0,
+                 entries: _Shared[SourceEntry] | None = None,
+                 links: _Shared[Mapping[str, float]] | None = None) -> None:
         self.since = since
-        self.entries: dict[str, SourceEntry] = {}
-        self.links: dict[str, Mapping[str, float]] = {}
+        self.generation = generation
+        self.entries: _View[SourceEntry] = _View(
+            _Shared() if entries is None else entries, generation)
+        self.links: _View[Mapping[str, float]] = _View(
+            _Shared() if links is None else links, generation)
         self.open = True
 
     def covers(self, valid_us: int, tx_us: int) -> bool:
@@ -246,6 +301,9 @@ class Catalog:
         """One object per distinct interval bound (rows written together share theirs)."""
         self._max_event = -OPEN - 1  # the largest finite bound of a node or edge interval
         self._latest = _Latest(self._max_event)
+        self._cache_lock = threading.Lock()
+        """Held to close the latest state and to keep a value in its caches, so that no value
+        is kept once a batch has started."""
 
     # ---------------------------------------------------------------- writes
 
@@ -256,13 +314,14 @@ class Catalog:
         (:meth:`_next_latest`), except those the batch may change. A batch that fails part-way
         (or whose carry-over fails) leaves a latest state with empty caches."""
         previous = self._latest
-        fallback = _Latest(previous.since)  # made before anything can fail
-        previous.open = False
+        fallback = _Latest(previous.since, previous.generation + 1)  # before anything can fail
+        with self._cache_lock:
+            previous.open = False
         latest: _Latest | None = None
         try:
             latest = self._next_latest(previous, self._apply(batch))
         finally:
-            if latest is None:
+            if latest is None:  # new, empty caches: the shared ones may be half pruned
                 fallback.since = self._max_event
                 latest = fallback
             self._latest = latest
@@ -270,20 +329,16 @@ class Catalog:
     def _next_latest(self, previous: _Latest, changes: _Changes) -> _Latest:
         """The latest state after a batch applied whole, with the previous state's entries and
         links the batch cannot have changed: all but the entries of ``changes.documents`` and
-        the links of :meth:`_relinked`. An entry or a link computed past every interval bound
-        only read rows whose bounds were all at or below the previous ``since``; the batch
-        changes one only by adding a row it would read or closing one it read. Nothing carries
-        over when the caches hold more than :data:`CARRY_OVER_DOCUMENTS` documents."""
-        latest = _Latest(self._max_event)
-        if len(previous.entries) > CARRY_OVER_DOCUMENTS:
-            return latest
-        latest.entries = previous.entries.copy()
+        the links of :meth:`_relinked`, removed from the shared caches. An entry or a link
+        computed past every interval bound only read rows whose bounds were all at or below
+        the previous ``since``; the batch changes one only by adding a row it would read or
+        closing one it read."""
+        entries, links = previous.entries._shared, previous.links._shared
         for source in changes.documents:
-            latest.entries.pop(source, None)
-        latest.links = previous.links.copy()
+            entries.values.pop(source, None)
         for source in self._relinked(changes):
-            latest.links.pop(source, None)
-        return latest
+            links.values.pop(source, None)
+        return _Latest(self._max_event, previous.generation + 1, entries, links)
 
     def _relinked(self, changes: _Changes) -> set[str]:
         """The documents whose links ``changes`` may have changed: the ones whose members
@@ -561,11 +616,12 @@ class Catalog:
         latest = self._latest
         if not latest.covers(valid_us, tx_us):
             return self._entry(source_id, valid_us, tx_us)
-        found = latest.entries.get(source_id)
+        found = latest.entries.find(source_id)
         if found is None:
             found = self._entry(source_id, latest.since, latest.since)
-            if latest.open:
-                latest.entries[source_id] = found
+            with self._cache_lock:
+                if latest.open:
+                    latest.entries.put(source_id, found)
         return found
 
     def links(self, source_id: str, entry: SourceEntry, valid_us: int, tx_us: int
@@ -581,13 +637,14 @@ class Catalog:
         so links always belong to the members the caller has (a batch applied in between
         does not mix two states)."""
         latest = self._latest
-        if not (latest.covers(valid_us, tx_us) and latest.entries.get(source_id) is entry):
+        if not (latest.covers(valid_us, tx_us) and latest.entries.find(source_id) is entry):
             return self._links(entry.members, valid_us, tx_us)
-        found = latest.links.get(source_id)
+        found = latest.links.find(source_id)
         if found is None:
             found = self._links(entry.members, latest.since, latest.since)
-            if latest.open:
-                latest.links[source_id] = found
+            with self._cache_lock:
+                if latest.open:
+                    latest.links.put(source_id, found)
         return found
 
     def _links(self, members: Sequence[CatalogVersion], valid_us: int, tx_us: int

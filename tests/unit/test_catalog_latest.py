@@ -9,7 +9,7 @@ import pytest
 
 from planner_svc.core.model import SpanRef
 from planner_svc.index import catalog as catalog_module
-from planner_svc.index.catalog import Catalog, CatalogBatch
+from planner_svc.index.catalog import Catalog, CatalogBatch, SourceEntry
 from planner_svc.store import Edge, NodeVersion, SourceVersionRow
 
 SOURCES = [f"doc{i}" for i in range(5)]
@@ -193,16 +193,41 @@ def test_a_failed_carry_over_leaves_empty_caches(monkeypatch: pytest.MonkeyPatch
     assert catalog.entry("doc0", 1, 1).ids == (1, 2)
 
 
-def test_large_caches_start_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog_module, "CARRY_OVER_DOCUMENTS", 2)
+def test_a_batch_prunes_the_shared_caches_in_place_without_copying_them() -> None:
     catalog = Catalog()
-    catalog.apply(CatalogBatch(nodes=[_version(i, f"n{i}", f"doc{i}", 1) for i in (1, 2)]))
+    catalog.apply(CatalogBatch(nodes=[_version(i, f"n{i}", f"doc{i}", 1) for i in range(50)]))
     catalog.warm(1)
-    catalog.apply(CatalogBatch(nodes=[_version(3, "n3", "doc3", 2)]))
-    assert set(catalog._latest.entries) == {"doc1", "doc2"}  # two: carried over
-    catalog.warm(2)
-    catalog.apply(CatalogBatch(nodes=[_version(4, "n4", "doc4", 3)]))
-    assert not catalog._latest.entries  # three: not
+    before = catalog._latest
+    shared = before.entries._shared.values
+    catalog.apply(CatalogBatch(nodes=[_version(50, "n3", "doc3", 2)], closed_nodes=[(3, 2)]))
+    after = catalog._latest
+    assert after.entries._shared.values is shared and after.generation == before.generation + 1
+    assert len(after.entries) == 49 and "doc3" not in after.entries
+    # a value computed by the new state is not read by the old one, whose batch came after it
+    entry = catalog.entry("doc3", 2, 2)
+    assert after.entries["doc3"] is entry and "doc3" not in before.entries
+    assert before.entries.get("doc3") is None and before.entries.get("doc4") is not None
+    # the old state is closed: it keeps nothing it computes
+    assert not before.open
+    _check_every_document(catalog, random.Random(0))
+
+
+def test_a_value_computed_across_a_batch_is_not_kept() -> None:
+    catalog = Catalog()
+    catalog.apply(CatalogBatch(nodes=[_version(1, "a", "doc0", 1), _version(2, "b", "doc1", 1)]))
+    computing = catalog._entry
+
+    def batch_meanwhile(source_id: str, valid_us: int, tx_us: int) -> SourceEntry:
+        # a plan computes doc1's entry; before it keeps it, a batch gives doc1 a member
+        found = computing(source_id, valid_us, tx_us)
+        catalog._entry = computing  # type: ignore[method-assign]
+        catalog.apply(CatalogBatch(nodes=[_version(3, "c", "doc1", 1)]))
+        return found
+
+    catalog._entry = batch_meanwhile  # type: ignore[method-assign]
+    assert catalog.entry("doc1", 1, 1).ids == (2,)  # the plan gets what it computed
+    assert "doc1" not in catalog._latest.entries  # but nothing stale is kept
+    assert catalog.entry("doc1", 1, 1).ids == (2, 3)
 
 
 def test_warm_computes_nothing_when_a_bound_lies_well_after_now() -> None:
