@@ -141,31 +141,52 @@ def _bound(value: int | None, times: dict[int, int]) -> int:
     return OPEN if value is None else times.setdefault(value, value)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class SourceEntry:
     """One document as recall reads it as of one ``(valid_us, tx_us)``.
 
     Attributes:
         members: the live node versions that cite the document first, in version id order.
         ids: their version ids, in the same order.
-        groups: the members grouped by the spans they cite: each group's member indices
-            (ascending), groups in the order of their first member.
-        group_ids: each group's version ids (``ids`` of its members), in ``groups`` order.
         id_array: ``ids`` as int64 ``(len(ids),)`` (read-only), for array lookups.
-        group_members: ``groups`` laid end to end, int64 ``(len(ids),)`` (read-only; every
-            member is in one group).
-        group_sizes: each group's number of members, int64 ``(len(groups),)`` (read-only).
-        group_firsts: each group's smallest version id, int64 ``(len(groups),)`` (read-only).
+        group_table: the members grouped by the spans they cite, int64 ``(len(ids) + 2 *
+            groups,)`` (read-only), one array to keep an entry small: :attr:`group_members`,
+            then :attr:`group_sizes`, then :attr:`group_firsts`.
+
+    Two entries are equal when their members and their groups are.
     """
 
     members: tuple[CatalogVersion, ...]
     ids: tuple[int, ...]
-    groups: tuple[tuple[int, ...], ...]
-    group_ids: tuple[tuple[int, ...], ...]
-    id_array: npt.NDArray[np.int64] = field(compare=False, repr=False)
-    group_members: npt.NDArray[np.int64] = field(compare=False, repr=False)
-    group_sizes: npt.NDArray[np.int64] = field(compare=False, repr=False)
-    group_firsts: npt.NDArray[np.int64] = field(compare=False, repr=False)
+    id_array: npt.NDArray[np.int64] = field(repr=False)
+    group_table: npt.NDArray[np.int64] = field(repr=False)
+
+    @property
+    def group_members(self) -> npt.NDArray[np.int64]:
+        """The groups' member indices laid end to end, int64 ``(len(ids),)``: each group's
+        ascending, groups in the order of their first member (every member is in one)."""
+        return self.group_table[: len(self.ids)]
+
+    @property
+    def group_sizes(self) -> npt.NDArray[np.int64]:
+        """Each group's number of members, int64 ``(groups,)``."""
+        n = len(self.ids)
+        return self.group_table[n: n + (self.group_table.shape[0] - n) // 2]
+
+    @property
+    def group_firsts(self) -> npt.NDArray[np.int64]:
+        """Each group's smallest version id, int64 ``(groups,)``."""
+        n = len(self.ids)
+        return self.group_table[n + (self.group_table.shape[0] - n) // 2:]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SourceEntry):
+            return NotImplemented
+        return (self.members == other.members and self.ids == other.ids
+                and np.array_equal(self.id_array, other.id_array)
+                and np.array_equal(self.group_table, other.group_table))
+
+    __hash__ = None  # type: ignore[assignment]  # equality compares arrays: not hashable
 
 
 WARM_AHEAD_US = 60_000_000
@@ -661,14 +682,11 @@ class Catalog:
         for i, member in enumerate(members):
             groups.setdefault(member.spans, []).append(i)
         ids = tuple(m.version_id for m in members)
-        grouped = tuple(tuple(g) for g in groups.values())
-        group_ids = tuple(tuple(ids[j] for j in g) for g in grouped)
+        grouped = list(groups.values())
         return SourceEntry(
-            members=members, ids=ids, groups=grouped, group_ids=group_ids,
-            id_array=_frozen(ids),
-            group_members=_frozen([j for g in grouped for j in g]),
-            group_sizes=_frozen([len(g) for g in grouped]),
-            group_firsts=_frozen([g[0] for g in group_ids]))
+            members=members, ids=ids, id_array=_frozen(ids),
+            group_table=_frozen([*(j for g in grouped for j in g), *(len(g) for g in grouped),
+                                 *(ids[g[0]] for g in grouped)]))
 
 
 def _frozen(values: Sequence[int]) -> npt.NDArray[np.int64]:

@@ -41,6 +41,7 @@ score is the same bits on every machine.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,15 +169,15 @@ class NodeGroups:
     cite the same spans of one document and share its row): documents best first, each one's
     groups most relevant first.
 
-    Attributes:
-        scores: each group's score in [0, 1].
-        sources: its document.
+    Attributes (one value per group, :class:`NodeScore`'s fields as columns):
+        score: each group's score in [0, 1].
+        source_id: its document.
         local: its local relevance in [0, 1].
         rank: its rank within the document (0 = most relevant).
     """
 
-    scores: tuple[float, ...]
-    sources: tuple[str, ...]
+    score: tuple[float, ...]
+    source_id: tuple[str, ...]
     local: tuple[float, ...]
     rank: tuple[int, ...]
 
@@ -226,7 +227,7 @@ class Recalled:
             transaction time (whole documents: valid time does not apply).
         no_passage_valid: True when node versions are current at the plan's transaction time
             but none of them is valid at its valid time (every one's valid interval starts
-            after it or ends before it), so recall can reach no passage.
+            after it or ends at or before it), so recall can reach no passage.
     """
 
     node_versions: tuple[int, ...]
@@ -249,7 +250,7 @@ class Recalled:
         version id (built on each call: for explain and tests, not the plan's hot path)."""
         groups = self.groups
         scores = [NodeScore(score=score, source_id=source, local=local, rank=rank)
-                  for score, source, local, rank in zip(groups.scores, groups.sources,
+                  for score, source, local, rank in zip(groups.score, groups.source_id,
                                                         groups.local, groups.rank,
                                                         strict=True)]
         return {version: scores[group] for version, group
@@ -264,7 +265,8 @@ def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]
     if not best > 0.0:
         return {}
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    if not np.isfinite(values).all():  # max(0.0, nan) is 0.0 in Python, nan in numpy
+    # max(0.0, nan) and clamp_unit(nan) are 0.0 in Python, nan in numpy
+    if not (np.isfinite(values).all() and math.isfinite(sharpness)):
         return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))
                 for k, s in scores.items()}
     relative = _relative_segments(values, np.full(values.shape[0], best), sharpness)
@@ -530,8 +532,10 @@ class _Ranked:
     """Each group's document (its index in the ask)."""
     relevance: Float64s
     """Each group's local relevance in [0, 1]."""
-    versions: list[tuple[int, ...]]
-    """Each group's version ids, ascending."""
+    sizes: npt.NDArray[np.int64]
+    """Each group's number of nodes."""
+    versions: npt.NDArray[np.int64]
+    """The groups' version ids laid end to end, in group order (each group's ascending)."""
 
 
 class _Scored:
@@ -829,8 +833,9 @@ class _Recall:
         entries = [self.entry(source) for source, _local in documents]
         lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
         if not int(lengths.sum()):
-            return _Ranked(owner=np.zeros(0, dtype=np.int64),
-                           relevance=np.zeros(0, dtype=np.float64), versions=[])
+            empty = np.zeros(0, dtype=np.int64)
+            return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
+                           versions=empty)
         lexical = np.concatenate([local.lexical for _s, local in documents])
         cosine = np.maximum(0.0, np.concatenate([local.cosine for _s, local in documents])) + 0.0
         lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, lengths),
@@ -841,15 +846,21 @@ class _Recall:
         # groups of every document: their members' positions in the flat arrays
         starts = np.cumsum(lengths) - lengths
         members = np.concatenate([e.group_members for e in entries]) + np.repeat(starts, lengths)
-        groups = np.asarray([len(e.groups) for e in entries], dtype=np.int64)
-        owners = np.repeat(np.arange(len(entries), dtype=np.int64), groups)
-        group_rel = _segment_max(node_rel[members],
-                                 np.concatenate([e.group_sizes for e in entries]))
+        per_entry = [e.group_sizes for e in entries]
+        sizes = np.concatenate(per_entry)
+        owners = np.repeat(np.arange(len(entries), dtype=np.int64),
+                           [each.shape[0] for each in per_entry])
+        group_rel = _segment_max(node_rel[members], sizes)
         order = np.lexsort((np.concatenate([e.group_firsts for e in entries]), -group_rel,
                             owners))
-        versions = [ids for e in entries for ids in e.group_ids]
-        return _Ranked(owner=owners[order], relevance=group_rel[order],
-                       versions=[versions[g] for g in order.tolist()])
+        # each group's members in the new group order: their runs of ``members``, moved
+        ordered = sizes[order]
+        runs = (np.cumsum(sizes) - sizes)[order]
+        picks = (np.repeat(runs - (np.cumsum(ordered) - ordered), ordered)
+                 + np.arange(int(ordered.sum()), dtype=np.int64))
+        ids = np.concatenate([e.id_array for e in entries])
+        return _Ranked(owner=owners[order], relevance=group_rel[order], sizes=ordered,
+                       versions=ids[members[picks]])
 
     # ---------------------------------------------------------------- evidence
 
@@ -1070,14 +1081,12 @@ def _passages(state: _Recall, question: Question,
     values = sharp[groups.owner] * (floor + rest * groups.relevance)
     values = values * decays[rank]
     sources = [source for source, _score in ranked]
-    grouped = NodeGroups(scores=tuple(values.tolist()),
-                        sources=tuple(sources[owner] for owner in groups.owner.tolist()),
-                        local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
+    grouped = NodeGroups(score=tuple(values.tolist()),
+                         source_id=tuple(sources[owner] for owner in groups.owner.tolist()),
+                         local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
     # every node once (a version cites one document first, so it sits in one group), by id
-    sizes = [len(versions) for versions in groups.versions]
-    flat = np.fromiter((v for versions in groups.versions for v in versions), dtype=np.int64,
-                       count=sum(sizes))
-    group_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    flat = groups.versions
+    group_of = np.repeat(np.arange(groups.sizes.shape[0], dtype=np.int64), groups.sizes)
     order = np.argsort(flat, kind="stable")
     passages = state.passages
     return Recalled(node_versions=tuple(flat[order].tolist()),

@@ -119,18 +119,31 @@ def test_a_hop_reaches_the_target_and_its_passage_that_answers() -> None:
     assert all(d.hop == 0.0 for d in without.documents)
 
 
-def test_node_columns_list_every_candidate_node_once_by_version_id() -> None:
+@pytest.mark.parametrize("document_sharpness", [2.0, 2.5])
+def test_node_scores_are_the_scalar_formula_of_their_document_and_group(
+        document_sharpness: float) -> None:
     catalog, semantic, ids = _world()
-    got = _recall(catalog, semantic, "Which company did Jeff Bezos found, and when?")
-    candidates = {d.source_id for d in got.documents}
+    settings = RecallSettings(document_sharpness=document_sharpness)
+    query = EngineQuery(text="Which company did Jeff Bezos found, and when?", structured=True,
+                        semantic=True, document_k=50, semantic_k=50, expand_depth=1,
+                        valid_us=T, tx_us=T)
+    got = recall_documents(catalog, query, settings=settings, semantic=semantic)
+    candidates = {d.source_id: d.score for d in got.documents}
     expected = sorted(vid for (source, _o), vid in ids.items() if source in candidates)
     assert list(got.node_versions) == expected == list(got.nodes)
-    assert list(got.node_scores) == [n.score for n in got.nodes.values()]
-    # each document's groups are ranked 0, 1, ... and a better rank never scores lower
+    floor = settings.passage_floor
+    for version, score in zip(got.node_versions, got.node_scores, strict=True):
+        node = got.nodes[version]
+        # one group at a time, as a scalar: sharp * (floor + rest * local), then times decay**rank
+        value = unit_power(candidates[node.source_id], document_sharpness) * (
+            floor + (1.0 - floor) * node.local)
+        value *= unit_power(settings.passage_decay, node.rank)
+        assert score == node.score == value
+    # each document's groups are ranked 0, 1, ... with their relevance not increasing
     for source in candidates:
-        mine = sorted((n.rank, -n.score) for n in got.nodes.values() if n.source_id == source)
-        assert [r for r, _ in mine] == list(range(len(mine)))
-        assert [-s for _r, s in mine] == sorted((-s for _r, s in mine), reverse=True)
+        groups = sorted({(n.rank, n.local) for n in got.nodes.values() if n.source_id == source})
+        assert [r for r, _ in groups] == list(range(len(groups)))
+        assert [x for _r, x in groups] == sorted((x for _r, x in groups), reverse=True)
 
 
 def test_every_part_of_a_comparison_gets_its_best_document() -> None:
@@ -198,6 +211,8 @@ def test_relative_scores_keep_the_bits_of_the_scalar_formula(sharpness: float) -
     with_nan = _relative({"b": 2.0, "a": float("nan")}, sharpness)
     assert with_nan == {"b": 1.0, "a": 0.0}
     assert _relative({"a": 0.0, "b": -1.0}, sharpness) == {}
+    # a NaN exponent too (settings refuse one): clamp_unit makes nan 0.0, and 1 ** nan is 1
+    assert _relative({"a": 0.5, "b": 2.0}, float("nan")) == {"a": 0.0, "b": 1.0}  # 1 ** nan
 
 
 def test_recall_is_as_of_the_plan() -> None:
