@@ -102,7 +102,8 @@ class InsufficientEvidence(PlannerError):
     Attributes:
         metadata: the decision's inputs as strings (``coverage``, ``similarity``,
             ``min_coverage``, ``min_similarity``, ``best_source``, ``live_documents``), carried
-            to the client in ``google.rpc.ErrorInfo.metadata``; empty when recall found no span.
+            to the client in ``google.rpc.ErrorInfo.metadata``; only ``live_documents`` when
+            recall found no span.
     """
 
     def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None) -> None:

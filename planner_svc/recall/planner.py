@@ -218,18 +218,25 @@ class _Semantic:
         return self._index().vector_rows(version_ids)
 
 
-def _no_span(recalled: Recalled, stats: PlanStats) -> str:
-    """Why recall left no span to plan, for the error message: no passage valid at the plan's
-    valid time when documents are stored as of its transaction time but no node version is
-    live at both (:attr:`~planner_svc.recall.engine.Recalled.no_passage_valid`); otherwise the
-    recall counts."""
+def _no_passage_valid(recalled: Recalled) -> str | None:
+    """The decline message when no passage is valid at the plan's valid time though documents
+    are stored as of its transaction time (:attr:`~planner_svc.recall.engine.Recalled.
+    no_passage_valid`), else None. It takes precedence over the abstention's and the no-span
+    messages, which then only restate its consequences (no similarity, no span)."""
     count = recalled.live_documents
-    if recalled.no_passage_valid and count > 0:
-        stored = "1 document is" if count == 1 else f"{count} documents are"
-        return (f"no passage is valid at the plan's valid time (at_valid): {stored} stored as "
-                f"of its transaction time, but none of their passages was valid then")
-    return (f"recall found no evidence span ({stats.nodes_recalled} nodes recalled, "
-            f"{stats.slices_missing} slices missing)")
+    if not (recalled.no_passage_valid and count > 0):
+        return None
+    stored = "1 document is" if count == 1 else f"{count} documents are"
+    return (f"no passage is valid at the plan's valid time (at_valid): {stored} stored as "
+            f"of its transaction time, but none of their passages was valid then")
+
+
+def _no_span(recalled: Recalled, stats: PlanStats) -> str:
+    """Why recall left no span to plan, for the error message: :func:`_no_passage_valid`'s
+    message when it applies, otherwise the recall counts."""
+    return _no_passage_valid(recalled) or (
+        f"recall found no evidence span ({stats.nodes_recalled} nodes recalled, "
+        f"{stats.slices_missing} slices missing)")
 
 
 _log = structlog.get_logger("planner_svc.recall")
@@ -354,9 +361,10 @@ class EvidencePlanner:
                 if query.allow_ungrounded:
                     return EvidenceResult(plan=empty_plan(stats),
                                           trace=trace if query.explain else None)
-                raise InsufficientEvidence(f"the store does not support an answer: "
-                                           f"{abstention.describe()}",
-                                           metadata=abstention.metadata())
+                raise InsufficientEvidence(
+                    _no_passage_valid(recalled)
+                    or f"the store does not support an answer: {abstention.describe()}",
+                    metadata=abstention.metadata())
             with clock.stage("pool"):
                 candidates = self._pool(catalog, recalled, query, stats)
             with clock.stage("tokens"):
@@ -369,7 +377,9 @@ class EvidencePlanner:
                 if query.allow_ungrounded:
                     return EvidenceResult(plan=empty_plan(stats),
                                           trace=trace if query.explain else None)
-                raise InsufficientEvidence(_no_span(recalled, stats))
+                raise InsufficientEvidence(
+                    _no_span(recalled, stats),
+                    metadata={"live_documents": str(recalled.live_documents)})
             context_window = (
                 self._counter.context_window(query.model)
                 if self._counter is not None and query.model

@@ -325,15 +325,28 @@ def test_a_plan_as_of_a_valid_time_before_every_passage_says_none_was_valid_then
     assert str(refused.value) == (
         "no passage is valid at the plan's valid time (at_valid): 2 documents are stored as of "
         "its transaction time, but none of their passages was valid then")
-    # the status and reason are those of any decline; no abstention inputs to carry
-    assert refused.value.metadata == {}
+    # the status and reason are those of any decline; its metadata: the documents stored
+    assert refused.value.metadata == {"live_documents": "2"}
     status, unexpected = status_for(refused.value)
     assert status.code == code_pb2.FAILED_PRECONDITION and not unexpected
     info = error_details_pb2.ErrorInfo()
     status.details[0].Unpack(info)
-    assert (info.reason, dict(info.metadata)) == ("INSUFFICIENT_EVIDENCE", {})
+    assert (info.reason, dict(info.metadata)) == ("INSUFFICIENT_EVIDENCE",
+                                                  {"live_documents": "2"})
     # at T0 the same question is answered
     assert _planner(store).plan(_refused(dataclasses.replace(early, at_valid_us=T0))).plan.spans
+    # a question the abstention declines (no document holds its terms) hears the same reason,
+    # with the abstention's inputs: the valid time is why no passage was reached at all
+    unheld = _query(structured=StructuredLeg(text="refund window of the Halvorsen web shop"),
+                    at_valid_us=T0 - 1)
+    with pytest.raises(InsufficientEvidence) as declined:
+        _planner(store).plan(_refused(unheld))
+    assert str(declined.value) == str(refused.value)
+    assert declined.value.metadata["coverage"] == "0.0000"
+    assert declined.value.metadata["live_documents"] == "2"
+    # at T0 it is declined for its own reason
+    with pytest.raises(InsufficientEvidence, match=r"no document holds any of the question"):
+        _planner(store).plan(_refused(dataclasses.replace(unheld, at_valid_us=T0)))
 
 
 def test_a_plan_with_no_passage_left_for_another_reason_keeps_the_recall_counts(
@@ -345,8 +358,9 @@ def test_a_plan_with_no_passage_left_for_another_reason_keeps_the_recall_counts(
     query = _query(structured=StructuredLeg(text="capital of France"))
     with pytest.raises(InsufficientEvidence,
                        match=r"^recall found no evidence span \(0 nodes recalled, 0 slices "
-                             r"missing\)$"):
+                             r"missing\)$") as retired:
         _planner(store).plan(_refused(query))
+    assert retired.value.metadata == {"live_documents": "2"}
     # before the retirement the passages are valid at the plan's time, but none holds a term
     # of this question (abstention off)
     off = RecallSettings(abstain_coverage=0.0, abstain_similarity=0.0)
