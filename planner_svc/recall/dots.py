@@ -108,8 +108,8 @@ def ordered_dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
 
 
 def ordered_dots_many(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
-                      queries: npt.NDArray[np.float32], which: npt.NDArray[np.int64]
-                      ) -> npt.NDArray[np.float64]:
+                      queries: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+                      which: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """:func:`ordered_dots` of several queries in one call: row ``i``'s inner product with
     ``queries[which[i]]``, as float64 ``(len(rows),)``, each with the bits
     :func:`ordered_dots` gives it alone (a row's products are added in index order whatever
@@ -118,9 +118,10 @@ def ordered_dots_many(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int
     Args:
         vectors: float32 ``(n, dim)``, ``dim >= 1``, writable or read-only (copied once if
             not C-contiguous).
-        rows: row indices into ``vectors``, each in ``[0, n)``.
-        queries: float32 ``(m, dim)``.
-        which: int64 ``(len(rows),)``, each row's query, each in ``[0, m)``.
+        rows: row indices into ``vectors``, each in ``[0, n)`` (any integer dtype, writable or
+            read-only).
+        queries: ``(m, dim)``, float32 (widened to float64 exactly) or float64.
+        which: ``(len(rows),)`` integers, each row's query, each in ``[0, m)``.
 
     Raises:
         IndexError: a row outside ``[0, n)`` or a query index outside ``[0, m)``.
@@ -138,9 +139,9 @@ def ordered_dots_many(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int
     if rows.shape[0]:
         kernel = _KERNEL.compiled()
         kernel(np.ascontiguousarray(vectors, dtype=np.float32),
-               np.ascontiguousarray(rows, dtype=np.int64),
+               np.require(rows, dtype=np.int64, requirements=("C", "W")),
                np.ascontiguousarray(queries, dtype=np.float64),
-               np.ascontiguousarray(which, dtype=np.int64), out)
+               np.require(which, dtype=np.int64, requirements=("C", "W")), out)
     return out
 
 

@@ -54,6 +54,19 @@ def test_several_queries_give_each_row_the_bits_of_its_query_alone(n_rows: int) 
     assert same_bits(got, expected)
 
 
+def test_read_only_rows_and_query_indexes_are_scored() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((10, 8)).astype(np.float32)
+    queries = rng.standard_normal((2, 8))  # float64 queries are taken as they are
+    rows, which = np.array([3, 1, 4, 1, 5]), np.array([0, 1, 1, 0, 1])
+    rows.setflags(write=False)
+    which.setflags(write=False)
+    got = ordered_dots_many(vectors, rows, queries, which)
+    expected = [ordered_sum(vectors[r].astype(np.float64) * queries[q], axis=0)
+                for r, q in zip(rows.tolist(), which.tolist(), strict=True)]
+    assert got.tolist() == [float(e) for e in expected]
+
+
 def test_a_query_index_outside_the_queries_is_refused() -> None:
     vectors = np.ones((2, 4), dtype=np.float32)
     queries = np.ones((2, 4), dtype=np.float32)
