@@ -67,7 +67,7 @@ const (
 type options struct {
 	addr         string
 	budgetTokens int64 // < 0: server default
-	expandDepth  uint
+	expandDepth  uint64
 	model        string
 	timeout      time.Duration
 	tlsCA        string // PEM authorities for the server's certificate
@@ -82,7 +82,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:50151", "server address host:port")
 	fs.Int64Var(&o.budgetTokens, "budget", -1, "budget in tokens, 1..10000000 (negative: server default)")
-	fs.UintVar(&o.expandDepth, "depth", 1, "hop expansion depth, 0..2")
+	fs.Uint64Var(&o.expandDepth, "depth", 1, "hop expansion depth, 0..2")
 	fs.StringVar(&o.model, "model", "", "model for exact token accounting (empty: server default)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of the Plan call")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM authorities to verify the server with (enables TLS)")
