@@ -38,8 +38,8 @@ class Scripted:
 
     def __init__(self, provider: ResearchProvider) -> None:
         self.provider = provider
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
-                                  options=[("grpc.so_reuseport", 0)])
+        self.handlers = futures.ThreadPoolExecutor(max_workers=4)
+        self.server = grpc.server(self.handlers, options=[("grpc.so_reuseport", 0)])
         add_research_servicer(
             self.server,
             evidence=FakeEvidence(),
@@ -53,7 +53,10 @@ class Scripted:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.stop(grace=None)
+        # let each session's handler finish (it logs research.end after its last update), so
+        # no log line of this test's server is written after the test has returned
+        self.server.stop(grace=5).wait()
+        self.handlers.shutdown(wait=True)
 
 
 def start_event(question: str = "What is a Merkle tree and who invented it?",
