@@ -449,10 +449,10 @@ class LexicalView:
 
     def rows_at_tx(self) -> int:
         """Number of rows of the snapshot current at the view's transaction time, whatever
-        their valid interval (live in the view or not). A closing applied after the view was
-        taken counts here (the closing times are read now) though the view's liveness does not
-        see it: a row closed since is not counted. A pass over every row, not cached: for the
-        rare caller, not for every query."""
+        their valid interval (live in the view or not). The closing times are read now: a
+        closing applied after the view was taken, at or before the view's transaction time (a
+        backdated one), leaves its row uncounted here though the view's liveness still sees it.
+        A pass over every row, not cached: for the rare caller, not for every query."""
         snap, tx_us = self._snap, self._tx_us
         return int(np.count_nonzero((snap.tx_from <= tx_us) & (snap.tx_to > tx_us)))
 

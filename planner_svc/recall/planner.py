@@ -221,8 +221,11 @@ class _Semantic:
 def _no_passage_valid(recalled: Recalled) -> str | None:
     """The decline message when no passage is valid at the plan's valid time though documents
     are stored as of its transaction time (:attr:`~planner_svc.recall.engine.Recalled.
-    no_passage_valid`), else None. It takes precedence over the abstention's and the no-span
-    messages, which then only restate its consequences (no similarity, no span)."""
+    no_passage_valid`), else None. It takes precedence over the no-span message and the
+    abstention's: no plan can hold a span until the valid time changes. The abstention's
+    inputs stay in the metadata; its coverage is measured over whole documents, where valid
+    time does not apply, so a question it declines is declined again at a valid time with
+    passages (for its own reason then)."""
     count = recalled.live_documents
     if not (recalled.no_passage_valid and count > 0):
         return None

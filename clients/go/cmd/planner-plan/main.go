@@ -81,8 +81,9 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("planner-plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:50151", "server address host:port")
-	fs.Int64Var(&o.budgetTokens, "budget", -1, "budget in tokens, 1..10000000 (negative: server default)")
-	fs.Uint64Var(&o.expandDepth, "depth", 1, "hop expansion depth, 0..2")
+	fs.Int64Var(&o.budgetTokens, "budget", -1, fmt.Sprintf(
+		"budget in tokens, %d..%d (negative: server default)", minBudgetTokens, maxBudgetTokens))
+	fs.Uint64Var(&o.expandDepth, "depth", 1, fmt.Sprintf("hop expansion depth, 0..%d", maxExpandDepth))
 	fs.StringVar(&o.model, "model", "", "model for exact token accounting (empty: server default)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of the Plan call")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM authorities to verify the server with (enables TLS)")
