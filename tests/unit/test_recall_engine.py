@@ -155,14 +155,20 @@ def test_every_part_of_a_comparison_gets_its_best_document() -> None:
     assert sorted(top) == ["amazon", "apple"]
 
 
-def test_a_document_one_leg_missed_gets_that_legs_score() -> None:
-    catalog, semantic, _ids = _world()
-    # BM25 keeps Moldova, the caller's vector keeps Romania: one document per leg
+def _one_document_per_leg(catalog: Catalog, semantic: Semantic, settings: RecallSettings
+                          ) -> tuple[Recalled, npt.NDArray[np.float32]]:
+    """BM25 keeps Moldova, the caller's vector keeps Romania (each leg keeps one document);
+    the recall and the vector."""
     question = "Which landlocked country in Eastern Europe has Chisinau as its capital?"
     vector = semantic.embed(["Romania. A country in Southeast Europe on the Black Sea."])[0]
     narrow = EngineQuery(text=question, structured=True, semantic=True, vector=vector,
                          document_k=1, semantic_k=1, expand_depth=0, valid_us=T, tx_us=T)
-    got = recall_documents(catalog, narrow, settings=RecallSettings(), semantic=semantic)
+    return recall_documents(catalog, narrow, settings=settings, semantic=semantic), vector
+
+
+def test_a_document_one_leg_missed_gets_that_legs_score() -> None:
+    catalog, semantic, _ids = _world()
+    got, _vector = _one_document_per_leg(catalog, semantic, RecallSettings())
     docs = {d.source_id: d for d in got.documents}
     assert set(docs) == {"moldova", "romania"}
     # each leg's own find scores 1 in it; the other document gets the leg's score too
@@ -174,12 +180,8 @@ def test_a_document_one_leg_missed_gets_that_legs_score() -> None:
 
 def test_the_missed_legs_score_is_the_best_clamped_cosine_relative_to_the_legs_best() -> None:
     catalog, semantic, ids = _world()
-    question = "Which landlocked country in Eastern Europe has Chisinau as its capital?"
-    vector = semantic.embed(["Romania. A country in Southeast Europe on the Black Sea."])[0]
-    narrow = EngineQuery(text=question, structured=True, semantic=True, vector=vector,
-                         document_k=1, semantic_k=1, expand_depth=0, valid_us=T, tx_us=T)
     settings = RecallSettings()
-    got = recall_documents(catalog, narrow, settings=settings, semantic=semantic)
+    got, vector = _one_document_per_leg(catalog, semantic, settings)
     moldova = {d.source_id: d for d in got.documents}["moldova"]
 
     def cosine(source: str, ordinal: int) -> float:
