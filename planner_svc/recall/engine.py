@@ -296,13 +296,26 @@ def _unit_powers(base: Float64s, exponent: float) -> Float64s:
     return result
 
 
+def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Where each consecutive segment of ``lengths[i]`` values starts (int64, same shape)."""
+    starts: npt.NDArray[np.int64] = np.cumsum(lengths) - lengths
+    return starts
+
+
+def _within(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Each value's position within its consecutive segment (segment ``i`` holds
+    ``lengths[i]`` values): int64 ``(lengths.sum(),)``, ``0, 1, ..`` per segment."""
+    return (np.arange(int(lengths.sum()), dtype=np.int64)
+            - np.repeat(_starts(lengths), lengths))
+
+
 def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
     """The largest value of each consecutive segment of ``values`` (segment ``i`` holds
     ``lengths[i]`` values); 0.0 for an empty segment. float64 ``(len(lengths),)``."""
     out = np.zeros(lengths.shape[0], dtype=np.float64)
     filled = lengths > 0
     if values.shape[0] and filled.any():
-        starts = (np.cumsum(lengths) - lengths)[filled]
+        starts = _starts(lengths)[filled]
         out[filled] = np.maximum.reduceat(values, starts)
     return out
 
@@ -844,8 +857,8 @@ class _Recall:
                                                        lengths), self.settings.local_sharpness)
         node_rel = np.maximum(lex_rel, cos_rel)
         # groups of every document: their members' positions in the flat arrays
-        starts = np.cumsum(lengths) - lengths
-        members = np.concatenate([e.group_members for e in entries]) + np.repeat(starts, lengths)
+        members = (np.concatenate([e.group_members for e in entries])
+                   + np.repeat(_starts(lengths), lengths))
         per_entry = [e.group_sizes for e in entries]
         sizes = np.concatenate(per_entry)
         owners = np.repeat(np.arange(len(entries), dtype=np.int64),
@@ -855,9 +868,7 @@ class _Recall:
                             owners))
         # each group's members in the new group order: their runs of ``members``, moved
         ordered = sizes[order]
-        runs = (np.cumsum(sizes) - sizes)[order]
-        picks = (np.repeat(runs - (np.cumsum(ordered) - ordered), ordered)
-                 + np.arange(int(ordered.sum()), dtype=np.int64))
+        picks = np.repeat(_starts(sizes)[order], ordered) + _within(ordered)
         ids = np.concatenate([e.id_array for e in entries])
         return _Ranked(owner=owners[order], relevance=group_rel[order], sizes=ordered,
                        versions=ids[members[picks]])
@@ -1074,8 +1085,7 @@ def _passages(state: _Recall, question: Question,
     sharp = _unit_powers(np.asarray([score for _s, score in ranked], dtype=np.float64),
                          settings.document_sharpness)
     per_document = np.bincount(groups.owner, minlength=len(ranked))
-    rank = (np.arange(groups.owner.shape[0], dtype=np.int64)
-            - np.repeat(np.cumsum(per_document) - per_document, per_document))
+    rank = _within(per_document)  # groups.owner ascends: each document's groups in a run
     decays = np.asarray([unit_power(settings.passage_decay, r)
                          for r in range(int(per_document.max(initial=0)))], dtype=np.float64)
     values = sharp[groups.owner] * (floor + rest * groups.relevance)
