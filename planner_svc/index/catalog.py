@@ -23,7 +23,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -209,32 +209,23 @@ class _Changes:
 _V = TypeVar("_V")
 
 
-class _Shared(Generic[_V]):
-    """Cached values shared by every latest state: source -> ``(value, generation)``, the
-    generation of the latest state that computed the value.
+class _View(Mapping[str, _V]):
+    """The cached values one latest state reads, from a dict shared by every latest state:
+    source -> ``(value, generation)``, the generation of the latest state that computed the
+    value; a state reads those of its generation or an earlier one.
 
     A batch removes the values it may change (in place, after applying its rows) and keeps the
-    rest, so carrying the caches over costs a removal per change, not a copy of every value. A
-    value in the dict was computed in its generation and not changed by any batch since, so
-    it holds for every latest state from its generation on; a state never reads a value of a
-    later generation (a plan that read the latest state just before a batch and looks its
-    value up after)."""
+    rest (:meth:`carried`), so carrying the caches over costs a removal per change, not a copy
+    of every value. A value in the dict was computed in its generation and not changed by any
+    batch since, so it holds for every latest state from its generation on; a state never
+    reads a value of a later generation (a plan that read the latest state just before a batch
+    and looks its value up after)."""
 
-    __slots__ = ("values",)
+    __slots__ = ("_generation", "_values")
 
-    def __init__(self) -> None:
-        self.values: dict[str, tuple[_V, int]] = {}
-
-
-class _View(Mapping[str, _V]):
-    """The values of a :class:`_Shared` cache one latest state reads: those of its
-    generation or an earlier one."""
-
-    __slots__ = ("_generation", "_shared", "_values")
-
-    def __init__(self, shared: _Shared[_V], generation: int) -> None:
-        self._shared = shared
-        self._values = shared.values  # pruned in place, never replaced
+    def __init__(self, values: dict[str, tuple[_V, int]] | None = None,
+                 generation: int = 0) -> None:
+        self._values: dict[str, tuple[_V, int]] = {} if values is None else values
         self._generation = generation
 
     def find(self, key: str) -> _V | None:
@@ -262,6 +253,13 @@ class _View(Mapping[str, _V]):
         catalog's cache lock and checked that the state is still open)."""
         self._values[key] = (value, self._generation)
 
+    def carried(self, drop: Iterable[str]) -> _View[_V]:
+        """The next generation's view of the same values, without those of ``drop`` (removed
+        in place: this view no longer reads them either)."""
+        for key in drop:
+            self._values.pop(key, None)
+        return _View(self._values, self._generation + 1)
+
 
 class _Latest:
     """Source entries and links as of any time past every interval bound the catalog holds.
@@ -278,14 +276,14 @@ class _Latest:
     __slots__ = ("entries", "generation", "links", "open", "since")
 
     def __init__(self, since: int, generation: int = 0,
-                 entries: _Shared[SourceEntry] | None = None,
-                 links: _Shared[Mapping[str, float]] | None = None) -> None:
+                 entries: _View[SourceEntry] | None = None,
+                 links: _View[Mapping[str, float]] | None = None) -> None:
         self.since = since
         self.generation = generation
-        self.entries: _View[SourceEntry] = _View(
-            _Shared() if entries is None else entries, generation)
-        self.links: _View[Mapping[str, float]] = _View(
-            _Shared() if links is None else links, generation)
+        self.entries: _View[SourceEntry] = (
+            _View(generation=generation) if entries is None else entries)
+        self.links: _View[Mapping[str, float]] = (
+            _View(generation=generation) if links is None else links)
         self.open = True
 
     def covers(self, valid_us: int, tx_us: int) -> bool:
@@ -354,12 +352,9 @@ class Catalog:
         computed past every interval bound only read rows whose bounds were all at or below
         the previous ``since``; the batch changes one only by adding a row it would read or
         closing one it read."""
-        entries, links = previous.entries._shared, previous.links._shared
-        for source in changes.documents:
-            entries.values.pop(source, None)
-        for source in self._relinked(changes):
-            links.values.pop(source, None)
-        return _Latest(self._max_event, previous.generation + 1, entries, links)
+        return _Latest(self._max_event, previous.generation + 1,
+                       previous.entries.carried(changes.documents),
+                       previous.links.carried(self._relinked(changes)))
 
     def _relinked(self, changes: _Changes) -> set[str]:
         """The documents whose links ``changes`` may have changed: the ones whose members

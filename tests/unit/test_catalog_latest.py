@@ -198,10 +198,10 @@ def test_a_batch_prunes_the_shared_caches_in_place_without_copying_them() -> Non
     catalog.apply(CatalogBatch(nodes=[_version(i, f"n{i}", f"doc{i}", 1) for i in range(50)]))
     catalog.warm(1)
     before = catalog._latest
-    shared = before.entries._shared.values
+    shared = before.entries._values
     catalog.apply(CatalogBatch(nodes=[_version(50, "n3", "doc3", 2)], closed_nodes=[(3, 2)]))
     after = catalog._latest
-    assert after.entries._shared.values is shared and after.generation == before.generation + 1
+    assert after.entries._values is shared and after.generation == before.generation + 1
     assert len(after.entries) == 49 and "doc3" not in after.entries
     # a value computed by the new state is not read by the old one, whose batch came after it
     entry = catalog.entry("doc3", 2, 2)
