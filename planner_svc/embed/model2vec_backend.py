@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +118,7 @@ class Model2VecEmbedder:
         if self._max_tokens is not None:
             token_ids = [ids[: self._max_tokens] for ids in token_ids]
         lengths = [len(ids) for ids in token_ids]
-        index = np.fromiter((i for ids in token_ids for i in ids), dtype=np.int64,
-                            count=sum(lengths))
+        index = np.fromiter(chain.from_iterable(token_ids), dtype=np.int64, count=sum(lengths))
         rows = index if self._mapping is None else self._mapping[index].astype(np.int64)
         weights = (None if self._weights is None
                    else self._weights[index].astype(np.float64))

@@ -538,6 +538,16 @@ class Catalog:
         """The catalog entry of a node version."""
         return self._versions.get(version_id)
 
+    def live_version_ids(self, version_ids: Iterable[int], valid_us: int, tx_us: int
+                         ) -> set[int]:
+        """The versions among ``version_ids`` the catalog holds live at ``(valid_us, tx_us)``
+        (:meth:`CatalogVersion.live` of each, in one call)."""
+        get = self._versions.get
+        return {v for v in version_ids
+                if (found := get(v)) is not None
+                and found.valid_from <= valid_us < found.valid_to
+                and found.tx_from <= tx_us < found.tx_to}
+
     def live_version(self, node_id: str, valid_us: int, tx_us: int) -> CatalogVersion | None:
         """The version of ``node_id`` live at ``(valid_us, tx_us)``, or None."""
         for version in reversed(self._by_node.get(node_id, ())):
@@ -629,16 +639,26 @@ class Catalog:
         An as-of past every interval bound (any plan "now" once writes have settled) reads an
         entry computed once per document and kept until the next batch; any other as-of
         computes it."""
+        return self.entries((source_id,), valid_us, tx_us)[0]
+
+    def entries(self, source_ids: Sequence[str], valid_us: int, tx_us: int
+                ) -> list[SourceEntry]:
+        """:meth:`entry` of each of ``source_ids``, in their order (one as-of check for all
+        of them)."""
         latest = self._latest
         if not latest.covers(valid_us, tx_us):
-            return self._entry(source_id, valid_us, tx_us)
-        found = latest.entries.find(source_id)
-        if found is None:
-            found = self._entry(source_id, latest.since, latest.since)
-            with self._cache_lock:
-                if latest.open:
-                    latest.entries.put(source_id, found)
-        return found
+            return [self._entry(source_id, valid_us, tx_us) for source_id in source_ids]
+        find = latest.entries.find
+        out: list[SourceEntry] = []
+        for source_id in source_ids:
+            found = find(source_id)
+            if found is None:
+                found = self._entry(source_id, latest.since, latest.since)
+                with self._cache_lock:
+                    if latest.open:
+                        latest.entries.put(source_id, found)
+            out.append(found)
+        return out
 
     def links(self, source_id: str, entry: SourceEntry, valid_us: int, tx_us: int
               ) -> Mapping[str, float]:

@@ -534,7 +534,7 @@ class LexicalView:
             positions = _distinct(np.concatenate([rows for rows, _ in parts]))
             scores = np.zeros(positions.shape[0], dtype=np.float64)
             for rows, values in parts:  # term by term, in term order: a fixed order of additions
-                scores[np.searchsorted(positions, rows)] += values
+                scores[positions.searchsorted(rows)] += values
         ids = self._snap.row_ids[positions]
         if positions.shape[0] > limit:
             cut = positions.shape[0] - limit
@@ -567,7 +567,7 @@ class LexicalView:
             rows, tfs = self._live_postings(tid)
             if not rows.shape[0]:
                 continue
-            at = np.minimum(np.searchsorted(rows, positions), rows.shape[0] - 1)
+            at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
             found = rows[at] == positions
             if not found.any():
                 continue
@@ -613,7 +613,7 @@ class LexicalView:
             rows = scores.rows
             if not rows.shape[0]:
                 continue
-            at = np.minimum(np.searchsorted(rows, positions), rows.shape[0] - 1)
+            at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
             found = (rows[at] == positions) & valid
             out.append((term, np.where(found, scores.values[at], 0.0)))
         return out
@@ -627,7 +627,7 @@ class LexicalView:
         rows, _tfs = self._live_postings(tid)
         if not rows.shape[0]:
             return np.zeros(positions.shape[0], dtype=np.bool_)
-        at = np.minimum(np.searchsorted(rows, positions), rows.shape[0] - 1)
+        at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
         held: npt.NDArray[np.bool_] = (rows[at] == positions) & (positions >= 0)
         return held
 

@@ -169,7 +169,7 @@ class Partition:
         if ordered.shape[0] == 0 or version_ids.shape[0] == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        at = np.searchsorted(ordered, version_ids)
+        at = ordered.searchsorted(version_ids)
         at_clipped = np.minimum(at, ordered.shape[0] - 1)
         hit = ordered[at_clipped] == version_ids
         return np.flatnonzero(hit).astype(np.int64), order[at_clipped[hit]]

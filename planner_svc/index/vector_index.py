@@ -754,7 +754,8 @@ class IndexView:
             for at in np.unique(segment).tolist():  # only the segments holding a hit
                 mine = np.flatnonzero(segment == at)
                 vectors[mine] = eligible[at][0].stored[rows[settled[mine]]]
-        found = VectorHits(node_ids=tuple(node.decode("utf-8") for node in nids[settled].tolist()),
+        node_ids = tuple([node.decode("utf-8") for node in nids[settled].tolist()])
+        found = VectorHits(node_ids=node_ids,
                            version_ids=vids[settled].astype(np.int64), scores=sims[settled],
                            vectors=vectors)
         if len(found) == k:

@@ -45,6 +45,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Protocol
 
 import numpy as np
@@ -298,7 +299,7 @@ def _unit_powers(base: Float64s, exponent: float) -> Float64s:
 
 def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Where each consecutive segment of ``lengths[i]`` values starts (int64, same shape)."""
-    starts: npt.NDArray[np.int64] = np.cumsum(lengths) - lengths
+    starts: npt.NDArray[np.int64] = lengths.cumsum() - lengths
     return starts
 
 
@@ -426,7 +427,7 @@ class _PassageTable:
         known = self._known
         if not known.shape[0]:
             return np.zeros(ids.shape[0], dtype=np.int64), np.zeros(ids.shape[0], dtype=np.bool_)
-        at = np.minimum(np.searchsorted(known, ids), known.shape[0] - 1)
+        at = np.minimum(known.searchsorted(ids), known.shape[0] - 1)
         return at, known[at] == ids
 
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
@@ -563,7 +564,7 @@ class _Scored:
         self.cosine = cosine
         self.lengths = np.asarray(lengths, dtype=np.int64)
         """Nodes per source, in the ask's order."""
-        ends = np.cumsum(self.lengths).tolist()
+        ends = self.lengths.cumsum().tolist()
         self.bounds = {source: (end - n, end) for source, n, end
                        in zip(sources, lengths, ends, strict=True)}
 
@@ -597,11 +598,17 @@ class _Recall:
 
     def entry(self, source: str) -> SourceEntry:
         """The document's live nodes and their span groups (read once per plan)."""
-        found = self._entries.get(source)
-        if found is None:
-            found = self._entries[source] = self.catalog.entry(source, self.valid_us,
-                                                                self.tx_us)
-        return found
+        return self.entries((source,))[0]
+
+    def entries(self, sources: Sequence[str]) -> list[SourceEntry]:
+        """:meth:`entry` of each of ``sources``, in their order; the ones this plan has not
+        read yet in one catalog call."""
+        known = self._entries
+        missing = [source for source in sources if source not in known]
+        if missing:
+            known.update(zip(missing, self.catalog.entries(missing, self.valid_us, self.tx_us),
+                             strict=True))
+        return [known[source] for source in sources]
 
     def links(self, source: str) -> Mapping[str, float]:
         """The documents the document's edges reach, with their weights (read once per
@@ -661,14 +668,20 @@ class _Recall:
         if not hits:
             return {}, None
         raw: dict[str, float] = {}
+        version_of = self.catalog.version
+        fused = self.query.alpha != 1.0
         for version_id, sim in hits:
-            version = self.catalog.version(version_id)
+            version = version_of(version_id)
             if version is None or version.source is None:
                 self.unsourced.add(version_id)
                 continue
-            score = self._semantic_score(version, sim)
-            raw[version.source] = max(raw.get(version.source, 0.0), score)
-        return raw, max(sim for _, sim in hits)
+            score = self._semantic_score(version, sim) if fused else clamp_unit(sim)
+            source = version.source
+            if score > raw.get(source, 0.0):
+                raw[source] = score
+            elif source not in raw:
+                raw[source] = 0.0
+        return raw, max([sim for _, sim in hits])
 
     def complete(self, text: str, vector: Vector | None,
                  structured: dict[str, float], semantic: dict[str, float]) -> None:
@@ -686,7 +699,7 @@ class _Recall:
         if vector is not None:
             with self.clock.stage("semantic"):
                 sources = sorted(set(structured) - set(semantic))
-                entries = [self.entry(source) for source in sources]
+                entries = self.entries(sources)
                 rows_of = self.table.rows(_ids_of(entries))
                 cosine = self.table.cosine_arrays([(vector, rows_of)])[0]
                 has = self.table.stored(rows_of)
@@ -754,7 +767,7 @@ class _Recall:
         The BM25 is :meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s (0.0 where a
         node holds no term), the cosine :func:`~planner_svc.recall.semantic.exact_similarities`'s
         (products exact in float64, added in index order)."""
-        entries = [[self.entry(s) for s in sources] for sources, _t, _v in asks]
+        entries = [self.entries(sources) for sources, _t, _v in asks]
         lengths = [[len(e.ids) for e in es] for es in entries]
         rows = self.table.rows(_ids_of([e for es in entries for e in es]))
         parts: list[npt.NDArray[np.int64]] = []
@@ -775,7 +788,7 @@ class _Recall:
              ) -> dict[str, _Hop]:
         """target -> its best hop from the best ``hop_sources`` documents of ``scores``."""
         settings = self.settings
-        sources = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.hop_sources]
+        sources = _best_first(scores)[: settings.hop_sources]
         words = _WORD.findall(question.text)
         word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
                       if w.casefold() not in STOPWORDS and w.casefold() not in CONNECTIVES}
@@ -788,7 +801,7 @@ class _Recall:
             if not links:
                 continue
             held = self.passages.held_terms(self.entry(source).ids, wanted)
-            terms = tuple(t for t in question.terms if t not in held)
+            terms = tuple([t for t in question.terms if t not in held])
             kept = [w for w in words if w in word_terms and not word_terms[w] & held]
             steps.append((source, score, links, terms, " ".join(kept)))
         residuals = self.embed([text for *_, text in steps])
@@ -813,9 +826,8 @@ class _Recall:
         with_probe = np.repeat(np.asarray([p is not None for p in probes]), per_step)
         relevance = np.maximum(lex_rel, np.where(with_probe, cos_rel, 0.0))
         steps_score = np.repeat(np.asarray([score for _s, score, *_ in steps]), per_step)
-        weights = np.fromiter((w for _s, _v, links, _t, _x in steps
-                               for w in links.values()), dtype=np.float64,
-                              count=int(per_step.sum()))
+        weights = np.asarray([w for _s, _v, links, _t, _x in steps for w in links.values()],
+                             dtype=np.float64)
         values = (steps_score * weights * settings.hop_decay * relevance).tolist()
         # each target's best step (the first of equal ones); its hop is built once
         best: dict[str, tuple[float, int]] = {}
@@ -843,7 +855,7 @@ class _Recall:
         their smallest version id). A node's relevance is the better of its BM25 and its
         cosine (clipped at 0), each relative to the document's best (sharpened by
         ``local_sharpness``); a group's is its best node's. Every document at once."""
-        entries = [self.entry(source) for source, _local in documents]
+        entries = self.entries([source for source, _local in documents])
         lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
         if not int(lengths.sum()):
             empty = np.zeros(0, dtype=np.int64)
@@ -1033,6 +1045,13 @@ def recall_documents(
     return recalled
 
 
+def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """``scores``' items by score descending, ties by key: the order of the sort key
+    ``(-score, key)`` (its equal scores, 0.0 and -0.0 included, stay in key order), from two
+    sorts without a Python key function. Scores are never NaN."""
+    return sorted(sorted(scores.items()), key=itemgetter(1), reverse=True)
+
+
 def _passages(state: _Recall, question: Question,
               direct: Mapping[str, tuple[float, float, float]], hops: Mapping[str, _Hop],
               best_similarity: float | None) -> Recalled:
@@ -1043,7 +1062,7 @@ def _passages(state: _Recall, question: Question,
     combined = dict(scores)
     for target, reached in hops.items():
         combined[target] = max(combined.get(target, 0.0), reached.score)
-    ranked = [(s, v) for s, v in sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = [(s, v) for s, v in _best_first(combined)
               if v > 0.0][: settings.candidate_documents]
     residual: dict[str, tuple[str, ...]] = {}
     # Local relevance: a document a hop ranks is scored against the hop's residual (already
@@ -1092,7 +1111,7 @@ def _passages(state: _Recall, question: Question,
     values = values * decays[rank]
     sources = [source for source, _score in ranked]
     grouped = NodeGroups(score=tuple(values.tolist()),
-                         source_id=tuple(sources[owner] for owner in groups.owner.tolist()),
+                         source_id=tuple([sources[owner] for owner in groups.owner.tolist()]),
                          local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
     # every node once (a version cites one document first, so it sits in one group), by id
     flat = groups.versions

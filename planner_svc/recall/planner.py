@@ -182,9 +182,7 @@ class _Semantic:
                          ) -> set[int]:
         """The versions among ``version_ids`` the plan's catalog holds live at ``(valid_us,
         tx_us)`` (:class:`~planner_svc.recall.ports.LiveVersions`)."""
-        version = self._catalog.version
-        return {v for v in version_ids
-                if (found := version(v)) is not None and found.live(valid_us, tx_us)}
+        return self._catalog.live_version_ids(version_ids, valid_us, tx_us)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if self._embedder is None:
@@ -456,9 +454,9 @@ class EvidencePlanner:
             abstention = Abstention(evidence=evidence, min_coverage=settings.abstain_coverage,
                                     min_similarity=settings.abstain_similarity,
                                     declined=declined)
-        stats.structured_hits = sum(1 for d in recalled.documents if d.structured > 0.0)
+        stats.structured_hits = len([d for d in recalled.documents if d.structured > 0.0])
         stats.semantic_hits = recalled.semantic_hits
-        stats.expanded_hits = sum(1 for d in recalled.documents if d.hop > 0.0)
+        stats.expanded_hits = len([d for d in recalled.documents if d.hop > 0.0])
         stats.nodes_recalled = len(recalled.node_versions)
         stats.nodes_without_spans = recalled.without_spans
         if not query.explain:
