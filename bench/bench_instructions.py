@@ -1,0 +1,213 @@
+"""Instructions a plan executes, counted by valgrind's callgrind: a figure the machine's load
+does not move, for comparing two revisions on a noisy machine.
+
+Wall and CPU times of the same revision move 15-20% between runs on a shared machine; the
+number of instructions a plan executes moves far less, because it does not depend on the
+clock, the caches or the neighbours. This script runs the planner in process under
+``valgrind --tool=callgrind`` with collection off, plans every question once (warm-up: the
+catalog's entries, the caches, numba's kernels), then switches collection on
+(``callgrind_control -i on``), plans every question ``--rounds`` times at a fixed "now",
+switches it off and reads the count. It prints one JSON object: instructions per plan
+(millions) in total and by shared object (the interpreter, numpy, FAISS, the tokenizer,
+compiled kernels, the C library), the plans counted, the seconds the run took, the git
+revision.
+
+Valgrind emulates a CPU without AVX-512, so FAISS runs its AVX2 kernels here and the counts
+are not those of a native run: compare revisions, not machines. It is slow (about 5 minutes
+on the demo corpus, most of it starting the service under emulation); FAISS and numba are
+held to one thread (``OMP_NUM_THREADS=1``, ``NUMBA_NUM_THREADS=1``) and hashing is seeded
+(``PYTHONHASHSEED=0``) so two runs of one revision count the same work.
+
+Usage: python -m bench.bench_instructions [--data data/demo] [--rounds 2] [--budget 1500]
+Needs ``valgrind`` (Debian: ``apt-get install valgrind``) on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench._server import ROOT, git_revision
+
+DEFAULT_QUESTIONS = ROOT / "bench" / "eval" / "dev.jsonl"
+FIXED_NOW_US = 1_800_000_000_000_000
+"""The plans' as-of (2027-01-15), past every demo write: the same plans on every run."""
+READY_TIMEOUT_S = 3600.0
+"""Longest wait for the service to start under valgrind, seconds."""
+GROUPS = (
+    ("interpreter", "libpython"),
+    ("numpy", "_multiarray_umath"),
+    ("faiss", "faiss"),
+    ("tokenizer", "tokenizers"),
+    ("c library", "libc.so"),
+)
+"""Shared objects reported apart (by a part of their path); the rest is ``other`` (numba's
+compiled kernels, which have no file, among them)."""
+
+
+def _child(args: argparse.Namespace) -> int:
+    """Inside valgrind: warm, say ready, wait for the go, plan the rounds, say done."""
+    from planner_svc.core.errors import InsufficientEvidence
+    from planner_svc.recall.request import question_query
+    from planner_svc.server.services import Services
+    from planner_svc.settings import ServerSettings
+
+    with open(args.questions, encoding="utf-8") as fh:
+        questions = [json.loads(line)["question"] for line in fh if line.strip()]
+    services = Services.open(ServerSettings(data_dir=Path(args.data)))
+    planner = services.planner
+    queries = [question_query(q, config=planner.config, recall=planner.recall,
+                              now_us=FIXED_NOW_US, budget_tokens=args.budget)
+               for q in questions]
+
+    def plan_all() -> None:
+        for query in queries:
+            with contextlib.suppress(InsufficientEvidence):  # a declined question counts too
+                planner.plan(query)
+
+    plan_all()
+    flags = Path(args.flags)
+    (flags / "ready").write_text(str(os.getpid()), encoding="utf-8")
+    while not (flags / "go").exists():
+        time.sleep(0.1)
+    for _ in range(args.rounds):
+        plan_all()
+    (flags / "done").write_text(str(len(queries) * args.rounds), encoding="utf-8")
+    while not (flags / "stop").exists():
+        time.sleep(0.1)
+    services.close()
+    return 0
+
+
+def _wait_for(path: Path, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if process.poll() is not None:
+            raise RuntimeError(f"the planner under valgrind exited ({process.returncode})")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {path.name} after {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
+def self_costs(dump: Path) -> Counter[str]:
+    """Instructions by shared object (self cost of its functions) in a callgrind dump."""
+    names: dict[str, str] = {}
+    costs: Counter[str] = Counter()
+    current = "?"
+    after_call = False
+    with dump.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("ob="):
+                match = re.match(r"ob=\((\d+)\)(?: (.*))?", line.strip())
+                if match is None:
+                    current = line[3:].strip()
+                else:
+                    if match.group(2):
+                        names[match.group(1)] = match.group(2)
+                    current = names.get(match.group(1), match.group(1))
+            elif line.startswith(("cob=", "cfi=", "cfn=")):
+                match = re.match(r"cob=\((\d+)\) (.*)", line.strip())
+                if match is not None:
+                    names[match.group(1)] = match.group(2)
+            elif line.startswith("calls="):
+                after_call = True  # the next cost line is the call's inclusive cost
+            elif line[:1].isdigit() or line[:1] in "+-*":
+                if after_call:
+                    after_call = False
+                    continue
+                fields = line.split()
+                if len(fields) >= 2:
+                    costs[current] += int(fields[1])
+    return costs
+
+
+def _grouped(costs: Counter[str]) -> dict[str, int]:
+    out = dict.fromkeys([name for name, _part in GROUPS] + ["other"], 0)
+    for obj, count in costs.items():
+        name = next((n for n, part in GROUPS if part in obj), "other")
+        out[name] += count
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(ROOT / "data" / "demo"))
+    parser.add_argument("--questions", default=str(DEFAULT_QUESTIONS))
+    parser.add_argument("--rounds", type=int, default=2, help="plans of every question counted")
+    parser.add_argument("--budget", type=int, default=1500)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--flags", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return _child(args)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    valgrind, control = shutil.which("valgrind"), shutil.which("callgrind_control")
+    if valgrind is None or control is None:
+        print("valgrind (with callgrind_control) is not on PATH; "
+              "Debian: apt-get install valgrind", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="planner-ir-") as tmp:
+        flags = Path(tmp)
+        out = flags / "callgrind.out"
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
+               "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
+        command = [valgrind, "--tool=callgrind", "--instr-atstart=no",
+                   f"--callgrind-out-file={out}", sys.executable, "-m",
+                   "bench.bench_instructions", "--child", "--flags", str(flags),
+                   "--data", args.data, "--questions", args.questions,
+                   "--rounds", str(args.rounds), "--budget", str(args.budget)]
+        log = (flags / "valgrind.log").open("wb")
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        try:
+            _wait_for(flags / "ready", process, READY_TIMEOUT_S)
+            subprocess.run([control, "-i", "on", str(process.pid)], check=True,
+                           capture_output=True)
+            (flags / "go").touch()
+            _wait_for(flags / "done", process, READY_TIMEOUT_S)
+            subprocess.run([control, "-i", "off", str(process.pid)], check=True,
+                           capture_output=True)
+            subprocess.run([control, "-d", str(process.pid)], check=True,
+                           capture_output=True)
+            plans = int((flags / "done").read_text(encoding="utf-8"))
+            dumps = sorted(flags.glob("callgrind.out.*"))
+            if not dumps:
+                raise RuntimeError("callgrind wrote no dump")
+            costs = self_costs(dumps[-1])
+        finally:
+            (flags / "stop").touch()
+            try:
+                process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+    total = sum(costs.values())
+    report = {
+        "bench": "instructions",
+        "revision": git_revision(),
+        "plans": plans,
+        "budget_tokens": args.budget,
+        "minstr_per_plan": round(total / plans / 1e6, 3),
+        "by_object_minstr_per_plan": {name: round(count / plans / 1e6, 3)
+                                      for name, count in _grouped(costs).items()},
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
