@@ -153,6 +153,10 @@ class DocumentScore:
     hop_from: str | None = None
 
 
+DocumentRow = tuple[str, float, float, float, float, str | None]
+"""A :class:`DocumentScore`'s fields in their order, as :class:`Recalled` keeps them."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeScore:
     """One candidate node: its score in [0, 1], its document, its local relevance in [0, 1]
@@ -217,7 +221,9 @@ class Recalled:
         node_groups: each node's span group, an index into ``groups``.
         groups: the nodes' span groups: a group's nodes share their score, local relevance
             and rank.
-        documents: the candidate documents, best first (ties by source id).
+        document_rows: the candidate documents, best first (ties by source id), each as
+            the fields of its :class:`DocumentScore` in their order (``source_id, score,
+            structured, semantic, hop, hop_from``); :attr:`documents` gives the objects.
         question: the analysed question.
         best_similarity: the best raw cosine similarity of the semantic leg (None without it).
         semantic_hits: node versions the semantic leg returned.
@@ -235,7 +241,7 @@ class Recalled:
     node_scores: tuple[float, ...]
     node_groups: tuple[int, ...]
     groups: NodeGroups
-    documents: tuple[DocumentScore, ...]
+    document_rows: tuple[DocumentRow, ...]
     question: Question
     best_similarity: float | None = None
     semantic_hits: int = 0
@@ -244,6 +250,25 @@ class Recalled:
     evidence: Evidence | None = None
     live_documents: int = 0
     no_passage_valid: bool = False
+
+    @property
+    def documents(self) -> tuple[DocumentScore, ...]:
+        """The candidate documents, best first (ties by source id; built on each call: for
+        explain and tests, not the plan's hot path)."""
+        return tuple(DocumentScore(source_id=source, score=score, structured=structured,
+                                   semantic=semantic, hop=hop, hop_from=hop_from)
+                     for source, score, structured, semantic, hop, hop_from
+                     in self.document_rows)
+
+    @property
+    def structured_documents(self) -> int:
+        """Candidate documents the structured leg found (a structured score above 0)."""
+        return len([row for row in self.document_rows if row[2] > 0.0])
+
+    @property
+    def expanded_documents(self) -> int:
+        """Candidate documents a hop reached (a hop score above 0)."""
+        return len([row for row in self.document_rows if row[4] > 0.0])
 
     @property
     def nodes(self) -> dict[int, NodeScore]:
@@ -1086,15 +1111,13 @@ def _passages(state: _Recall, question: Question,
     for (batch, _terms, _vector), scored in zip(asks, state.local(asks), strict=True):
         for source in batch:
             local[source] = scored.of(source)
-    documents = []
+    documents: list[DocumentRow] = []
+    missed = (0.0, 0.0, 0.0)
     for source, score in ranked:
         hop = hops.get(source)
-        s, v = direct.get(source, (0.0, 0.0, 0.0))[1:]
-        documents.append(DocumentScore(
-            source_id=source, score=score, structured=s, semantic=v,
-            hop=hop.score if hop is not None else 0.0,
-            hop_from=hop.source if hop is not None else None,
-        ))
+        _score, s, v = direct.get(source, missed)
+        documents.append((source, score, s, v, 0.0, None) if hop is None
+                         else (source, score, s, v, hop.score, hop.source))
     groups = state.rank([(s, local[s]) for s, _v in ranked])
     # A group's score: its document's sharpened score, lifted by its local relevance above the
     # floor, decayed by its rank in the document. Every group at once, with the same
@@ -1121,7 +1144,7 @@ def _passages(state: _Recall, question: Question,
     return Recalled(node_versions=tuple(flat[order].tolist()),
                     node_scores=tuple(values[group_of[order]].tolist()),
                     node_groups=tuple(group_of[order].tolist()), groups=grouped,
-                    documents=tuple(documents), question=question,
+                    document_rows=tuple(documents), question=question,
                     best_similarity=best_similarity, semantic_hits=state.semantic_hits,
                     without_spans=len(state.unsourced), residual=residual,
                     live_documents=state.documents_view.live_rows,

@@ -454,9 +454,9 @@ class EvidencePlanner:
             abstention = Abstention(evidence=evidence, min_coverage=settings.abstain_coverage,
                                     min_similarity=settings.abstain_similarity,
                                     declined=declined)
-        stats.structured_hits = len([d for d in recalled.documents if d.structured > 0.0])
+        stats.structured_hits = recalled.structured_documents
         stats.semantic_hits = recalled.semantic_hits
-        stats.expanded_hits = len([d for d in recalled.documents if d.hop > 0.0])
+        stats.expanded_hits = recalled.expanded_documents
         stats.nodes_recalled = len(recalled.node_versions)
         stats.nodes_without_spans = recalled.without_spans
         if not query.explain:
@@ -469,7 +469,8 @@ class EvidencePlanner:
     def _trace(catalog: Catalog, recalled: Recalled, abstention: Abstention | None
                ) -> LegTrace:
         """The explain trace of a recall (its ``origin`` is filled once the pool is built)."""
-        by_source = {d.source_id: d for d in recalled.documents}
+        documents = recalled.documents
+        by_source = {d.source_id: d for d in documents}
         nodes = recalled.nodes
         names = {vid: v.node_id for vid in nodes if (v := catalog.version(vid)) is not None}
         return LegTrace(
@@ -481,7 +482,7 @@ class EvidencePlanner:
             expanded={names[v]: by_source[n.source_id].hop for v, n in nodes.items()
                       if by_source[n.source_id].hop > 0.0},
             fused={names[v]: n.score for v, n in nodes.items()},
-            documents=recalled.documents,
+            documents=documents,
             nodes={names[v]: n for v, n in nodes.items()},
             abstention=abstention,
             residual=recalled.residual,
