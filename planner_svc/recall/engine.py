@@ -335,6 +335,25 @@ def _within(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
             - np.repeat(_starts(lengths), lengths))
 
 
+def _group_columns(entries: Sequence[SourceEntry], lengths: npt.NDArray[np.int64]
+                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                              npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The entries' :attr:`~SourceEntry.group_members`, :attr:`~SourceEntry.group_sizes` and
+    :attr:`~SourceEntry.group_firsts`, each laid end to end (int64), and each entry's number
+    of groups; ``lengths`` holds each entry's number of members. One concatenation of their
+    group tables (members, then sizes, then firsts in each), split by position."""
+    tables = [e.group_table for e in entries]
+    spans = np.asarray([t.shape[0] for t in tables], dtype=np.int64)
+    table = np.concatenate(tables)
+    groups = (spans - lengths) // 2
+    within = _within(spans)
+    member_end = np.repeat(lengths, spans)
+    size_end = member_end + np.repeat(groups, spans)
+    is_member = within < member_end
+    is_size = ~is_member & (within < size_end)
+    return table[is_member], table[is_size], table[within >= size_end], groups
+
+
 def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
     """The largest value of each consecutive segment of ``values`` (segment ``i`` holds
     ``lengths[i]`` values); 0.0 for an empty segment. float64 ``(len(lengths),)``."""
@@ -894,15 +913,11 @@ class _Recall:
                                                        lengths), self.settings.local_sharpness)
         node_rel = np.maximum(lex_rel, cos_rel)
         # groups of every document: their members' positions in the flat arrays
-        members = (np.concatenate([e.group_members for e in entries])
-                   + np.repeat(_starts(lengths), lengths))
-        per_entry = [e.group_sizes for e in entries]
-        sizes = np.concatenate(per_entry)
-        owners = np.repeat(np.arange(len(entries), dtype=np.int64),
-                           [each.shape[0] for each in per_entry])
+        local_members, sizes, firsts, per_entry = _group_columns(entries, lengths)
+        members = local_members + np.repeat(_starts(lengths), lengths)
+        owners = np.repeat(np.arange(len(entries), dtype=np.int64), per_entry)
         group_rel = _segment_max(node_rel[members], sizes)
-        order = np.lexsort((np.concatenate([e.group_firsts for e in entries]), -group_rel,
-                            owners))
+        order = np.lexsort((firsts, -group_rel, owners))
         # each group's members in the new group order: their runs of ``members``, moved
         ordered = sizes[order]
         picks = np.repeat(_starts(sizes)[order], ordered) + _within(ordered)

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner_svc.core.fusion import clamp_unit, unit_power
-from planner_svc.recall.engine import _relative_segments, _segment_max, _unit_powers
+from planner_svc.index.catalog import SourceEntry
+from planner_svc.recall.engine import (
+    _group_columns,
+    _relative_segments,
+    _segment_max,
+    _unit_powers,
+)
 
 SCORES = st.one_of(st.floats(min_value=-2.0, max_value=50.0, allow_nan=False),
                    st.sampled_from([0.0, -0.0, 1e-300, 5e-324, 1.0]))
@@ -44,3 +50,31 @@ def test_relative_segments_equal_the_scalar_rule_bit_for_bit(
 def test_unit_powers_equal_unit_power(bases: list[float], exponent: float) -> None:
     got = _unit_powers(np.asarray(bases, dtype=np.float64), exponent).tolist()
     assert [v.hex() for v in got] == [unit_power(b, exponent).hex() for b in bases]
+
+
+def _entry(group_of: list[int]) -> SourceEntry:
+    """An entry whose member ``i`` sits in group ``group_of[i]`` (ids 100, 101, ..)."""
+    ids = tuple(range(100, 100 + len(group_of)))
+    groups: dict[int, list[int]] = {}
+    for member, group in enumerate(group_of):
+        groups.setdefault(group, []).append(member)
+    grouped = list(groups.values())
+    table = [*(m for g in grouped for m in g), *(len(g) for g in grouped),
+             *(ids[g[0]] for g in grouped)]
+    return SourceEntry(members=(), ids=ids, id_array=np.asarray(ids, dtype=np.int64),
+                       group_table=np.asarray(table, dtype=np.int64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=4), max_size=9), min_size=1,
+                max_size=7))
+def test_group_columns_split_the_group_tables_like_the_entry_properties(
+        layouts: list[list[int]]) -> None:
+    entries = [_entry(layout) for layout in layouts]
+    lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
+    members, sizes, firsts, groups = _group_columns(entries, lengths)
+    assert members.tolist() == [m for e in entries for m in e.group_members.tolist()]
+    assert sizes.tolist() == [n for e in entries for n in e.group_sizes.tolist()]
+    assert firsts.tolist() == [f for e in entries for f in e.group_firsts.tolist()]
+    assert groups.tolist() == [e.group_sizes.shape[0] for e in entries]
+    assert groups.tolist() == [len(set(layout)) for layout in layouts]
