@@ -235,6 +235,12 @@ class _View(Mapping[str, _V]):
             return found[0]
         return None
 
+    def find_many(self, keys: Iterable[str]) -> list[_V | None]:
+        """:meth:`find` of each of ``keys``, in order (one call)."""
+        values, generation = self._values.get, self._generation
+        return [found[0] if (found := values(key)) is not None and found[1] <= generation
+                else None for key in keys]
+
     def __getitem__(self, key: str) -> _V:
         found = self.find(key)
         if found is None:
@@ -522,12 +528,27 @@ class Catalog:
         """The source id of a document row (a source version row id)."""
         return self._source_of_row.get(row_id)
 
+    def sources_of_documents(self, row_ids: Iterable[int]) -> list[str | None]:
+        """:meth:`source_of_document` of each of ``row_ids``, in order (one call)."""
+        get = self._source_of_row.get
+        return [get(row_id) for row_id in row_ids]
+
     def document_row(self, source_id: str, tx_us: int) -> int | None:
         """The row id of the version of ``source_id`` current at ``tx_us``, or None."""
-        for row_id, tx_from, tx_to in reversed(self._rows_of_source.get(source_id, ())):
-            if tx_from <= tx_us < tx_to:
-                return row_id
-        return None
+        return self.document_rows((source_id,), tx_us)[0]
+
+    def document_rows(self, source_ids: Iterable[str], tx_us: int) -> list[int | None]:
+        """:meth:`document_row` of each of ``source_ids``, in order (one call)."""
+        rows = self._rows_of_source.get
+        out: list[int | None] = []
+        for source_id in source_ids:
+            found = None
+            for row_id, tx_from, tx_to in reversed(rows(source_id, ())):
+                if tx_from <= tx_us < tx_to:
+                    found = row_id
+                    break
+            out.append(found)
+        return out
 
     def document_terms(self, source_id: str, tx_us: int) -> frozenset[str]:
         """The analysed terms of the document's version current at ``tx_us``."""
@@ -658,10 +679,9 @@ class Catalog:
         latest = self._latest
         if not latest.covers(valid_us, tx_us):
             return [self._entry(source_id, valid_us, tx_us) for source_id in source_ids]
-        find = latest.entries.find
         out: list[SourceEntry] = []
-        for source_id in source_ids:
-            found = find(source_id)
+        for source_id, found in zip(source_ids, latest.entries.find_many(source_ids),
+                                    strict=True):
             if found is None:
                 found = self._entry(source_id, latest.since, latest.since)
                 with self._cache_lock:

@@ -690,8 +690,9 @@ class _Recall:
                 elif version is not None:
                     self.unsourced.add(version.version_id)
             return raw
-        for row_id, score in self.search_documents(text, self.query.document_k):
-            source = self.catalog.source_of_document(row_id)
+        hits = self.search_documents(text, self.query.document_k)
+        for source, (_row, score) in zip(self.catalog.sources_of_documents(
+                [row for row, _score in hits]), hits, strict=True):
             if source is not None:
                 raw[source] = max(raw.get(source, 0.0), score)
         return raw
@@ -732,11 +733,10 @@ class _Recall:
         """Give every document one leg found the other leg's raw score too (in place)."""
         if self.query.filtered is None:
             with self.clock.stage("structured"):
-                rows = {}
-                for source in sorted(set(semantic) - set(structured)):
-                    row = self.catalog.document_row(source, self.tx_us)
-                    if row is not None:
-                        rows[row] = source
+                missing = sorted(set(semantic) - set(structured))
+                rows = {row: source for source, row
+                        in zip(missing, self.catalog.document_rows(missing, self.tx_us),
+                               strict=True) if row is not None}
                 scored = self.documents_view.score_rows(query_terms(text), sorted(rows))
                 for row, score in scored.items():
                     structured[rows[row]] = score
@@ -960,7 +960,8 @@ class _Recall:
         # The question's terms (all of them: ones no row holds add nothing) rank the same
         # documents as the structured leg's search of the question.
         hits = self.search_documents(question.text, COVERAGE_DOCUMENTS)
-        sources = [s for row, _ in hits if (s := catalog.source_of_document(row)) is not None]
+        sources = [s for s in catalog.sources_of_documents([row for row, _ in hits])
+                   if s is not None]
         linked = {s: list(self.links(s)) for s in sources[:COVERAGE_LINKED]}
         chosen: list[str] = []
         for part in question.parts:  # a comparison is answered by its alternatives' documents
@@ -970,7 +971,7 @@ class _Recall:
                 chosen.append(found)
         involved = list(dict.fromkeys([*sources, *(o for ls in linked.values() for o in ls),
                                        *chosen]))
-        rows = [catalog.document_row(s, self.tx_us) for s in involved]
+        rows = catalog.document_rows(involved, self.tx_us)
         positions = documents.positions([-1 if r is None else r for r in rows])
         masks = np.zeros(len(involved), dtype=np.int64)
         for i, term in enumerate(terms):
