@@ -7,8 +7,6 @@ which the plan hash encodes bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from planner_svc.core.config import SelectionSettings
 from planner_svc.core.model import SpanClass
 
@@ -29,21 +27,3 @@ def weigh(score: float, kind: str, span_class: SpanClass, config: SelectionSetti
     if span_class is SpanClass.CACHE:
         return base * config.cache_discount
     return base
-
-
-def weigh_all(scores: Sequence[float], kinds: Sequence[str], span_class: SpanClass,
-              config: SelectionSettings) -> list[float]:
-    """:func:`weigh` of each ``(scores[i], kinds[i])`` pair, in order: the same operations in
-    the same order per span (so the same bits), in one call for a whole pool.
-
-    Raises:
-        ValueError: ``scores`` and ``kinds`` differ in length.
-    """
-    if len(scores) != len(kinds):
-        raise ValueError(f"{len(scores)} scores but {len(kinds)} kinds")
-    priors = config.kind_priors
-    bases = [score * priors.get(kind, 1.0) for score, kind in zip(scores, kinds, strict=True)]
-    if span_class is SpanClass.CACHE:
-        discount = config.cache_discount
-        return [base * discount for base in bases]
-    return bases

@@ -559,11 +559,6 @@ class Catalog:
         """The catalog entry of a node version."""
         return self._versions.get(version_id)
 
-    def versions(self, version_ids: Iterable[int]) -> list[CatalogVersion | None]:
-        """:meth:`version` of each of ``version_ids``, in order (one call)."""
-        get = self._versions.get
-        return [get(v) for v in version_ids]
-
     def live_version_ids(self, version_ids: Iterable[int], valid_us: int, tx_us: int
                          ) -> set[int]:
         """The versions among ``version_ids`` the catalog holds live at ``(valid_us, tx_us)``
@@ -604,11 +599,6 @@ class Catalog:
     def span(self, key: CoordKey) -> SpanInfo | None:
         """Kind, estimate and location of a span, or None when it was never seen."""
         return self._spans.get(key)
-
-    def spans(self, keys: Iterable[CoordKey]) -> list[SpanInfo | None]:
-        """:meth:`span` of each of ``keys``, in order (one call)."""
-        get = self._spans.get
-        return [get(key) for key in keys]
 
     def location(self, key: CoordKey) -> Location:
         """Where a span sits in its original document; NOWHERE when unknown."""

@@ -40,7 +40,7 @@ from planner_svc.core.model import (
 from planner_svc.core.plan import assemble_plan, empty_plan
 from planner_svc.core.select import PoolColumns, select_columns
 from planner_svc.core.tokens import TokenAccounting, effective_budget
-from planner_svc.core.weigh import weigh_all
+from planner_svc.core.weigh import weigh
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
 from planner_svc.index.source import VectorRows, VersionIds
@@ -492,35 +492,33 @@ class EvidencePlanner:
               stats: PlanStats) -> dict[CoordKey, tuple[float, SpanInfo, str]]:
         """Explode node scores into weighted spans (Phase A's last step): span -> its weight,
         its kind and estimate, and the node that gave the weight; in coordinate order."""
-        at_tx = query.at_tx_us
-        keys: list[CoordKey] = []
-        scores: list[float] = []
-        nodes: list[str] = []
-        for version, score in zip(catalog.versions(recalled.node_versions),
-                                  recalled.node_scores, strict=True):
-            if version is not None:
-                for key in version.spans:
-                    keys.append(key)
-                    scores.append(score)
-                    nodes.append(version.node_id)
-        infos = catalog.spans(keys)
-        # a span without a slice (no estimate) or written after the plan's as-of is missing
-        kept = [(at, info) for at, (key, info) in enumerate(zip(keys, infos, strict=True))
-                if info is not None and info.estimated_tokens is not None and key[1] <= at_tx]
-        missing = len(keys) - len(kept)
-        kind_missing = len([at for at, info in kept if not info.kind_known])
-        weights = weigh_all([scores[at] for at, _info in kept], [info.kind for _at, info in kept],
-                            SpanClass.TRUTH, self.config)
         best: dict[CoordKey, tuple[float, SpanInfo, str]] = {}
-        duplicates = 0
-        for (at, info), weight in zip(kept, weights, strict=True):
-            key = keys[at]
-            entry = (weight, info, nodes[at])
-            current = best.setdefault(key, entry)
-            if current is not entry:  # the span came with an earlier node: keep the max
-                duplicates += 1
-                if weight > current[0]:
-                    best[key] = entry
+        config = self.config
+        at_tx = query.at_tx_us
+        version_of = catalog.version
+        span_of = catalog.span
+        truth = SpanClass.TRUTH
+        missing = kind_missing = duplicates = 0
+        for version_id, score in zip(recalled.node_versions, recalled.node_scores,
+                                     strict=True):
+            version = version_of(version_id)
+            if version is None:
+                continue
+            node_id = version.node_id
+            for key in version.spans:
+                info = span_of(key)
+                if info is None or info.estimated_tokens is None or key[1] > at_tx:
+                    missing += 1
+                    continue
+                if not info.kind_known:
+                    kind_missing += 1
+                weight = weigh(score, info.kind, truth, config)
+                entry = (weight, info, node_id)
+                current = best.setdefault(key, entry)
+                if current is not entry:  # the span came with an earlier node: keep the max
+                    duplicates += 1
+                    if weight > current[0]:
+                        best[key] = entry
         stats.slices_missing += missing
         stats.kind_missing += kind_missing
         stats.pool_duplicates += duplicates

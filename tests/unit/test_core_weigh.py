@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import struct
 
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from planner_svc.core.config import DEFAULT_KIND_PRIORS, SelectionSettings
 from planner_svc.core.model import SpanClass
-from planner_svc.core.weigh import weigh, weigh_all
+from planner_svc.core.weigh import weigh
 
 
 def bits(x: float) -> str:
@@ -67,28 +63,3 @@ def test_default_priors_table() -> None:
         "heading": 0.6,
     }
     assert dict(SelectionSettings().kind_priors) == dict(DEFAULT_KIND_PRIORS)
-
-
-KINDS = st.sampled_from(["paragraph", "heading", "cell", "code", "body", "figure", ""])
-
-
-@given(pairs=st.lists(st.tuples(st.floats(0.0, 1.0), KINDS), max_size=40),
-       cache=st.booleans(), discount=st.floats(0.0, 1.0))
-def test_weigh_all_is_weigh_of_each_pair(pairs: list[tuple[float, str]], cache: bool,
-                                         discount: float) -> None:
-    config = SelectionSettings(cache_discount=discount)
-    span_class = SpanClass.CACHE if cache else SpanClass.TRUTH
-    scores, kinds = [p[0] for p in pairs], [p[1] for p in pairs]
-    expected = [bits(weigh(s, k, span_class, config)) for s, k in pairs]
-    assert [bits(w) for w in weigh_all(scores, kinds, span_class, config)] == expected
-
-
-def test_weigh_all_keeps_the_association_order() -> None:
-    config = SelectionSettings(cache_discount=0.3)
-    assert [bits(w) for w in weigh_all([0.11], ["heading"], SpanClass.CACHE, config)] == [
-        "3f94467381d7dbf5"]
-
-
-def test_weigh_all_refuses_unequal_lengths() -> None:
-    with pytest.raises(ValueError, match="2 scores but 1 kinds"):
-        weigh_all([0.5, 0.4], ["body"], SpanClass.TRUTH, SelectionSettings())
