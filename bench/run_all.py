@@ -2,7 +2,8 @@
 takes about half an hour and runs on its own).
 
 The Plan-latency and ghz benchmarks need the demo data directory (``make demo`` first); they are
-skipped with a note on stderr when it is missing. ghz needs Go (``go install``).
+skipped with a note on stderr when it is missing. ghz needs Go (``go install``); the instruction
+count runs when ``valgrind`` is installed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def main() -> int:
         modules.append("bench.bench_plan_grpc")
         if shutil.which("go") or (ROOT / ".cache" / "bin" / "ghz").exists():
             modules.append("bench.bench_ghz")
+        if shutil.which("valgrind"):
+            modules.append("bench.bench_instructions")
     else:
         print("bench: no data/demo store; run `make demo` for the gRPC benchmarks",
               file=sys.stderr)
