@@ -157,6 +157,13 @@ class PlannedSpan:
     text: str = ""
     location: Location = NOWHERE
 
+    def with_text(self, text: str) -> PlannedSpan:
+        """This span with ``text`` (``dataclasses.replace(self, text=text)``, without its
+        per-field lookups: every plan fills the texts of its spans this way)."""
+        return PlannedSpan(span=self.span, kind=self.kind, span_class=self.span_class,
+                           weight=self.weight, tokens=self.tokens, text=text,
+                           location=self.location)
+
 
 @dataclass(slots=True)
 class PlanStats:

@@ -1103,8 +1103,9 @@ def _passages(state: _Recall, question: Question,
     combined = dict(scores)
     for target, reached in hops.items():
         combined[target] = max(combined.get(target, 0.0), reached.score)
-    ranked = [(s, v) for s, v in _best_first(combined)
-              if v > 0.0][: settings.candidate_documents]
+    # best first, so the first candidate_documents hold every positive score kept
+    ranked = [(s, v) for s, v in _best_first(combined)[: settings.candidate_documents]
+              if v > 0.0]
     residual: dict[str, tuple[str, ...]] = {}
     # Local relevance: a document a hop ranks is scored against the hop's residual (already
     # done by the hop when it has a residual vector); the others in one batch against the

@@ -548,11 +548,11 @@ class EvidencePlanner:
             return PlannedSpan(span=SpanRef(*keys[i]), kind=info.kind, span_class=truth,
                                weight=weight, tokens=tokens[i], location=info.location)
 
-        columns = PoolColumns(
-            source_ids=[key[0] for key in keys], txs=[key[1] for key in keys],
-            starts=[key[2] for key in keys], ends=[key[3] for key in keys],
-            weights=[entry[0] for entry in entries], tokens=tokens, candidate=candidate,
-        )
+        # the coordinates' columns by one transposition (zip of the keys, in C)
+        source_ids, txs, starts, ends = zip(*keys, strict=True) if keys else ((), (), (), ())
+        weights, _infos, _nodes = zip(*entries, strict=True) if entries else ((), (), ())
+        columns = PoolColumns(source_ids=source_ids, txs=txs, starts=starts, ends=ends,
+                              weights=weights, tokens=tokens, candidate=candidate)
         return columns, estimated
 
     def _exact_counts(self, catalog: Catalog, keys: Sequence[CoordKey],
@@ -591,7 +591,7 @@ class EvidencePlanner:
         texts = self._texts.slices(keys)
 
         def filled(span: PlannedSpan) -> PlannedSpan:
-            return dataclasses.replace(span, text=texts.get(span.span.key, ""))
+            return span.with_text(texts.get(span.span.key, ""))
 
         return dataclasses.replace(
             plan,

@@ -3,12 +3,19 @@ rules")."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 
 from planner_svc.core.errors import InvalidRequest
-from planner_svc.core.model import PLAN_MODEL, PlannedSpan, PlanStats, SpanClass, SpanRef
+from planner_svc.core.model import (
+    PLAN_MODEL,
+    Location,
+    PlannedSpan,
+    PlanStats,
+    SpanClass,
+    SpanRef,
+)
 from planner_svc.core.plan import build_plan, empty_plan
 from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
 
@@ -143,3 +150,16 @@ def test_empty_plan() -> None:
     assert all(not getattr(plan.stats, f.name) for f in fields(PlanStats))
     stats = PlanStats(nodes_recalled=3)
     assert empty_plan(stats).stats is stats
+
+
+def test_with_text_is_replace_of_the_text_alone() -> None:
+    # every field away from its default, so a field with_text forgot would show
+    span = PlannedSpan(span=SpanRef("wiki/Ohio", 7, 10, 90), kind="heading",
+                       span_class=SpanClass.CACHE, weight=0.25, tokens=21, text="old",
+                       location=Location(page=3, heading_path=("Ohio", "Rivers"),
+                                         cell_index=2))
+    assert [f.name for f in fields(PlannedSpan)] == [
+        "span", "kind", "span_class", "weight", "tokens", "text", "location"]
+    assert span.with_text("new") == replace(span, text="new")
+    assert span.with_text("new").text == "new"
+    assert span.text == "old"
