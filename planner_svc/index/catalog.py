@@ -236,7 +236,8 @@ class _View(Mapping[str, _V]):
         return None
 
     def find_many(self, keys: Iterable[str]) -> list[_V | None]:
-        """:meth:`find` of each of ``keys``, in order (one call)."""
+        """:meth:`find` of each of ``keys``, in order (one call; the same generation test
+        as :meth:`find`)."""
         values, generation = self._values.get, self._generation
         return [found[0] if (found := values(key)) is not None and found[1] <= generation
                 else None for key in keys]
@@ -564,6 +565,7 @@ class Catalog:
         """The versions among ``version_ids`` the catalog holds live at ``(valid_us, tx_us)``
         (:meth:`CatalogVersion.live` of each, in one call)."""
         get = self._versions.get
+        # CatalogVersion.live's test, inlined: one call for the whole batch
         return {v for v in version_ids
                 if (found := get(v)) is not None
                 and found.valid_from <= valid_us < found.valid_to
@@ -665,18 +667,26 @@ class Catalog:
     def entries(self, source_ids: Sequence[str], valid_us: int, tx_us: int
                 ) -> list[SourceEntry]:
         """:meth:`entry` of each of ``source_ids``, in their order (one as-of check for all
-        of them)."""
+        of them). A source named twice gets the same entry object both times."""
         latest = self._latest
         if not latest.covers(valid_us, tx_us):
-            return [self._entry(source_id, valid_us, tx_us) for source_id in source_ids]
+            made: dict[str, SourceEntry] = {}
+            for source_id in source_ids:
+                if source_id not in made:
+                    made[source_id] = self._entry(source_id, valid_us, tx_us)
+            return [made[source_id] for source_id in source_ids]
         out: list[SourceEntry] = []
+        computed: dict[str, SourceEntry] = {}
         for source_id, found in zip(source_ids, latest.entries.find_many(source_ids),
                                     strict=True):
             if found is None:
-                found = self._entry(source_id, latest.since, latest.since)
-                with self._cache_lock:
-                    if latest.open:
-                        latest.entries.put(source_id, found)
+                found = computed.get(source_id)
+                if found is None:
+                    found = computed[source_id] = self._entry(source_id, latest.since,
+                                                              latest.since)
+                    with self._cache_lock:
+                        if latest.open:
+                            latest.entries.put(source_id, found)
             out.append(found)
         return out
 

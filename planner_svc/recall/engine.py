@@ -714,7 +714,7 @@ class _Recall:
             return {}, None
         raw: dict[str, float] = {}
         version_of = self.catalog.version
-        fused = self.query.alpha != 1.0
+        fused = self.query.alpha != 1.0  # _semantic_score is clamp_unit alone at alpha 1
         for version_id, sim in hits:
             version = version_of(version_id)
             if version is None or version.source is None:
@@ -1089,7 +1089,8 @@ def recall_documents(
 def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """``scores``' items by score descending, ties by key: the order of the sort key
     ``(-score, key)`` (its equal scores, 0.0 and -0.0 included, stay in key order), from two
-    sorts without a Python key function. Scores are never NaN."""
+    sorts without a Python key function. Scores are never NaN here: :func:`_relative` maps a
+    NaN to 0.0 and a hop keeps only values above 0.0."""
     return sorted(sorted(scores.items()), key=itemgetter(1), reverse=True)
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from planner_svc.core.fusion import clamp_unit, unit_power
 from planner_svc.index.catalog import SourceEntry
 from planner_svc.recall.engine import (
+    _best_first,
     _group_columns,
     _relative_segments,
     _segment_max,
@@ -78,3 +79,13 @@ def test_group_columns_split_the_group_tables_like_the_entry_properties(
     assert firsts.tolist() == [f for e in entries for f in e.group_firsts.tolist()]
     assert groups.tolist() == [e.group_sizes.shape[0] for e in entries]
     assert groups.tolist() == [len(set(layout)) for layout in layouts]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(alphabet="abcé", max_size=3),
+                       st.one_of(st.sampled_from([0.0, -0.0, 0.5, 1.0]),
+                                 st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)),
+                       max_size=12))
+def test_best_first_orders_by_score_descending_then_key(scores: dict[str, float]) -> None:
+    want = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert _best_first(scores) == want

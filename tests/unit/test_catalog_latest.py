@@ -51,6 +51,26 @@ def _check_every_document(catalog: Catalog, rng: random.Random) -> None:
             assert entry == fresh, (source, valid_us, tx_us)
             assert dict(catalog.links(source, entry, valid_us, tx_us)) == dict(
                 catalog._links(fresh.members, valid_us, tx_us)), (source, valid_us, tx_us)
+    _check_bulk_reads(catalog, rng)
+
+
+def _check_bulk_reads(catalog: Catalog, rng: random.Random) -> None:
+    """The bulk reads give what the per-document reads give, in the order asked, for cached
+    and uncached documents, repeats and unknown ones, at and before the latest state."""
+    since = catalog._latest.since
+    asked = [*rng.sample(SOURCES, 3), "nowhere", *rng.sample(SOURCES, 2)]  # repeats likely
+    for valid_us, tx_us in ((since, since), (max(0, since - 3), max(0, since - 3))):
+        got = catalog.entries(asked, valid_us, tx_us)
+        assert got == [catalog._entry(s, valid_us, tx_us) for s in asked]
+        first: dict[str, SourceEntry] = {}
+        for source, entry in zip(asked, got, strict=True):
+            assert first.setdefault(source, entry) is entry  # a repeat: the same object
+        assert catalog.document_rows(asked, tx_us) == [
+            catalog.document_row(s, tx_us) for s in asked]
+    rows = [*catalog._source_of_row, -1, 10**9]
+    assert catalog.sources_of_documents(rows) == [catalog.source_of_document(r) for r in rows]
+    latest = catalog._latest.entries
+    assert latest.find_many(asked) == [latest.find(s) for s in asked]
 
 
 class _Failed(Exception):
@@ -272,3 +292,15 @@ def test_a_batch_failing_before_its_text_is_indexed_indexes_it_when_sent_again(
                                                      limit=5)] == [2]
     assert [row for row, _ in catalog.passages.search(["beta"], valid_us=10, tx_us=10,
                                                     limit=5)] == [2]
+
+
+def test_entries_computes_a_repeated_uncached_document_once() -> None:
+    catalog = Catalog()
+    catalog.apply(CatalogBatch(nodes=[_version(1, "a", "doc0", 10),
+                                      _version(2, "b", "doc1", 10)]))
+    since = catalog._latest.since
+    assert not catalog._latest.entries  # nothing cached yet
+    first, other, again = catalog.entries(["doc0", "doc1", "doc0"], since, since)
+    assert first is again  # one object: links() cached for it hold for every copy
+    assert first.ids == (1,) and other.ids == (2,)
+    assert catalog._latest.entries.find("doc0") is first
