@@ -9,11 +9,11 @@ catalog's entries, the caches, numba's kernels), then switches collection on
 (``callgrind_control -i on``), plans every question ``--rounds`` times at a fixed "now",
 switches it off and reads the count. It prints one JSON object: instructions per plan
 (millions) in total and by shared object (the interpreter, numpy, FAISS, the tokenizer,
-compiled kernels, the C library), the plans counted, the seconds the run took, the git
-revision.
+the C library; ``other`` holds the rest, numba's compiled kernels among them), the plans
+counted, the seconds the run took, the git revision.
 
 Valgrind emulates a CPU without AVX-512, so FAISS runs its AVX2 kernels here and the counts
-are not those of a native run: compare revisions, not machines. It is slow (about 5 minutes
+are not those of a native run: compare revisions, not machines. It is slow (about 3 minutes
 on the demo corpus, most of it starting the service under emulation); FAISS and numba are
 held to one thread (``OMP_NUM_THREADS=1``, ``NUMBA_NUM_THREADS=1``) and hashing is seeded
 (``PYTHONHASHSEED=0``) so two runs of one revision count the same work.
@@ -77,19 +77,35 @@ def _child(args: argparse.Namespace) -> int:
 
     plan_all()
     flags = Path(args.flags)
+    parent = os.getppid()
     (flags / "ready").write_text(str(os.getpid()), encoding="utf-8")
-    while not (flags / "go").exists():
-        time.sleep(0.1)
-    for _ in range(args.rounds):
-        plan_all()
-    (flags / "done").write_text(str(len(queries) * args.rounds), encoding="utf-8")
-    while not (flags / "stop").exists():
-        time.sleep(0.1)
+    if _wait_for_flag(flags, "go", parent):
+        for _ in range(args.rounds):
+            plan_all()
+        (flags / "done").write_text(str(len(queries) * args.rounds), encoding="utf-8")
+        _wait_for_flag(flags, "stop", parent)
     services.close()
     return 0
 
 
+def _wait_for_flag(flags: Path, name: str, parent: int) -> bool:
+    """Wait until the file ``name`` exists in ``flags`` (True), or the run is stopping: the
+    ``stop`` file exists or the parent process is gone (False; True when waiting for
+    ``stop`` itself)."""
+    while not (flags / name).exists():
+        if (flags / "stop").exists() or os.getppid() != parent:
+            return name == "stop"
+        time.sleep(0.1)
+    return True
+
+
 def _wait_for(path: Path, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Wait until ``path`` exists.
+
+    Raises:
+        RuntimeError: the process exited first.
+        TimeoutError: ``timeout_s`` seconds passed.
+    """
     deadline = time.monotonic() + timeout_s
     while not path.exists():
         if process.poll() is not None:
@@ -100,14 +116,27 @@ def _wait_for(path: Path, process: subprocess.Popen[bytes], timeout_s: float) ->
 
 
 def self_costs(dump: Path) -> Counter[str]:
-    """Instructions by shared object (self cost of its functions) in a callgrind dump."""
+    """Instructions (``Ir``) by shared object (self cost of its functions) in a callgrind
+    dump, reading its ``positions:`` and ``events:`` headers for the column that holds them.
+
+    Raises:
+        ValueError: the dump records no ``Ir`` event.
+    """
     names: dict[str, str] = {}
     costs: Counter[str] = Counter()
     current = "?"
     after_call = False
+    positions, event = 1, 0  # callgrind's defaults: line numbers, then Ir first
     with dump.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
-            if line.startswith("ob="):
+            if line.startswith("positions:"):
+                positions = len(line.split()[1:])
+            elif line.startswith("events:"):
+                events = line.split()[1:]
+                if "Ir" not in events:
+                    raise ValueError(f"{dump} records no Ir event (events: {' '.join(events)})")
+                event = events.index("Ir")
+            elif line.startswith("ob="):
                 match = re.match(r"ob=\((\d+)\)(?: (.*))?", line.strip())
                 if match is None:
                     current = line[3:].strip()
@@ -126,12 +155,14 @@ def self_costs(dump: Path) -> Counter[str]:
                     after_call = False
                     continue
                 fields = line.split()
-                if len(fields) >= 2:
-                    costs[current] += int(fields[1])
+                if len(fields) > positions + event:
+                    costs[current] += int(fields[positions + event])
     return costs
 
 
 def _grouped(costs: Counter[str]) -> dict[str, int]:
+    """``costs`` summed into the :data:`GROUPS` (by a part of each object's path) and
+    ``other``."""
     out = dict.fromkeys([name for name, _part in GROUPS] + ["other"], 0)
     for obj, count in costs.items():
         name = next((n for n, part in GROUPS if part in obj), "other")
@@ -139,7 +170,32 @@ def _grouped(costs: Counter[str]) -> dict[str, int]:
     return out
 
 
+def _count(flags: Path, process: subprocess.Popen[bytes], control: str
+           ) -> tuple[int, Counter[str]]:
+    """Switch collection on once the child is warm, let it plan its rounds, switch it off and
+    read the dump: ``(plans counted, instructions by shared object)``.
+
+    Raises:
+        RuntimeError, TimeoutError: see :func:`_wait_for`; RuntimeError too when callgrind
+            wrote no dump or no plan was counted.
+        subprocess.CalledProcessError: ``callgrind_control`` failed.
+    """
+    _wait_for(flags / "ready", process, READY_TIMEOUT_S)
+    subprocess.run([control, "-i", "on", str(process.pid)], check=True, capture_output=True)
+    (flags / "go").touch()
+    _wait_for(flags / "done", process, READY_TIMEOUT_S)
+    subprocess.run([control, "-i", "off", str(process.pid)], check=True, capture_output=True)
+    subprocess.run([control, "-d", str(process.pid)], check=True, capture_output=True)
+    plans = int((flags / "done").read_text(encoding="utf-8"))
+    dumps = sorted(flags.glob("callgrind.out.*"))
+    if not dumps or plans < 1:
+        raise RuntimeError(f"callgrind wrote {len(dumps)} dumps for {plans} plans")
+    return plans, self_costs(dumps[-1])
+
+
 def main() -> int:
+    """Run the count (or, with ``--child``, the planner under valgrind); 2 when valgrind is
+    missing or the questions file is empty."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(ROOT / "data" / "demo"))
     parser.add_argument("--questions", default=str(DEFAULT_QUESTIONS))
@@ -157,43 +213,44 @@ def main() -> int:
         print("valgrind (with callgrind_control) is not on PATH; "
               "Debian: apt-get install valgrind", file=sys.stderr)
         return 2
+    with open(args.questions, encoding="utf-8") as fh:
+        if not any(line.strip() for line in fh):
+            print(f"{args.questions} holds no question", file=sys.stderr)
+            return 2
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="planner-ir-") as tmp:
         flags = Path(tmp)
-        out = flags / "callgrind.out"
         env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
                "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
         command = [valgrind, "--tool=callgrind", "--instr-atstart=no",
-                   f"--callgrind-out-file={out}", sys.executable, "-m",
+                   f"--callgrind-out-file={flags / 'callgrind.out'}", sys.executable, "-m",
                    "bench.bench_instructions", "--child", "--flags", str(flags),
                    "--data", args.data, "--questions", args.questions,
                    "--rounds", str(args.rounds), "--budget", str(args.budget)]
-        log = (flags / "valgrind.log").open("wb")
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT)
-        try:
-            _wait_for(flags / "ready", process, READY_TIMEOUT_S)
-            subprocess.run([control, "-i", "on", str(process.pid)], check=True,
-                           capture_output=True)
-            (flags / "go").touch()
-            _wait_for(flags / "done", process, READY_TIMEOUT_S)
-            subprocess.run([control, "-i", "off", str(process.pid)], check=True,
-                           capture_output=True)
-            subprocess.run([control, "-d", str(process.pid)], check=True,
-                           capture_output=True)
-            plans = int((flags / "done").read_text(encoding="utf-8"))
-            dumps = sorted(flags.glob("callgrind.out.*"))
-            if not dumps:
-                raise RuntimeError("callgrind wrote no dump")
-            costs = self_costs(dumps[-1])
-        finally:
-            (flags / "stop").touch()
+        with (flags / "valgrind.log").open("wb") as log:
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                       stderr=subprocess.STDOUT)
             try:
-                process.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log.close()
+                plans, costs = _count(flags, process, control)
+            except (OSError, RuntimeError, TimeoutError, ValueError,
+                    subprocess.CalledProcessError) as exc:
+                detail = exc.stderr.decode(errors="replace").strip() if isinstance(
+                    exc, subprocess.CalledProcessError) and exc.stderr else ""
+                tail = (flags / "valgrind.log").read_text(errors="replace").splitlines()[-20:]
+                print(f"instruction count failed: {exc} {detail}".rstrip(), *tail, sep="\n",
+                      file=sys.stderr)
+                return 1
+            finally:
+                (flags / "stop").touch()
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.terminate()
+                    try:
+                        process.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait()
     total = sum(costs.values())
     report = {
         "bench": "instructions",

@@ -30,7 +30,7 @@ def main() -> int:
         modules.append("bench.bench_plan_grpc")
         if shutil.which("go") or (ROOT / ".cache" / "bin" / "ghz").exists():
             modules.append("bench.bench_ghz")
-        if shutil.which("valgrind"):
+        if shutil.which("valgrind") and shutil.which("callgrind_control"):
             modules.append("bench.bench_instructions")
     else:
         print("bench: no data/demo store; run `make demo` for the gRPC benchmarks",
