@@ -189,6 +189,27 @@ class SourceEntry:
     __hash__ = None  # type: ignore[assignment]  # equality compares arrays: not hashable
 
 
+def group_columns(entries: Sequence[SourceEntry]
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                             npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The entries' :attr:`~SourceEntry.group_members`, :attr:`~SourceEntry.group_sizes` and
+    :attr:`~SourceEntry.group_firsts`, each laid end to end (int64), and each entry's number
+    of groups: one concatenation of their group tables, split by position (the same layout
+    as the properties read, one call for a plan's documents instead of three per entry)."""
+    tables = [e.group_table for e in entries]
+    members = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
+    spans = np.asarray([t.shape[0] for t in tables], dtype=np.int64)
+    table = np.concatenate(tables) if tables else np.zeros(0, dtype=np.int64)
+    groups = (spans - members) // 2
+    within = np.arange(int(spans.sum()), dtype=np.int64) - np.repeat(
+        spans.cumsum() - spans, spans)
+    member_end = np.repeat(members, spans)
+    size_end = member_end + np.repeat(groups, spans)
+    is_member = within < member_end
+    is_size = ~is_member & (within < size_end)
+    return table[is_member], table[is_size], table[within >= size_end], groups
+
+
 WARM_AHEAD_US = 60_000_000
 """:meth:`Catalog.warm` computes nothing when an interval bound lies more than this after now
 (microseconds: one minute)."""

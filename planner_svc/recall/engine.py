@@ -54,7 +54,7 @@ import numpy.typing as npt
 from planner_svc.core.exactmath import ln
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_terms
-from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry
+from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry, group_columns
 from planner_svc.index.lexical import LexicalView
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import ordered_dots_many
@@ -333,25 +333,6 @@ def _within(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     ``lengths[i]`` values): int64 ``(lengths.sum(),)``, ``0, 1, ..`` per segment."""
     return (np.arange(int(lengths.sum()), dtype=np.int64)
             - np.repeat(_starts(lengths), lengths))
-
-
-def _group_columns(entries: Sequence[SourceEntry], lengths: npt.NDArray[np.int64]
-                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
-                              npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The entries' :attr:`~SourceEntry.group_members`, :attr:`~SourceEntry.group_sizes` and
-    :attr:`~SourceEntry.group_firsts`, each laid end to end (int64), and each entry's number
-    of groups; ``lengths`` holds each entry's number of members. One concatenation of their
-    group tables (members, then sizes, then firsts in each), split by position."""
-    tables = [e.group_table for e in entries]
-    spans = np.asarray([t.shape[0] for t in tables], dtype=np.int64)
-    table = np.concatenate(tables)
-    groups = (spans - lengths) // 2
-    within = _within(spans)
-    member_end = np.repeat(lengths, spans)
-    size_end = member_end + np.repeat(groups, spans)
-    is_member = within < member_end
-    is_size = ~is_member & (within < size_end)
-    return table[is_member], table[is_size], table[within >= size_end], groups
 
 
 def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
@@ -721,11 +702,7 @@ class _Recall:
                 self.unsourced.add(version_id)
                 continue
             score = self._semantic_score(version, sim) if fused else clamp_unit(sim)
-            source = version.source
-            if score > raw.get(source, 0.0):
-                raw[source] = score
-            elif source not in raw:
-                raw[source] = 0.0
+            raw[version.source] = max(raw.get(version.source, 0.0), score)
         return raw, max([sim for _, sim in hits])
 
     def complete(self, text: str, vector: Vector | None,
@@ -913,7 +890,7 @@ class _Recall:
                                                        lengths), self.settings.local_sharpness)
         node_rel = np.maximum(lex_rel, cos_rel)
         # groups of every document: their members' positions in the flat arrays
-        local_members, sizes, firsts, per_entry = _group_columns(entries, lengths)
+        local_members, sizes, firsts, per_entry = group_columns(entries)
         members = local_members + np.repeat(_starts(lengths), lengths)
         owners = np.repeat(np.arange(len(entries), dtype=np.int64), per_entry)
         group_rel = _segment_max(node_rel[members], sizes)

@@ -9,10 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner_svc.core.fusion import clamp_unit, unit_power
-from planner_svc.index.catalog import SourceEntry
+from planner_svc.index.catalog import SourceEntry, group_columns
 from planner_svc.recall.engine import (
     _best_first,
-    _group_columns,
     _relative_segments,
     _segment_max,
     _unit_powers,
@@ -72,8 +71,7 @@ def _entry(group_of: list[int]) -> SourceEntry:
 def test_group_columns_split_the_group_tables_like_the_entry_properties(
         layouts: list[list[int]]) -> None:
     entries = [_entry(layout) for layout in layouts]
-    lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
-    members, sizes, firsts, groups = _group_columns(entries, lengths)
+    members, sizes, firsts, groups = group_columns(entries)
     assert members.tolist() == [m for e in entries for m in e.group_members.tolist()]
     assert sizes.tolist() == [n for e in entries for n in e.group_sizes.tolist()]
     assert firsts.tolist() == [f for e in entries for f in e.group_firsts.tolist()]
