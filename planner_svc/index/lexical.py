@@ -607,29 +607,59 @@ class LexicalView:
         out: list[tuple[str, Float64s]] = []
         if self._stats.count == 0 or not positions.shape[0]:
             return out
-        valid = positions >= 0
-        for term, tid in self._term_ids(terms):
-            scores = self._scores(tid)
-            rows = scores.rows
-            if not rows.shape[0]:
-                continue
-            at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
-            found = (rows[at] == positions) & valid
-            out.append((term, np.where(found, scores.values[at], 0.0)))
-        return out
+        found = [(term, scores) for term, tid in self._term_ids(terms)
+                 if (scores := self._scores(tid)).rows.shape[0]]
+        if not found:
+            return out
+        at, hit = self._lookup([scores.rows for _term, scores in found], positions)
+        values = (found[0][1].values if len(found) == 1
+                  else np.concatenate([scores.values for _term, scores in found]))
+        table = np.where(hit, values[at], 0.0)
+        return [(term, table[i]) for i, (term, _scores) in enumerate(found)]
+
+    def _lookup(self, postings: Sequence[Int64s], positions: Int64s
+                ) -> tuple[Int64s, npt.NDArray[np.bool_]]:
+        """Where each of ``positions`` (from :meth:`positions`) sits in each of ``postings``
+        (live positions, ascending, each below the snapshot's size), in one search: the
+        lists laid end to end, list ``i``'s positions shifted by ``i * (size + 1)``, so a
+        position found is in its own list alone (-1 shifted lands on ``size`` of the list
+        before, which no list holds). Returns the index into the lists laid end to end and
+        whether it holds the position, both ``(len(postings), len(positions))``."""
+        if len(postings) == 1:
+            keys = postings[0]
+            query = positions[None, :]
+        else:
+            shifts = np.arange(len(postings), dtype=np.int64) * (self._snap.size + 1)
+            keys = np.concatenate(postings) + np.repeat(shifts,
+                                                        [p.shape[0] for p in postings])
+            query = shifts[:, None] + positions
+        at = np.minimum(keys.searchsorted(query), keys.shape[0] - 1)
+        hit: npt.NDArray[np.bool_] = keys[at] == query
+        return at, hit
 
     def holds(self, term: str, positions: Int64s) -> npt.NDArray[np.bool_]:
         """Whether the live row at each of ``positions`` (from :meth:`positions`) holds the
         analysed ``term`` (False at -1)."""
-        tid = self._index._terms.get(term)
-        if tid is None or not positions.shape[0]:
-            return np.zeros(positions.shape[0], dtype=np.bool_)
-        rows, _tfs = self._live_postings(tid)
-        if not rows.shape[0]:
-            return np.zeros(positions.shape[0], dtype=np.bool_)
-        at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
-        held: npt.NDArray[np.bool_] = (rows[at] == positions) & (positions >= 0)
+        held: npt.NDArray[np.bool_] = self.holds_many([term], positions)[0]
         return held
+
+    def holds_many(self, terms: Sequence[str], positions: Int64s) -> npt.NDArray[np.bool_]:
+        """:meth:`holds` of each of ``terms``: bool ``(len(terms), len(positions))``, row ``i``
+        for ``terms[i]`` (all False for a term no live row holds)."""
+        out = np.zeros((len(terms), positions.shape[0]), dtype=np.bool_)
+        if not positions.shape[0]:
+            return out
+        names = self._index._terms
+        which: list[int] = []
+        postings: list[Int64s] = []
+        for i, term in enumerate(terms):
+            tid = names.get(term)
+            if tid is not None and (rows := self._live_postings(tid)[0]).shape[0]:
+                which.append(i)
+                postings.append(rows)
+        if postings:
+            out[which] = self._lookup(postings, positions)[1]
+        return out
 
     def frequencies(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
         """The number of live rows, and how many of them hold each analysed term (0 for a term

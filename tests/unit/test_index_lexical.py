@@ -269,3 +269,27 @@ def test_build_lays_out_a_batch_as_counting_row_by_row_does(seed: int) -> None:
 def test_build_of_empty_rows_and_an_all_empty_batch(rows: list[list[int]]) -> None:
     assert _built_segment(5, rows) == _reference_segment(5, rows)
 
+
+
+def test_contributions_and_holds_of_many_terms_read_each_term_alone() -> None:
+    rng = random.Random(11)
+    rows = [_row(i, " ".join(rng.choices(WORDS, k=rng.randint(1, 8))),
+                 valid=(0, rng.choice([None, 20]))) for i in range(200)]
+    index = LexicalIndex()
+    for start in range(0, 200, 23):
+        index.add(rows[start : start + 23])
+    view = index.view(valid_us=30, tx_us=30)
+    asked = [rng.choice([-5, 999, *range(200)]) for _ in range(60)]
+    positions = view.positions(asked)
+    for _ in range(20):
+        terms = query_terms(" ".join(rng.sample([*WORDS, "unknown"], rng.randint(1, 6))))
+        got = dict(view.contributions(terms, positions))
+        alone = {t: view.score_rows([t], asked) for t in sorted(set(terms))}
+        assert sorted(got) == sorted(t for t, scores in alone.items() if scores)
+        for term, values in got.items():
+            assert values.tolist() == [alone[term].get(r, 0.0) for r in asked]
+        held = view.holds_many(terms, positions)
+        for term, row in zip(terms, held.tolist(), strict=True):
+            assert row == [p >= 0 and term in index.row_terms(r)
+                           for r, p in zip(asked, positions.tolist(), strict=True)]
+            assert view.holds(term, positions).tolist() == row
