@@ -23,7 +23,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -561,16 +561,16 @@ class Catalog:
 
     def document_rows(self, source_ids: Iterable[str], tx_us: int) -> list[int | None]:
         """:meth:`document_row` of each of ``source_ids``, in order (one call)."""
-        rows = self._rows_of_source.get
-        out: list[int | None] = []
-        for source_id in source_ids:
-            found = None
-            for row_id, tx_from, tx_to in reversed(rows(source_id, ())):
-                if tx_from <= tx_us < tx_to:
-                    found = row_id
-                    break
-            out.append(found)
-        return out
+        get = self._rows_of_source.get
+        # the latest version first: the current one of most documents at most times
+        return [last[0] if (rows := get(source_id)) and (last := rows[-1])[1] <= tx_us < last[2]
+                else self._document_row(source_id, tx_us) for source_id in source_ids]
+
+    def _document_row(self, source_id: str, tx_us: int) -> int | None:
+        for row_id, tx_from, tx_to in reversed(self._rows_of_source.get(source_id, ())):
+            if tx_from <= tx_us < tx_to:
+                return row_id
+        return None
 
     def document_terms(self, source_id: str, tx_us: int) -> frozenset[str]:
         """The analysed terms of the document's version current at ``tx_us``."""
@@ -696,10 +696,12 @@ class Catalog:
                 if source_id not in made:
                     made[source_id] = self._entry(source_id, valid_us, tx_us)
             return [made[source_id] for source_id in source_ids]
+        cached = latest.entries.find_many(source_ids)
+        if all(cached):  # every one cached (an entry is always true, None false)
+            return cast("list[SourceEntry]", cached)
         out: list[SourceEntry] = []
         computed: dict[str, SourceEntry] = {}
-        for source_id, found in zip(source_ids, latest.entries.find_many(source_ids),
-                                    strict=True):
+        for source_id, found in zip(source_ids, cached, strict=True):
             if found is None:
                 found = computed.get(source_id)
                 if found is None:
