@@ -45,8 +45,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Protocol
+from itertools import accumulate, chain, filterfalse
+from operator import itemgetter, sub
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -362,17 +363,6 @@ def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Fl
 
 
 @dataclass(frozen=True, slots=True)
-class _Local:
-    """Per live node of one document, in version id order: its BM25 against a query's terms
-    and its cosine with the query's vector (0.0 for a node without a stored vector, or
-    without a vector: the same relevance as a missing cosine, which only ever counts through
-    ``max(0.0, cosine)`` relative to a best)."""
-
-    lexical: Float64s
-    cosine: Float64s
-
-
-@dataclass(frozen=True, slots=True)
 class _Step:
     """One hop step: the document it starts from, the question's residual there (its terms
     and its probe vector), and every target's nodes scored against that residual."""
@@ -384,8 +374,8 @@ class _Step:
 
 
 class _Hop:
-    """A target's best hop: its score and the step it came by (its nodes' local relevance
-    is read from the step only for the targets recall ranks)."""
+    """A target's best hop: its score and the step it came by (the step scored its nodes:
+    their local relevance is read from it only for the targets recall ranks)."""
 
     __slots__ = ("score", "step", "target")
 
@@ -407,27 +397,20 @@ class _Hop:
         return self.step.vector
 
     @property
-    def local(self) -> _Local:
-        return self.step.scored.of(self.target)
-
-
-def _ids_of(entries: Sequence[SourceEntry]) -> npt.NDArray[np.int64]:
-    """The entries' version ids, one after the other (int64)."""
-    if not entries:
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate([e.id_array for e in entries])
+    def scored(self) -> _Scored:
+        return self.step.scored
 
 
 class _PassageTable:
-    """The passages (node versions) one plan scores, loaded once each: their positions in the
-    passage BM25 view and where their stored vectors sit in the index (float32, read in
-    place), with each query term's BM25 contribution over them computed once."""
+    """The passages (node versions) one plan scores, loaded once each, by the document (a
+    key) they belong to: their positions in the passage BM25 view and where their stored
+    vectors sit in the index (float32, read in place), with each query term's BM25
+    contribution over them computed once."""
 
     def __init__(self, view: LexicalView, semantic: SemanticAccess | None) -> None:
         self._view = view
         self._semantic = semantic
-        self._known = np.zeros(0, dtype=np.int64)  # the loaded version ids, ascending
-        self._known_rows = np.zeros(0, dtype=np.int64)  # their table rows
+        self._first: dict[str, int] = {}  # each loaded key -> the table row of its first id
         self._positions = np.zeros(0, dtype=np.int64)
         self._blocks: list[npt.NDArray[np.float32]] = []  # the index's matrices, as met
         self._numbers: dict[int, int] = {}  # id() of each of them (held above) -> its number
@@ -435,34 +418,35 @@ class _PassageTable:
         self._block_rows = np.zeros(0, dtype=np.int64)  # its row in that block
         self._terms: dict[str, tuple[int, npt.NDArray[np.float64] | None]] = {}
 
-    def rows(self, version_ids: VersionIds) -> npt.NDArray[np.int64]:
-        """The table rows of ``version_ids`` (int64; the ones not loaded yet are loaded first,
-        in one batch)."""
-        ids = np.asarray(version_ids, dtype=np.int64).reshape(-1)
-        at, hit = self._find(ids)
-        if not hit.all():
-            self._load(np.unique(ids[~hit]))
-            at, hit = self._find(ids)
-        rows: npt.NDArray[np.int64] = self._known_rows[at]
+    def rows(self, keys: Sequence[str], groups: Sequence[npt.NDArray[np.int64]]
+             ) -> npt.NDArray[np.int64]:
+        """The table rows of the version ids ``groups[i]`` of each ``keys[i]``, laid end to
+        end (int64). A key names the same ids on every call: a key loaded before keeps its
+        rows, the others are loaded first (one batch, in the order they are named)."""
+        first = self._first
+        fresh = {key: group for key, group in zip(keys, groups, strict=True)
+                 if key not in first}
+        if fresh:
+            start = self._positions.shape[0]
+            starts = list(accumulate([group.shape[0] for group in fresh.values()],
+                                     initial=start))
+            first.update(zip(fresh, starts[:-1], strict=True))
+            loaded = list(fresh.values())
+            self._load(np.concatenate(loaded) if len(loaded) > 1 else loaded[0])
+            if len(fresh) == len(keys):  # every key new and named once: rows in order
+                return np.arange(start, starts[-1], dtype=np.int64)
+        lengths = [group.shape[0] for group in groups]
+        # row of a group's j-th id: its key's first row + j, i.e. (first row - the group's
+        # offset in the answer) + the id's position in the answer
+        shifts = np.fromiter(map(sub, map(first.__getitem__, keys),
+                                 accumulate(lengths, initial=0)),
+                             dtype=np.int64, count=len(keys))
+        rows: npt.NDArray[np.int64] = (np.repeat(shifts, lengths)
+                                       + np.arange(sum(lengths), dtype=np.int64))
         return rows
 
-    def _find(self, ids: npt.NDArray[np.int64]
-              ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        """Each id's place in the loaded ids, and whether it is loaded."""
-        known = self._known
-        if not known.shape[0]:
-            return np.zeros(ids.shape[0], dtype=np.int64), np.zeros(ids.shape[0], dtype=np.bool_)
-        at = np.minimum(known.searchsorted(ids), known.shape[0] - 1)
-        return at, known[at] == ids
-
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
-        """Load ``ids`` (ascending, none loaded yet) as the next table rows."""
-        first = self._positions.shape[0]
-        known = np.concatenate([self._known, ids])
-        rows = np.concatenate([self._known_rows,
-                               np.arange(first, first + ids.shape[0], dtype=np.int64)])
-        order = np.argsort(known, kind="stable")
-        self._known, self._known_rows = known[order], rows[order]
+        """Load ``ids`` as the next table rows."""
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
         block = np.full(ids.shape[0], -1, dtype=np.int64)
         rows = np.zeros(ids.shape[0], dtype=np.int64)
@@ -515,11 +499,14 @@ class _PassageTable:
         holding no term)."""
         ordered = sorted(set(terms))
         self._contributions(ordered)
+        known = self._terms.get
+        held = [values for term in ordered
+                if (values := known(term, (0, None))[1]) is not None]
+        if len(held) == 1:  # 0.0 + a contribution is the contribution: none is -0.0
+            return held[0][rows]
         total = np.zeros(rows.shape[0], dtype=np.float64)
-        for term in ordered:
-            values = self._terms.get(term, (0, None))[1]
-            if values is not None:
-                total += values[rows]
+        for values in held:
+            total += values[rows]
         return total
 
     def stored(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
@@ -548,6 +535,10 @@ class _PassageTable:
         if not held.shape[0]:
             return out
         values = np.zeros(rows.shape[0], dtype=np.float64)
+        if len(self._blocks) == 1:  # every stored vector the table has met sits in one matrix
+            values[held] = ordered_dots_many(self._blocks[0], self._block_rows[rows[held]],
+                                             queries, which[held])
+            return self._split(out, scored, values, counts)
         # one kernel call per block the rows sit in (not one pass per block the table has
         # met: an index may hold hundreds of segments)
         held = held[np.argsort(block[held], kind="stable")]
@@ -556,8 +547,17 @@ class _PassageTable:
             matrix = self._blocks[int(block[at[0]])]
             values[at] = ordered_dots_many(matrix, self._block_rows[rows[at]], queries,
                                            which[at])
-        ends = np.cumsum(counts).tolist()
-        for (a, _v, _r), end, count in zip(scored, ends, counts, strict=True):
+        return self._split(out, scored, values, counts)
+
+    @staticmethod
+    def _split(out: list[Float64s],
+               scored: Sequence[tuple[int, Vector, npt.NDArray[np.int64]]],
+               values: Float64s, counts: Sequence[int]) -> list[Float64s]:
+        """``out`` with each scored ask's run of ``values`` (``counts[i]`` values for
+        ``scored[i]``, laid end to end) in its place."""
+        end = 0
+        for (a, _v, _r), count in zip(scored, counts, strict=True):
+            end += count
             out[a] = values[end - count:end]
         return out
 
@@ -579,24 +579,51 @@ class _Ranked:
 
 class _Scored:
     """One ask of :meth:`_Recall.local`: every live node of its sources (sources in the ask's
-    order, each one's nodes in version id order), with their BM25 and cosine."""
+    order, each one's nodes in version id order), with their BM25 against the ask's terms and
+    their cosine with its vector (0.0 for a node without a stored vector, or without a vector:
+    the same relevance as a missing cosine, which only ever counts through ``max(0.0,
+    cosine)`` relative to a best)."""
 
-    __slots__ = ("bounds", "cosine", "lengths", "lexical")
+    __slots__ = ("_at", "_starts", "cosine", "lengths", "lexical")
 
     def __init__(self, lexical: Float64s, cosine: Float64s, lengths: list[int],
                  sources: Sequence[str]) -> None:
         self.lexical = lexical
         self.cosine = cosine
-        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.lengths = lengths
         """Nodes per source, in the ask's order."""
-        ends = self.lengths.cumsum().tolist()
-        self.bounds = {source: (end - n, end) for source, n, end
-                       in zip(sources, lengths, ends, strict=True)}
+        self._at = dict(zip(sources, range(len(sources)), strict=True))
+        self._starts = list(accumulate(lengths, initial=0))
 
-    def of(self, source: str) -> _Local:
-        """The nodes of one source of the ask."""
-        start, end = self.bounds[source]
-        return _Local(self.lexical[start:end], self.cosine[start:end])
+    def start(self, source: str) -> int:
+        """Where the nodes of one source of the ask start in :attr:`lexical` and
+        :attr:`cosine`."""
+        return self._starts[self._at[source]]
+
+
+def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.int64]
+              ) -> tuple[Float64s, Float64s]:
+    """The BM25 and cosine of each ``(source, scored)``'s nodes (``lengths[i]`` of them for
+    document ``i``) from the ask that scored them, laid end to end in the given order: one
+    gather from the asks' arrays laid end to end."""
+    offsets: dict[int, int] = {}  # id() of each ask (held in ``asks``) -> its first node
+    asks: list[_Scored] = []
+    firsts: list[int] = []
+    end = 0
+    for source, scored in documents:
+        base = offsets.get(id(scored))
+        if base is None:
+            base = offsets[id(scored)] = end
+            asks.append(scored)
+            end += scored.lexical.shape[0]
+        firsts.append(base + scored.start(source))
+    # node j of document i sits at firsts[i] + j
+    picks = (np.repeat(np.asarray(firsts, dtype=np.int64) - _starts(lengths), lengths)
+             + np.arange(int(lengths.sum()), dtype=np.int64))
+    if len(asks) == 1:
+        return asks[0].lexical[picks], asks[0].cosine[picks]
+    return (np.concatenate([scored.lexical for scored in asks])[picks],
+            np.concatenate([scored.cosine for scored in asks])[picks])
 
 
 class _Recall:
@@ -620,6 +647,9 @@ class _Recall:
         self.table = _PassageTable(self.passages, self.semantic)
         self._searches: dict[str, tuple[int, list[tuple[int, float]]]] = {}
         self.vector: Vector | None = None  # the question's vector, once known
+        self._query_terms: dict[str, list[str]] = {}
+        self._question_words: dict[str, tuple[list[str], dict[str, frozenset[str]],
+                                              set[str]]] = {}
 
     def entry(self, source: str) -> SourceEntry:
         """The document's live nodes and their span groups (read once per plan)."""
@@ -629,11 +659,11 @@ class _Recall:
         """:meth:`entry` of each of ``sources``, in their order; the ones this plan has not
         read yet in one catalog call."""
         known = self._entries
-        missing = [source for source in sources if source not in known]
+        missing = list(filterfalse(known.__contains__, sources))
         if missing:
             known.update(zip(missing, self.catalog.entries(missing, self.valid_us, self.tx_us),
                              strict=True))
-        return [known[source] for source in sources]
+        return list(map(known.__getitem__, sources))
 
     def links(self, source: str) -> Mapping[str, float]:
         """The documents the document's edges reach, with their weights (read once per
@@ -646,6 +676,14 @@ class _Recall:
 
     # ---------------------------------------------------------------- documents
 
+    def query_terms(self, text: str) -> list[str]:
+        """:func:`~planner_svc.index.analysis.query_terms` of ``text`` (analysed once per
+        plan; the list is shared, not to be changed)."""
+        found = self._query_terms.get(text)
+        if found is None:
+            found = self._query_terms[text] = query_terms(text)
+        return found
+
     def search_documents(self, text: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over whole documents of ``text``'s query terms: the ``limit`` best rows (a
         search already made for the same text with at least that limit is reused: its first
@@ -653,7 +691,7 @@ class _Recall:
         done = self._searches.get(text)
         if done is not None and done[0] >= limit:
             return done[1][:limit]
-        hits = self.documents_view.search(query_terms(text), limit=limit)
+        hits = self.documents_view.search(self.query_terms(text), limit=limit)
         self._searches[text] = (limit, hits)
         return hits
 
@@ -672,8 +710,11 @@ class _Recall:
                     self.unsourced.add(version.version_id)
             return raw
         hits = self.search_documents(text, self.query.document_k)
-        for source, (_row, score) in zip(self.catalog.sources_of_documents(
-                [row for row, _score in hits]), hits, strict=True):
+        sources = self.catalog.sources_of_documents(map(itemgetter(0), hits))
+        if None not in sources and len(set(sources)) == len(sources):
+            # a document once each: its score (a hit's BM25 is above 0.0)
+            return dict(zip(cast("list[str]", sources), map(itemgetter(1), hits), strict=True))
+        for source, (_row, score) in zip(sources, hits, strict=True):
             if source is not None:
                 raw[source] = max(raw.get(source, 0.0), score)
         return raw
@@ -714,14 +755,14 @@ class _Recall:
                 rows = {row: source for source, row
                         in zip(missing, self.catalog.document_rows(missing, self.tx_us),
                                strict=True) if row is not None}
-                scored = self.documents_view.score_rows(query_terms(text), sorted(rows))
+                scored = self.documents_view.score_rows(self.query_terms(text), sorted(rows))
                 for row, score in scored.items():
                     structured[rows[row]] = score
         if vector is not None:
             with self.clock.stage("semantic"):
                 sources = sorted(set(structured) - set(semantic))
                 entries = self.entries(sources)
-                rows_of = self.table.rows(_ids_of(entries))
+                rows_of = self.table.rows(sources, [e.id_array for e in entries])
                 cosine = self.table.cosine_arrays([(vector, rows_of)])[0]
                 has = self.table.stored(rows_of)
                 if self.query.alpha == 1.0:  # the score is the clamped similarity: all at once
@@ -788,15 +829,20 @@ class _Recall:
         The BM25 is :meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s (0.0 where a
         node holds no term), the cosine :func:`~planner_svc.recall.semantic.exact_similarities`'s
         (products exact in float64, added in index order)."""
-        entries = [self.entries(sources) for sources, _t, _v in asks]
-        lengths = [[len(e.ids) for e in es] for es in entries]
-        rows = self.table.rows(_ids_of([e for es in entries for e in es]))
+        named = [source for ask, _t, _v in asks for source in ask]
+        entries = self.entries(named)
+        rows = self.table.rows(named, [e.id_array for e in entries])
+        every = [len(e.ids) for e in entries]
         parts: list[npt.NDArray[np.int64]] = []
-        at = 0
-        for counts in lengths:
-            end = at + sum(counts)
-            parts.append(rows[at:end])
-            at = end
+        lengths: list[list[int]] = []
+        at = row = 0
+        for ask, _t, _v in asks:
+            counts = every[at:at + len(ask)]
+            at += len(ask)
+            end = row + sum(counts)
+            parts.append(rows[row:end])
+            lengths.append(counts)
+            row = end
         cosines = self.table.cosine_arrays([(vector, part) for (_s, _t, vector), part
                                             in zip(asks, parts, strict=True)])
         return [_Scored(self.table.bm25(terms, part), cosine, counts, sources)
@@ -805,15 +851,26 @@ class _Recall:
 
     # ---------------------------------------------------------------- hops
 
+    def _words(self, question: Question
+               ) -> tuple[list[str], dict[str, frozenset[str]], set[str]]:
+        """The question's words, the terms of each that is neither a stopword nor a
+        connective, and those terms with the question's (the words a residual keeps and the
+        terms a hop source is asked for; read once per plan and question)."""
+        found = self._question_words.get(question.text)
+        if found is None:
+            words = _WORD.findall(question.text)
+            word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
+                          if w.casefold() not in STOPWORDS and w.casefold() not in CONNECTIVES}
+            wanted = {*question.terms, *(t for ts in word_terms.values() for t in ts)}
+            found = self._question_words[question.text] = (words, word_terms, wanted)
+        return found
+
     def hops(self, question: Question, scores: Mapping[str, float], vector: Vector | None
              ) -> dict[str, _Hop]:
         """target -> its best hop from the best ``hop_sources`` documents of ``scores``."""
         settings = self.settings
         sources = _best_first(scores)[: settings.hop_sources]
-        words = _WORD.findall(question.text)
-        word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
-                      if w.casefold() not in STOPWORDS and w.casefold() not in CONNECTIVES}
-        wanted = {*question.terms, *(t for ts in word_terms.values() for t in ts)}
+        words, word_terms, wanted = self._words(question)
         steps: list[tuple[str, float, Mapping[str, float], tuple[str, ...], str]] = []
         for source, score in sources:
             if not score > 0.0:
@@ -835,7 +892,8 @@ class _Recall:
             return out
         # Every step's targets at once: a target's lexical (cosine) relevance is its best
         # node's BM25 (cosine) relative to the step's best target, as _relative computes it.
-        targets = np.concatenate([found.lengths for found in scored])
+        targets = np.fromiter(chain.from_iterable(found.lengths for found in scored),
+                              dtype=np.int64)
         per_step = np.asarray([len(links) for _s, _v, links, _t, _x in steps],
                               dtype=np.int64)
         lexical = _segment_max(np.concatenate([found.lexical for found in scored]), targets)
@@ -847,8 +905,8 @@ class _Recall:
         with_probe = np.repeat(np.asarray([p is not None for p in probes]), per_step)
         relevance = np.maximum(lex_rel, np.where(with_probe, cos_rel, 0.0))
         steps_score = np.repeat(np.asarray([score for _s, score, *_ in steps]), per_step)
-        weights = np.asarray([w for _s, _v, links, _t, _x in steps for w in links.values()],
-                             dtype=np.float64)
+        weights = np.fromiter(chain.from_iterable(links.values() for _s, _v, links, _t, _x
+                                                  in steps), dtype=np.float64)
         values = (steps_score * weights * settings.hop_decay * relevance).tolist()
         # each target's best step (the first of equal ones); its hop is built once
         best: dict[str, tuple[float, int]] = {}
@@ -870,20 +928,21 @@ class _Recall:
 
     # ---------------------------------------------------------------- passages
 
-    def rank(self, documents: Sequence[tuple[str, _Local]]) -> _Ranked:
-        """The live nodes of each ``(source, local)`` grouped by the spans they cite, as
+    def rank(self, documents: Sequence[tuple[str, _Scored]]) -> _Ranked:
+        """The live nodes of each ``(source, scored)`` (``scored``: the ask of :meth:`local`
+        that scored them) grouped by the spans they cite, as
         columns: documents in the given order, each one's groups most relevant first (ties by
         their smallest version id). A node's relevance is the better of its BM25 and its
         cosine (clipped at 0), each relative to the document's best (sharpened by
         ``local_sharpness``); a group's is its best node's. Every document at once."""
-        entries = self.entries([source for source, _local in documents])
+        entries = self.entries([source for source, _scored in documents])
         lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
         if not int(lengths.sum()):
             empty = np.zeros(0, dtype=np.int64)
             return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
                            versions=empty)
-        lexical = np.concatenate([local.lexical for _s, local in documents])
-        cosine = np.maximum(0.0, np.concatenate([local.cosine for _s, local in documents])) + 0.0
+        lexical, cosine = _gathered(documents, lengths)
+        cosine = np.maximum(0.0, cosine) + 0.0
         lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, lengths),
                                                         lengths), 1.0)
         cos_rel = _relative_segments(cosine, np.repeat(_segment_max(cosine, lengths),
@@ -920,19 +979,6 @@ class _Recall:
         if not total > 0.0:
             return Evidence(coverage=0.0, best_source=None, similarity=similarity,
                             live_documents=count)
-        shares: dict[int, float] = {}
-
-        def share(held: int) -> float:
-            """The share of the question's information in the terms of bit mask ``held``."""
-            value = shares.get(held)
-            if value is None:
-                got = 0.0
-                for i, w in enumerate(weights):
-                    if held >> i & 1:
-                        got += w
-                value = shares[held] = got / total
-            return value
-
         catalog = self.catalog
         # The question's terms (all of them: ones no row holds add nothing) rank the same
         # documents as the structured leg's search of the question.
@@ -950,28 +996,36 @@ class _Recall:
                                        *chosen]))
         rows = catalog.document_rows(involved, self.tx_us)
         positions = documents.positions([-1 if r is None else r for r in rows])
-        masks = np.zeros(len(involved), dtype=np.int64)
-        for i, term in enumerate(terms):
-            masks |= documents.holds(term, positions).astype(np.int64) << i
+        # bit i of a document's mask: it holds terms[i] (one bit per term: the bits are
+        # distinct, so their OR is the loop's)
+        bits = documents.holds_many(terms, positions).astype(np.int64)
+        masks = np.bitwise_or.reduce(bits << np.arange(len(terms), dtype=np.int64)[:, None],
+                                     axis=0) if terms else np.zeros(len(involved), np.int64)
         held = dict(zip(involved, masks.tolist(), strict=True))
-        best, where = 0.0, None
+        # what is measured, in order: each document, the COVERAGE_LINKED best with each
+        # document they link to, a multi-part question's chosen documents together
+        measured: list[tuple[str, ...]] = []
+        together: list[int] = []
         for rank, source in enumerate(sources):
-            value = share(held[source])
-            if value > best:
-                best, where = value, source
-            if rank >= COVERAGE_LINKED:
-                continue
-            for other in linked[source]:
-                value = share(held[source] | held[other])
-                if value > best:
-                    best, where = value, f"{source} + {other}"
+            mine = held[source]
+            measured.append((source,))
+            together.append(mine)
+            if rank < COVERAGE_LINKED:
+                for other in linked[source]:
+                    measured.append((source, other))
+                    together.append(mine | held[other])
         if len(chosen) > 1:
-            together = 0
+            union = 0
             for s in chosen:
-                together |= held[s]
-            value = share(together)
-            if value > best:
-                best, where = value, " + ".join(chosen)
+                union |= held[s]
+            measured.append(tuple(chosen))
+            together.append(union)
+        best, where = 0.0, None
+        if together:  # the first of the largest shares, when above 0
+            shares = _shares(np.asarray(together, dtype=np.int64), weights, total)
+            at = int(np.argmax(shares))
+            if shares[at] > 0.0:
+                best, where = float(shares[at]), " + ".join(measured[at])
         return Evidence(coverage=best, best_source=where, similarity=similarity,
                         live_documents=count)
 
@@ -1030,6 +1084,8 @@ def recall_documents(
     question = (analyze_question(query.text) if query.structured
                 else Question(text="", terms=(), parts=()))
     state = _Recall(catalog, query, settings, semantic, clock)
+    if query.structured:  # the question's terms are its text's query terms
+        state._query_terms[question.text] = list(question.terms)
     clock = state.clock
     with clock.stage("semantic"):
         if query.vector is not None:
@@ -1055,12 +1111,25 @@ def recall_documents(
                     if target not in hops or reached.score > hops[target].score:
                         hops[target] = reached
     with clock.stage("passages"):
-        recalled = _passages(state, question, direct, hops, best_similarity)
+        recalled = _passages(state, question, direct, scores, hops, best_similarity)
     if measure and query.structured and query.text.strip():
         with clock.stage("abstention"):
             evidence = state.evidence(question, best_similarity)
         recalled = dataclasses.replace(recalled, evidence=evidence)
     return recalled
+
+
+def _shares(masks: npt.NDArray[np.int64], weights: Sequence[float], total: float
+            ) -> Float64s:
+    """The share of the question's information in the terms each of ``masks`` holds (bit
+    ``i``, as Python's ``mask >> i & 1`` reads an int64, for ``weights[i]``): the weights of
+    the held terms added from the first, divided by ``total``, float64 ``(len(masks),)``.
+    Every mask at once, with the same additions per mask as the loop over its bits (a term
+    not held adds +0.0, which leaves a sum of non-negative weights unchanged)."""
+    bits = (masks >> np.arange(len(weights), dtype=np.int64)[:, None]) & 1
+    held = np.where(bits == 1, np.asarray(weights, dtype=np.float64)[:, None], 0.0)
+    got: Float64s = np.add.accumulate(held, axis=0)[-1] / total
+    return got
 
 
 def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -1072,12 +1141,12 @@ def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
 
 
 def _passages(state: _Recall, question: Question,
-              direct: Mapping[str, tuple[float, float, float]], hops: Mapping[str, _Hop],
-              best_similarity: float | None) -> Recalled:
-    """Rank the candidate documents and every live node of each (see the module docstring)."""
+              direct: Mapping[str, tuple[float, float, float]], scores: Mapping[str, float],
+              hops: Mapping[str, _Hop], best_similarity: float | None) -> Recalled:
+    """Rank the candidate documents and every live node of each (see the module docstring;
+    ``scores`` holds each direct document's score, ``direct``'s first leg)."""
     settings = state.settings
     vector = state.vector
-    scores = {source: legs[0] for source, legs in direct.items()}
     combined = dict(scores)
     for target, reached in hops.items():
         combined[target] = max(combined.get(target, 0.0), reached.score)
@@ -1088,14 +1157,14 @@ def _passages(state: _Recall, question: Question,
     # Local relevance: a document a hop ranks is scored against the hop's residual (already
     # done by the hop when it has a residual vector); the others in one batch against the
     # question.
-    local: dict[str, _Local] = {}
+    local: dict[str, _Scored] = {}  # the ask that scored each document's nodes
     batches: dict[tuple[tuple[str, ...], int], tuple[Vector | None, list[str]]] = {}
     for source, _score in ranked:
         hop = hops.get(source)
         if hop is not None and hop.score >= scores.get(source, 0.0):
             residual[source] = hop.terms
             if hop.vector is not None or vector is None:
-                local[source] = hop.local
+                local[source] = hop.scored
                 continue
             terms, local_vector = hop.terms, state.vector
         else:
@@ -1105,7 +1174,7 @@ def _passages(state: _Recall, question: Question,
             in batches.items()]
     for (batch, _terms, _vector), scored in zip(asks, state.local(asks), strict=True):
         for source in batch:
-            local[source] = scored.of(source)
+            local[source] = scored
     documents: list[DocumentRow] = []
     missed = (0.0, 0.0, 0.0)
     for source, score in ranked:
@@ -1129,7 +1198,7 @@ def _passages(state: _Recall, question: Question,
     values = values * decays[rank]
     sources = [source for source, _score in ranked]
     grouped = NodeGroups(score=tuple(values.tolist()),
-                         source_id=tuple([sources[owner] for owner in groups.owner.tolist()]),
+                         source_id=tuple(map(sources.__getitem__, groups.owner.tolist())),
                          local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
     # every node once (a version cites one document first, so it sits in one group), by id
     flat = groups.versions

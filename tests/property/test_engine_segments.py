@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 from hypothesis import given, settings
@@ -87,3 +88,27 @@ def test_group_columns_split_the_group_tables_like_the_entry_properties(
 def test_best_first_orders_by_score_descending_then_key(scores: dict[str, float]) -> None:
     want = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     assert _best_first(scores) == want
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=20.0, allow_nan=False), min_size=1,
+                max_size=70),
+       st.lists(st.integers(min_value=-2**63, max_value=2**63 - 1), max_size=12))
+def test_shares_add_the_held_weights_as_the_loop_over_bits_does(
+        weights: list[float], masks: list[int]) -> None:
+    from planner_svc.recall.engine import _shares
+
+    total = 0.0
+    for w in weights:
+        total += w
+    if not total > 0.0:
+        return
+    expected = []
+    for held in masks:
+        got = 0.0
+        for i, w in enumerate(weights):
+            if held >> i & 1:
+                got += w
+        expected.append(got / total)
+    shares = _shares(np.asarray(masks, dtype=np.int64), weights, total)
+    assert [struct.pack("<d", v) for v in shares.tolist()] == [
+        struct.pack("<d", v) for v in expected]

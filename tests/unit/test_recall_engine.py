@@ -258,10 +258,10 @@ def test_a_bm25_ask_over_no_rows_does_not_hide_a_term_from_later_asks() -> None:
 
     fresh = _PassageTable(_OneTermView(), None)  # type: ignore[arg-type]
     asked_empty_first = _PassageTable(_OneTermView(), None)  # type: ignore[arg-type]
-    nothing = asked_empty_first.rows([])
+    nothing = asked_empty_first.rows([], [])
     assert asked_empty_first.bm25(["t", "u"], nothing).tolist() == []
     for table in (fresh, asked_empty_first):
-        rows = table.rows([3, 4, 5])
+        rows = table.rows(["a"], [np.asarray([3, 4, 5], dtype=np.int64)])
         assert table.bm25(["t", "u"], rows).tolist() == [1.0, 1.0, 1.0]
 
 
@@ -387,13 +387,20 @@ def test_passage_cosines_read_every_segment_in_place_with_the_later_copy() -> No
     semantic = _Segments()
     table = _PassageTable(_OneTermView(), semantic)  # type: ignore[arg-type]
     query = np.random.default_rng(9).standard_normal(semantic.dim).astype(np.float32)
-    # loaded in three batches (lists and arrays, duplicates, an id without a vector)
-    first = table.rows([3, 3, 1, 42])
-    second = table.rows(np.asarray([9, 1, 5], dtype=np.int64))
-    third = table.rows([8, 2, 6, 7, 4, 42, 9])
-    assert first[0] == first[1] and first[2] == second[1] and first[3] == third[5]
+    groups = {key: np.asarray(ids, dtype=np.int64) for key, ids
+              in {"a": [3, 1], "b": [42], "c": [9, 5], "d": [8, 2, 6, 7, 4]}.items()}
+
+    def rows_of(keys: str) -> npt.NDArray[np.int64]:
+        return table.rows(list(keys), [groups[key] for key in keys])
+
+    # loaded in three batches (a key named twice, keys loaded before, an id without a vector)
+    first = rows_of("abb")
+    second = rows_of("ca")
+    third = rows_of("dbc")
+    assert first.tolist() == [0, 1, 2, 2] and second.tolist() == [3, 4, 0, 1]
+    assert third.tolist() == [5, 6, 7, 8, 9, 2, 3, 4]
     asked = [3, 1, 42, 9, 5, 8, 2, 6, 7, 4]
-    rows = table.rows(asked)
+    rows = rows_of("abcd")
     got, none = table.cosine_arrays([(query, rows), (None, rows)])
     expected = [float(exact_similarities(query, semantic.vectors[v][None, :])[0])
                 if v in semantic.vectors else 0.0 for v in asked]
