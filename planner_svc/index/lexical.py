@@ -218,6 +218,8 @@ class _Stats:
     count: int
     mean_length: float
     generation: int  # the index generation the mask was computed at
+    live_or_past: npt.NDArray[np.bool_]
+    """``live`` with one False after it: the mask read at a position clipped to the size."""
     terms: dict[int, _TermScores] = field(default_factory=dict)
 
 
@@ -393,7 +395,8 @@ class LexicalIndex:
         count = int(np.count_nonzero(live))
         total = int(snap.lengths[live].sum(dtype=np.int64))  # exact integer sum
         stats = _Stats(live=live, count=count, mean_length=total / count if count else 0.0,
-                       generation=snap.generation)
+                       generation=snap.generation,
+                       live_or_past=np.concatenate((live, np.zeros(1, dtype=np.bool_))))
         if past_events:
             with self._lock:
                 if self._generation == snap.generation:
@@ -582,18 +585,23 @@ class LexicalView:
         for a row unknown, outside the view's snapshot or not live in the view."""
         ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)
         dense = self._index._position_of
-        inside_map = (ids >= 0) & (ids < dense.shape[0])
-        out = np.full(ids.shape[0], -1, dtype=np.int64)
-        out[inside_map] = dense[ids[inside_map]]
+        # as unsigned, a negative id is past the map's end, as is a position of -1 past the
+        # snapshot's below
+        inside_map = ids.view(np.uint64) < dense.shape[0]
+        if inside_map.all():
+            out = dense[ids]
+        else:
+            out = np.full(ids.shape[0], -1, dtype=np.int64)
+            out[inside_map] = dense[ids[inside_map]]
         missing = np.flatnonzero(out < 0)
         if missing.shape[0]:  # not indexed, or a row id the dense map does not hold
             known = self._index._positions
             for j in missing.tolist():
                 out[j] = known.get(int(ids[j]), -1)
-        inside = (out >= 0) & (out < self._snap.size)
-        inside[inside] = self._stats.live[out[inside]]
-        out[~inside] = -1
-        return out
+        # -1 and positions past the snapshot read the False after its mask
+        live = self._stats.live_or_past[np.minimum(out.view(np.uint64), self._snap.size)]
+        found: Int64s = np.where(live, out, -1)
+        return found
 
     def contributions(self, terms: Iterable[str], positions: Int64s
                       ) -> list[tuple[str, Float64s]]:

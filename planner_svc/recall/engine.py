@@ -1159,9 +1159,16 @@ def _passages(state: _Recall, question: Question,
     # question.
     local: dict[str, _Scored] = {}  # the ask that scored each document's nodes
     batches: dict[tuple[tuple[str, ...], int], tuple[Vector | None, list[str]]] = {}
-    for source, _score in ranked:
+    documents: list[DocumentRow] = []
+    missed = (0.0, 0.0, 0.0)
+    for source, score in ranked:
         hop = hops.get(source)
-        if hop is not None and hop.score >= scores.get(source, 0.0):
+        direct_score, s, v = direct.get(source, missed)
+        if hop is None:
+            documents.append((source, score, s, v, 0.0, None))
+        else:
+            documents.append((source, score, s, v, hop.score, hop.source))
+        if hop is not None and hop.score >= direct_score:
             residual[source] = hop.terms
             if hop.vector is not None or vector is None:
                 local[source] = hop.scored
@@ -1175,13 +1182,6 @@ def _passages(state: _Recall, question: Question,
     for (batch, _terms, _vector), scored in zip(asks, state.local(asks), strict=True):
         for source in batch:
             local[source] = scored
-    documents: list[DocumentRow] = []
-    missed = (0.0, 0.0, 0.0)
-    for source, score in ranked:
-        hop = hops.get(source)
-        _score, s, v = direct.get(source, missed)
-        documents.append((source, score, s, v, 0.0, None) if hop is None
-                         else (source, score, s, v, hop.score, hop.source))
     groups = state.rank([(s, local[s]) for s, _v in ranked])
     # A group's score: its document's sharpened score, lifted by its local relevance above the
     # floor, decayed by its rank in the document. Every group at once, with the same
