@@ -201,10 +201,10 @@ def group_columns(entries: Sequence[SourceEntry]
     spans = np.asarray([t.shape[0] for t in tables], dtype=np.int64)
     table = np.concatenate(tables) if tables else np.zeros(0, dtype=np.int64)
     groups = (spans - members) // 2
-    within = np.arange(int(spans.sum()), dtype=np.int64) - np.repeat(
-        spans.cumsum() - spans, spans)
-    member_end = np.repeat(members, spans)
-    size_end = member_end + np.repeat(groups, spans)
+    within = np.arange(int(spans.sum()), dtype=np.int64) - (spans.cumsum() - spans).repeat(
+        spans)
+    member_end = members.repeat(spans)
+    size_end = member_end + groups.repeat(spans)
     is_member = within < member_end
     is_size = ~is_member & (within < size_end)
     return table[is_member], table[is_size], table[within >= size_end], groups

@@ -531,7 +531,7 @@ class LexicalView:
             for rows, values in parts:  # term by term, in term order: the same additions
                 dense[rows] += values  # a term's rows are distinct
                 held[rows] = True
-            positions = np.flatnonzero(held)
+            positions = held.nonzero()[0]
             scores = dense[positions]
         else:
             positions = _distinct(np.concatenate([rows for rows, _ in parts]))
@@ -557,28 +557,25 @@ class LexicalView:
             return {}
         given = list(row_ids)
         found_at = self.positions(given)
-        keep = np.flatnonzero(found_at >= 0)
+        keep = (found_at >= 0).nonzero()[0]
         if not keep.shape[0]:
             return {}
-        ids = [given[j] for j in keep.tolist()]
+        found = [term for _term, tid in query if (term := self._scores(tid)).rows.shape[0]]
+        if not found:
+            return {}
         positions = found_at[keep]
-        norms = self._norms(positions)
-        k1 = self._index.k1
+        at, hit = self._lookup([term.rows for term in found], positions)
+        # the postings' contributions (those search adds); a row without the term adds +0.0,
+        # which leaves its sum unchanged
+        values = (found[0].values if len(found) == 1
+                  else np.concatenate([term.values for term in found]))
+        table = np.where(hit, values[at], 0.0)
         scores = np.zeros(positions.shape[0], dtype=np.float64)
-        hit = np.zeros(positions.shape[0], dtype=np.bool_)
-        for _term, tid in query:  # term by term, in term order, as search adds them
-            rows, tfs = self._live_postings(tid)
-            if not rows.shape[0]:
-                continue
-            at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
-            found = rows[at] == positions
-            if not found.any():
-                continue
-            tf = tfs[at[found]].astype(np.float64)
-            scores[found] += self._term_idf(tid) * (tf * (k1 + 1.0) / (tf + norms[found]))
-            hit |= found
-        return {row_id: float(score) for row_id, score, held
-                in zip(ids, scores.tolist(), hit.tolist(), strict=True) if held}
+        for row in table:  # term by term, in term order, as search adds them
+            scores += row
+        held = np.logical_or.reduce(hit, axis=0)
+        return {given[j]: score for j, score, holds
+                in zip(keep.tolist(), scores.tolist(), held.tolist(), strict=True) if holds}
 
     def positions(self, row_ids: Sequence[int] | Int64s) -> Int64s:
         """The view's positions of ``row_ids``, in their order: int64 ``(len(row_ids),)``, -1
@@ -593,7 +590,7 @@ class LexicalView:
         else:
             out = np.full(ids.shape[0], -1, dtype=np.int64)
             out[inside_map] = dense[ids[inside_map]]
-        missing = np.flatnonzero(out < 0)
+        missing = (out < 0).nonzero()[0]
         if missing.shape[0]:  # not indexed, or a row id the dense map does not hold
             known = self._index._positions
             for j in missing.tolist():
@@ -638,8 +635,7 @@ class LexicalView:
             query = positions[None, :]
         else:
             shifts = np.arange(len(postings), dtype=np.int64) * (self._snap.size + 1)
-            keys = np.concatenate(postings) + np.repeat(shifts,
-                                                        [p.shape[0] for p in postings])
+            keys = np.concatenate(postings) + shifts.repeat([p.shape[0] for p in postings])
             query = shifts[:, None] + positions
         at = np.minimum(keys.searchsorted(query), keys.shape[0] - 1)
         hit: npt.NDArray[np.bool_] = keys[at] == query

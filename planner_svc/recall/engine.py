@@ -46,7 +46,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, filterfalse
-from operator import itemgetter, sub
+from operator import attrgetter, itemgetter, sub
 from typing import Protocol, cast
 
 import numpy as np
@@ -306,21 +306,24 @@ Float64s = npt.NDArray[np.float64]
 def _unit_powers(base: Float64s, exponent: float) -> Float64s:
     """:func:`~planner_svc.core.fusion.unit_power` of every element (the same chain of
     multiplications per element, so the same bits; a non-integral exponent falls back to
-    ``unit_power`` element by element)."""
+    ``unit_power`` element by element). Exponent 1 returns ``base`` itself."""
     value = float(exponent)
     if not (value.is_integer() and 0.0 <= value <= 1024.0):
         return np.fromiter((unit_power(b, value) for b in base.tolist()), dtype=np.float64,
                            count=base.shape[0])
     n = int(value)
-    result = np.ones_like(base)
+    if not n:
+        return np.ones_like(base)
+    # the chain starts from its first factor (1.0 * x is x, bit for bit)
+    result: Float64s | None = None
     square = base
-    while n:
+    while True:
         if n & 1:
-            result = result * square
+            result = square if result is None else result * square
         n >>= 1
-        if n:
-            square = square * square
-    return result
+        if not n:
+            return square if result is None else result
+        square = square * square
 
 
 def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -333,7 +336,7 @@ def _within(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Each value's position within its consecutive segment (segment ``i`` holds
     ``lengths[i]`` values): int64 ``(lengths.sum(),)``, ``0, 1, ..`` per segment."""
     return (np.arange(int(lengths.sum()), dtype=np.int64)
-            - np.repeat(_starts(lengths), lengths))
+            - _starts(lengths).repeat(lengths))
 
 
 def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
@@ -424,24 +427,23 @@ class _PassageTable:
         end (int64). A key names the same ids on every call: a key loaded before keeps its
         rows, the others are loaded first (one batch, in the order they are named)."""
         first = self._first
-        fresh = {key: group for key, group in zip(keys, groups, strict=True)
-                 if key not in first}
+        fresh = list(dict.fromkeys(filterfalse(first.__contains__, keys)))
         if fresh:
+            group_of = dict(zip(keys, groups, strict=True))
+            loaded = list(map(group_of.__getitem__, fresh))
             start = self._positions.shape[0]
-            starts = list(accumulate([group.shape[0] for group in fresh.values()],
-                                     initial=start))
+            starts = list(accumulate(map(len, loaded), initial=start))
             first.update(zip(fresh, starts[:-1], strict=True))
-            loaded = list(fresh.values())
             self._load(np.concatenate(loaded) if len(loaded) > 1 else loaded[0])
             if len(fresh) == len(keys):  # every key new and named once: rows in order
                 return np.arange(start, starts[-1], dtype=np.int64)
-        lengths = [group.shape[0] for group in groups]
+        lengths = list(map(len, groups))
         # row of a group's j-th id: its key's first row + j, i.e. (first row - the group's
         # offset in the answer) + the id's position in the answer
         shifts = np.fromiter(map(sub, map(first.__getitem__, keys),
                                  accumulate(lengths, initial=0)),
                              dtype=np.int64, count=len(keys))
-        rows: npt.NDArray[np.int64] = (np.repeat(shifts, lengths)
+        rows: npt.NDArray[np.int64] = (shifts.repeat(lengths)
                                        + np.arange(sum(lengths), dtype=np.int64))
         return rows
 
@@ -528,10 +530,10 @@ class _PassageTable:
         # every ask at once: its rows laid end to end, each with its ask's query
         rows = np.concatenate([rows for _a, _v, rows in scored])
         counts = [rows_of.shape[0] for _a, _v, rows_of in scored]
-        which = np.repeat(np.arange(len(scored), dtype=np.int64), counts)
+        which = np.arange(len(scored), dtype=np.int64).repeat(counts)
         queries = np.stack([vector for _a, vector, _r in scored])
         block = self._block[rows]
-        held = np.flatnonzero(block >= 0)
+        held = (block >= 0).nonzero()[0]
         if not held.shape[0]:
             return out
         values = np.zeros(rows.shape[0], dtype=np.float64)
@@ -618,7 +620,7 @@ def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.
             end += scored.lexical.shape[0]
         firsts.append(base + scored.start(source))
     # node j of document i sits at firsts[i] + j
-    picks = (np.repeat(np.asarray(firsts, dtype=np.int64) - _starts(lengths), lengths)
+    picks = ((np.asarray(firsts, dtype=np.int64) - _starts(lengths)).repeat(lengths)
              + np.arange(int(lengths.sum()), dtype=np.int64))
     if len(asks) == 1:
         return asks[0].lexical[picks], asks[0].cosine[picks]
@@ -815,7 +817,7 @@ class _Recall:
             return [None] * len(texts)
         rows = self.semantic.embed(wanted)
         found: dict[str, Vector | None] = {
-            t: row if np.any(row) else None for t, row in zip(wanted, rows, strict=True)}
+            t: row if row.any() else None for t, row in zip(wanted, rows, strict=True)}
         return [found.get(t) for t in texts]
 
     # ---------------------------------------------------------------- local relevance
@@ -829,10 +831,10 @@ class _Recall:
         The BM25 is :meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s (0.0 where a
         node holds no term), the cosine :func:`~planner_svc.recall.semantic.exact_similarities`'s
         (products exact in float64, added in index order)."""
-        named = [source for ask, _t, _v in asks for source in ask]
-        entries = self.entries(named)
-        rows = self.table.rows(named, [e.id_array for e in entries])
-        every = [len(e.ids) for e in entries]
+        named = list(chain.from_iterable(ask for ask, _t, _v in asks))
+        groups = list(map(attrgetter("id_array"), self.entries(named)))
+        rows = self.table.rows(named, groups)
+        every = list(map(len, groups))
         parts: list[npt.NDArray[np.int64]] = []
         lengths: list[list[int]] = []
         at = row = 0
@@ -898,13 +900,13 @@ class _Recall:
                               dtype=np.int64)
         lexical = _segment_max(np.concatenate([found.lexical for found in scored]), targets)
         cosine = _segment_max(np.concatenate([found.cosine for found in scored]), targets)
-        lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, per_step),
-                                                        per_step), 1.0)
-        cos_rel = _relative_segments(cosine, np.repeat(_segment_max(cosine, per_step),
-                                                       per_step), settings.local_sharpness)
-        with_probe = np.repeat(np.asarray([p is not None for p in probes]), per_step)
+        lex_rel = _relative_segments(lexical, _segment_max(lexical, per_step).repeat(per_step),
+                                     1.0)
+        cos_rel = _relative_segments(cosine, _segment_max(cosine, per_step).repeat(per_step),
+                                     settings.local_sharpness)
+        with_probe = np.asarray([p is not None for p in probes]).repeat(per_step)
         relevance = np.maximum(lex_rel, np.where(with_probe, cos_rel, 0.0))
-        steps_score = np.repeat(np.asarray([score for _s, score, *_ in steps]), per_step)
+        steps_score = np.asarray([score for _s, score, *_ in steps]).repeat(per_step)
         weights = np.fromiter(chain.from_iterable(links.values() for _s, _v, links, _t, _x
                                                   in steps), dtype=np.float64)
         values = (steps_score * weights * settings.hop_decay * relevance).tolist()
@@ -943,20 +945,20 @@ class _Recall:
                            versions=empty)
         lexical, cosine = _gathered(documents, lengths)
         cosine = np.maximum(0.0, cosine) + 0.0
-        lex_rel = _relative_segments(lexical, np.repeat(_segment_max(lexical, lengths),
-                                                        lengths), 1.0)
-        cos_rel = _relative_segments(cosine, np.repeat(_segment_max(cosine, lengths),
-                                                       lengths), self.settings.local_sharpness)
+        lex_rel = _relative_segments(lexical, _segment_max(lexical, lengths).repeat(lengths),
+                                     1.0)
+        cos_rel = _relative_segments(cosine, _segment_max(cosine, lengths).repeat(lengths),
+                                     self.settings.local_sharpness)
         node_rel = np.maximum(lex_rel, cos_rel)
         # groups of every document: their members' positions in the flat arrays
         local_members, sizes, firsts, per_entry = group_columns(entries)
-        members = local_members + np.repeat(_starts(lengths), lengths)
-        owners = np.repeat(np.arange(len(entries), dtype=np.int64), per_entry)
+        members = local_members + _starts(lengths).repeat(lengths)
+        owners = np.arange(len(entries), dtype=np.int64).repeat(per_entry)
         group_rel = _segment_max(node_rel[members], sizes)
         order = np.lexsort((firsts, -group_rel, owners))
         # each group's members in the new group order: their runs of ``members``, moved
         ordered = sizes[order]
-        picks = np.repeat(_starts(sizes)[order], ordered) + _within(ordered)
+        picks = _starts(sizes)[order].repeat(ordered) + _within(ordered)
         ids = np.concatenate([e.id_array for e in entries])
         return _Ranked(owner=owners[order], relevance=group_rel[order], sizes=ordered,
                        versions=ids[members[picks]])
@@ -1023,7 +1025,7 @@ class _Recall:
         best, where = 0.0, None
         if together:  # the first of the largest shares, when above 0
             shares = _shares(np.asarray(together, dtype=np.int64), weights, total)
-            at = int(np.argmax(shares))
+            at = int(shares.argmax())
             if shares[at] > 0.0:
                 best, where = float(shares[at]), " + ".join(measured[at])
         return Evidence(coverage=best, best_source=where, similarity=similarity,
@@ -1202,8 +1204,8 @@ def _passages(state: _Recall, question: Question,
                          local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
     # every node once (a version cites one document first, so it sits in one group), by id
     flat = groups.versions
-    group_of = np.repeat(np.arange(groups.sizes.shape[0], dtype=np.int64), groups.sizes)
-    order = np.argsort(flat, kind="stable")
+    group_of = np.arange(groups.sizes.shape[0], dtype=np.int64).repeat(groups.sizes)
+    order = flat.argsort(kind="stable")
     passages = state.passages
     return Recalled(node_versions=tuple(flat[order].tolist()),
                     node_scores=tuple(values[group_of[order]].tolist()),
