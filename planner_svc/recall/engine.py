@@ -45,7 +45,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, filterfalse
+from itertools import accumulate, chain, compress, filterfalse, repeat
 from operator import attrgetter, itemgetter, sub
 from typing import Protocol, cast
 
@@ -342,12 +342,16 @@ def _within(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
     """The largest value of each consecutive segment of ``values`` (segment ``i`` holds
     ``lengths[i]`` values); 0.0 for an empty segment. float64 ``(len(lengths),)``."""
-    out = np.zeros(lengths.shape[0], dtype=np.float64)
-    filled = lengths > 0
-    if values.shape[0] and filled.any():
-        starts = _starts(lengths)[filled]
-        out[filled] = np.maximum.reduceat(values, starts)
+    if not lengths.shape[0]:
+        return np.zeros(0, dtype=np.float64)
+    # -inf after the values: every start is then inside, the last segment's run ends on it
+    # and max(x, -inf) is x (an empty segment's reduceat value is dropped below)
+    padded = np.concatenate((values, _MINUS_INF))
+    out: Float64s = np.where(lengths > 0, np.maximum.reduceat(padded, _starts(lengths)), 0.0)
     return out
+
+
+_MINUS_INF = np.full(1, -np.inf, dtype=np.float64)
 
 
 def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Float64s:
@@ -356,8 +360,8 @@ def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Fl
     ** sharpness)``; +0.0 where the best is not positive. float64 ``(len(values),)``."""
     positive = best > 0.0
     # max(0.0, -0.0) is +0.0 in Python; numpy may keep -0.0, and adding +0.0 makes it +0.0
-    ratio = np.divide(np.maximum(0.0, values) + 0.0, best, out=np.zeros_like(values),
-                      where=positive)
+    ratio = np.divide(np.maximum(0.0, values) + 0.0, best,
+                      out=np.zeros(values.shape[0], dtype=np.float64), where=positive)
     # clamp_unit's bounds (the ratio is already in [0, 1] where the best is the segment's
     # largest value); +0.0 where the best is not positive, as _relative gives
     powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
@@ -909,18 +913,19 @@ class _Recall:
         steps_score = np.asarray([score for _s, score, *_ in steps]).repeat(per_step)
         weights = np.fromiter(chain.from_iterable(links.values() for _s, _v, links, _t, _x
                                                   in steps), dtype=np.float64)
-        values = (steps_score * weights * settings.hop_decay * relevance).tolist()
-        # each target's best step (the first of equal ones); its hop is built once
+        values = steps_score * weights * settings.hop_decay * relevance
+        # each target's best step (the first of equal ones) among the values above 0.0; its
+        # hop is built once
         best: dict[str, tuple[float, int]] = {}
-        at = 0
-        for step, (_s, _v, links, _t, _x) in enumerate(steps):
-            for target in links:
-                value = values[at]
-                at += 1
-                if value > 0.0:
-                    current = best.get(target)
-                    if current is None or value > current[0]:
-                        best[target] = (value, step)
+        pairs = zip(chain.from_iterable(links for _s, _v, links, _t, _x in steps),
+                    values.tolist(),
+                    chain.from_iterable(repeat(step, len(links))
+                                        for step, (_s, _v, links, _t, _x) in enumerate(steps)),
+                    strict=True)
+        for target, value, step in compress(pairs, (values > 0.0).tolist()):
+            current = best.get(target)
+            if current is None or value > current[0]:
+                best[target] = (value, step)
         made = [_Step(source=source, terms=terms, vector=probe, scored=found)
                 for (source, _score, _links, terms, _text), probe, found
                 in zip(steps, probes, scored, strict=True)]
