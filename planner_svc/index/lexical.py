@@ -585,7 +585,7 @@ class LexicalView:
         # as unsigned, a negative id is past the map's end, as is a position of -1 past the
         # snapshot's below
         inside_map = ids.view(np.uint64) < dense.shape[0]
-        if inside_map.all():
+        if np.logical_and.reduce(inside_map):
             out = dense[ids]
         else:
             out = np.full(ids.shape[0], -1, dtype=np.int64)

@@ -293,10 +293,12 @@ def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]
         return {}
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
     # max(0.0, nan) and clamp_unit(nan) are 0.0 in Python, nan in numpy
-    if not (np.isfinite(values).all() and math.isfinite(sharpness)):
+    if not (np.logical_and.reduce(np.isfinite(values)) and math.isfinite(sharpness)):
         return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))
                 for k, s in scores.items()}
-    relative = _relative_segments(values, np.full(values.shape[0], best), sharpness)
+    bests = np.empty(values.shape[0], dtype=np.float64)
+    bests.fill(best)
+    relative = _relative_segments(values, bests, sharpness)
     return dict(zip(scores, relative.tolist(), strict=True))
 
 
@@ -335,7 +337,7 @@ def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 def _within(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Each value's position within its consecutive segment (segment ``i`` holds
     ``lengths[i]`` values): int64 ``(lengths.sum(),)``, ``0, 1, ..`` per segment."""
-    return (np.arange(int(lengths.sum()), dtype=np.int64)
+    return (np.arange(int(np.add.reduce(lengths)), dtype=np.int64)
             - _starts(lengths).repeat(lengths))
 
 
@@ -454,7 +456,8 @@ class _PassageTable:
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
         """Load ``ids`` as the next table rows."""
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
-        block = np.full(ids.shape[0], -1, dtype=np.int64)
+        block = np.empty(ids.shape[0], dtype=np.int64)
+        block.fill(-1)
         rows = np.zeros(ids.shape[0], dtype=np.int64)
         if self._semantic is not None:
             stored = self._semantic.vector_rows(ids)
@@ -535,7 +538,7 @@ class _PassageTable:
         rows = np.concatenate([rows for _a, _v, rows in scored])
         counts = [rows_of.shape[0] for _a, _v, rows_of in scored]
         which = np.arange(len(scored), dtype=np.int64).repeat(counts)
-        queries = np.stack([vector for _a, vector, _r in scored])
+        queries = np.array([vector for _a, vector, _r in scored])
         block = self._block[rows]
         held = (block >= 0).nonzero()[0]
         if not held.shape[0]:
@@ -625,7 +628,7 @@ def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.
         firsts.append(base + scored.start(source))
     # node j of document i sits at firsts[i] + j
     picks = ((np.asarray(firsts, dtype=np.int64) - _starts(lengths)).repeat(lengths)
-             + np.arange(int(lengths.sum()), dtype=np.int64))
+             + np.arange(int(np.add.reduce(lengths)), dtype=np.int64))
     if len(asks) == 1:
         return asks[0].lexical[picks], asks[0].cosine[picks]
     return (np.concatenate([scored.lexical for scored in asks])[picks],
@@ -768,21 +771,21 @@ class _Recall:
             with self.clock.stage("semantic"):
                 sources = sorted(set(structured) - set(semantic))
                 entries = self.entries(sources)
-                rows_of = self.table.rows(sources, [e.id_array for e in entries])
+                groups = list(map(attrgetter("id_array"), entries))
+                rows_of = self.table.rows(sources, groups)
                 cosine = self.table.cosine_arrays([(vector, rows_of)])[0]
-                has = self.table.stored(rows_of)
                 if self.query.alpha == 1.0:  # the score is the clamped similarity: all at once
                     # clamp_unit's bounds (its NaN -> 0.0 too); a member without a stored
-                    # vector counts as 0.0, as the loop's starting best
-                    scores = np.where(has & ~np.isnan(cosine),
-                                      np.minimum(1.0, np.maximum(cosine, 0.0)), 0.0)
-                    lengths = np.asarray([len(e.members) for e in entries], dtype=np.int64)
+                    # vector has cosine +0.0, so it counts as 0.0, the loop's starting best
+                    scores = np.where(np.isnan(cosine), 0.0,
+                                      np.minimum(1.0, np.maximum(cosine, 0.0)))
+                    lengths = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
                     bests = _segment_max(scores, lengths).tolist()
                     for source, best in zip(sources, bests, strict=True):
                         if best > 0.0:
                             semantic[source] = best
                     return
-                sims, held = cosine.tolist(), has.tolist()
+                sims, held = cosine.tolist(), self.table.stored(rows_of).tolist()
                 at = 0
                 for source, entry in zip(sources, entries, strict=True):
                     best = 0.0
@@ -821,7 +824,8 @@ class _Recall:
             return [None] * len(texts)
         rows = self.semantic.embed(wanted)
         found: dict[str, Vector | None] = {
-            t: row if row.any() else None for t, row in zip(wanted, rows, strict=True)}
+            t: row if np.logical_or.reduce(row) else None
+            for t, row in zip(wanted, rows, strict=True)}
         return [found.get(t) for t in texts]
 
     # ---------------------------------------------------------------- local relevance
@@ -944,7 +948,7 @@ class _Recall:
         ``local_sharpness``); a group's is its best node's. Every document at once."""
         entries = self.entries([source for source, _scored in documents])
         lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
-        if not int(lengths.sum()):
+        if not int(np.add.reduce(lengths)):
             empty = np.zeros(0, dtype=np.int64)
             return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
                            versions=empty)
@@ -1200,7 +1204,8 @@ def _passages(state: _Recall, question: Question,
     per_document = np.bincount(groups.owner, minlength=len(ranked))
     rank = _within(per_document)  # groups.owner ascends: each document's groups in a run
     decays = np.asarray([unit_power(settings.passage_decay, r)
-                         for r in range(int(per_document.max(initial=0)))], dtype=np.float64)
+                         for r in range(int(np.maximum.reduce(per_document, initial=0)))],
+                        dtype=np.float64)
     values = sharp[groups.owner] * (floor + rest * groups.relevance)
     values = values * decays[rank]
     sources = [source for source, _score in ranked]
