@@ -34,7 +34,8 @@ from planner_svc.index.lexical import OPEN, LexicalIndex, LexicalRow
 from planner_svc.store.feed import SourceVersionRow
 from planner_svc.store.records import Edge, NodeVersion
 
-__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "CrossLink", "SourceEntry", "SpanInfo"]
+__all__ = ["Catalog", "CatalogBatch", "CatalogVersion", "CitedSpan", "CrossLink", "SourceEntry",
+           "SpanInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +80,19 @@ class CatalogBatch:
     spans: Mapping[CoordKey, SpanInfo] = field(default_factory=dict)
 
 
+CitedSpan = tuple[CoordKey, SpanInfo | None]
+"""A span a node version cites and what the catalog knows of it (None: never seen)."""
+
+
 @dataclass(slots=True)
 class CatalogVersion:
-    """A node version in the catalog (``tx_to`` closes later; everything else is fixed)."""
+    """A node version in the catalog (``tx_to`` closes later, and ``cited`` when a later batch
+    brings different information on one of its spans; everything else is fixed).
+
+    ``cited`` pairs each of ``spans`` with its :class:`SpanInfo` as :meth:`Catalog.span`
+    returns it (equal to it: the catalog keeps the two in step), so that exploding a node into
+    its spans reads no second table.
+    """
 
     version_id: int
     node_id: str
@@ -94,6 +105,7 @@ class CatalogVersion:
     valid_to: int
     tx_from: int
     tx_to: int
+    cited: tuple[CitedSpan, ...] = ()
 
     def live(self, valid_us: int, tx_us: int) -> bool:
         return (self.valid_from <= valid_us < self.valid_to
@@ -338,6 +350,8 @@ class Catalog:
         self._source_of_row: dict[int, str] = {}
         self._rows_of_source: dict[str, list[list[int]]] = defaultdict(list)  # [row, from, to]
         self._spans: dict[CoordKey, SpanInfo] = {}
+        self._unknown: set[CoordKey] = set()
+        """Spans a version cites that no batch has brought information on yet."""
         self._tokens: dict[tuple[str, CoordKey], int] = {}
         self._strings: dict[str, str] = {}
         """One object per distinct node id, source id and relation: edges and versions share
@@ -424,6 +438,32 @@ class Catalog:
             done += 1
         return done
 
+    def _cited(self, keys: tuple[CoordKey, ...]) -> tuple[CitedSpan, ...]:
+        """``keys`` each with its :class:`SpanInfo` (None when unknown, and noted so that
+        the information a later batch brings reaches the version)."""
+        spans = self._spans
+        cited = tuple([(key, spans.get(key)) for key in keys])
+        for key, info in cited:
+            if info is None:
+                self._unknown.add(key)
+        return cited
+
+    def _update_spans(self, spans: Mapping[CoordKey, SpanInfo]) -> None:
+        """Take a batch's span information, and pair it again with the spans of the versions
+        already held that cite a span whose information it changes (rare: the information of
+        a span is derived from its text and ledger row, which a later batch sends again when
+        a new version cites the span)."""
+        known, unknown = self._spans, self._unknown
+        changed = {key for key, info in spans.items()
+                   if key in unknown or ((old := known.get(key)) is not None and old != info)}
+        known.update(spans)
+        if not changed:
+            return
+        unknown.difference_update(changed)
+        for version in self._versions.values():
+            if not changed.isdisjoint(version.spans):
+                version.cited = self._cited(version.spans)
+
     def _event(self, *bounds: int) -> None:
         for bound in bounds:
             if bound != OPEN and bound > self._max_event:
@@ -433,7 +473,7 @@ class Catalog:
         """Apply ``batch``; returns what it changed."""
         changes = _Changes()
         with self._lock:
-            self._spans.update(batch.spans)
+            self._update_spans(batch.spans)
             fresh = [n for n in batch.nodes if n.version_id not in self._versions]
             strings, sets, times = self._strings, self._sets, self._times
             for n in fresh:
@@ -452,6 +492,7 @@ class Catalog:
                     tx_from=times.setdefault(n.tx_from_us, n.tx_from_us),
                     tx_to=_bound(n.tx_to_us, times),
                 )
+                version.cited = self._cited(version.spans)
                 self._versions[n.version_id] = version
                 self._event(version.valid_from, version.valid_to, version.tx_from,
                             version.tx_to)
@@ -618,6 +659,11 @@ class Catalog:
         return [v for v in min(lists, key=len)
                 if wanted_labels <= v.labels and wanted_pairs <= v.properties
                 and v.live(valid_us, tx_us)]
+
+    def versions(self, version_ids: Iterable[int]) -> list[CatalogVersion | None]:
+        """:meth:`version` of each of ``version_ids``, in order (one call)."""
+        get = self._versions.get
+        return [get(version_id) for version_id in version_ids]
 
     def span(self, key: CoordKey) -> SpanInfo | None:
         """Kind, estimate and location of a span, or None when it was never seen."""

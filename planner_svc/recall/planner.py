@@ -40,7 +40,7 @@ from planner_svc.core.model import (
 from planner_svc.core.plan import assemble_plan, empty_plan
 from planner_svc.core.select import PoolColumns, select_columns
 from planner_svc.core.tokens import TokenAccounting, effective_budget
-from planner_svc.core.weigh import weigh
+from planner_svc.core.weigh import prior_lookup
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
 from planner_svc.index.source import VectorRows, VersionIds
@@ -493,26 +493,21 @@ class EvidencePlanner:
         """Explode node scores into weighted spans (Phase A's last step): span -> its weight,
         its kind and estimate, and the node that gave the weight; in coordinate order."""
         best: dict[CoordKey, tuple[float, SpanInfo, str]] = {}
-        config = self.config
         at_tx = query.at_tx_us
-        version_of = catalog.version
-        span_of = catalog.span
-        truth = SpanClass.TRUTH
+        prior = prior_lookup(self.config)  # weigh(score, kind, TRUTH, config) = score x prior
         missing = kind_missing = duplicates = 0
-        for version_id, score in zip(recalled.node_versions, recalled.node_scores,
-                                     strict=True):
-            version = version_of(version_id)
+        for version, score in zip(catalog.versions(recalled.node_versions),
+                                  recalled.node_scores, strict=True):
             if version is None:
                 continue
             node_id = version.node_id
-            for key in version.spans:
-                info = span_of(key)
+            for key, info in version.cited:
                 if info is None or info.estimated_tokens is None or key[1] > at_tx:
                     missing += 1
                     continue
                 if not info.kind_known:
                     kind_missing += 1
-                weight = weigh(score, info.kind, truth, config)
+                weight = score * prior(info.kind, 1.0)
                 entry = (weight, info, node_id)
                 current = best.setdefault(key, entry)
                 if current is not entry:  # the span came with an earlier node: keep the max

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import struct
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from planner_svc.core.config import DEFAULT_KIND_PRIORS, SelectionSettings
 from planner_svc.core.model import SpanClass
-from planner_svc.core.weigh import weigh
+from planner_svc.core.weigh import prior_lookup, weigh
 
 
 def bits(x: float) -> str:
@@ -63,3 +66,14 @@ def test_default_priors_table() -> None:
         "heading": 0.6,
     }
     assert dict(SelectionSettings().kind_priors) == dict(DEFAULT_KIND_PRIORS)
+
+
+@given(score=st.floats(min_value=0.0, max_value=1.0),
+       kind=st.sampled_from(["paragraph", "cell", "code", "body", "heading", "figure", ""]),
+       priors=st.dictionaries(st.sampled_from(["paragraph", "cell", "heading", "figure"]),
+                              st.floats(min_value=0.0, max_value=10.0), max_size=4))
+def test_the_prior_lookup_gives_weighs_truth_weight_bit_for_bit(
+        score: float, kind: str, priors: dict[str, float]) -> None:
+    for config in (SelectionSettings(), SelectionSettings(kind_priors=priors)):
+        inlined = score * prior_lookup(config)(kind, 1.0)
+        assert bits(inlined) == bits(weigh(score, kind, SpanClass.TRUTH, config))
