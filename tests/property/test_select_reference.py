@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -448,3 +449,45 @@ def test_matches_the_reference_on_document_like_pools(seed: int, tuning: Tuning)
     for budget, max_frac, overlap in [(600, 0.4, 0.5), (60, 0.4, 0.5), (10**6, 0.1, 0.0),
                                       (300, 1.0, 1.0), (0, 0.4, 0.5)]:  # fmt: skip
         check(pool, budget, max_frac, overlap, tuning)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tunings, pools(), budgets, fractions, overlaps)
+def test_matches_the_reference_in_coordinate_order(
+    tuning: Tuning, pool: list[PlannedSpan], budget: int, max_frac: float, overlap: float
+) -> None:
+    """The planner's pools come in coordinate order; most have no two spans of one version
+    intersecting (one of each coordinates, spans laid end to end per version, is one such)."""
+    ordered = sorted(pool, key=tie_break)
+    check(ordered, budget, max_frac, overlap, tuning)
+    cursor: dict[tuple[str, int], int] = {}
+    apart = []
+    for c in {c.span.key: c for c in ordered}.values():
+        version = (c.span.source_id, c.span.source_version_tx)
+        start = max(c.span.start, cursor.get(version, 0))
+        cursor[version] = start + c.span.length
+        apart.append(PlannedSpan(span=SpanRef(*version, start, cursor[version]), kind=c.kind,
+                                 span_class=c.span_class, weight=c.weight, tokens=c.tokens,
+                                 text=c.text))
+    check(sorted(apart, key=tie_break), budget, max_frac, overlap, tuning)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pools(), st.booleans())
+def test_apart_holds_for_ordered_pools_whose_versions_have_no_intersecting_spans(
+    pool: list[PlannedSpan], ordered: bool
+) -> None:
+    if ordered:
+        pool = sorted(pool, key=tie_break)
+    spans = [c.span for c in pool]
+    in_order = all(
+        (a.source_id, a.source_version_tx, a.start) <= (b.source_id, b.source_version_tx, b.start)
+        for a, b in pairwise(spans))
+    intersecting = any(
+        (a.source_id, a.source_version_tx) == (b.source_id, b.source_version_tx)
+        and max(a.start, b.start) < min(a.end, b.end)
+        for k, a in enumerate(spans) for b in spans[k + 1:])
+    assert select_module._apart([r.source_id for r in spans],
+                                [r.source_version_tx for r in spans],
+                                [r.start for r in spans],
+                                [r.end for r in spans]) == (in_order and not intersecting)
