@@ -513,7 +513,9 @@ def _pack(
     only the densest part is ordered at a time: after scanning it, every other candidate larger
     than the remaining budget is budget full wherever it would come, and only the rest goes on
     to the next, larger part. Dropped and unpackable candidates are skipped; every candidate not
-    packed or cap blocked, and neither dropped nor unpackable, is budget full.
+    packed or cap blocked, and neither dropped nor unpackable, is budget full. The scan stops
+    as soon as the remaining budget is smaller than ``min_tokens`` (the pool's smallest token
+    count): no candidate left can then be packed or cap blocked.
     """
     out = _Packing(packed=[], capped=[])
     spent: dict[str, int] = {}
@@ -548,6 +550,8 @@ def _pack(
             used += t
             spent[sid] = after
             out.packed.append(i)
+            if budget - used < min_tokens:
+                break  # every candidate not scanned yet is budget full, dropped or unpackable
         room = budget - used
         if threshold is None or room < min_tokens:
             break
