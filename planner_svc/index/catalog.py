@@ -662,8 +662,7 @@ class Catalog:
 
     def versions(self, version_ids: Iterable[int]) -> list[CatalogVersion | None]:
         """:meth:`version` of each of ``version_ids``, in order (one call)."""
-        get = self._versions.get
-        return [get(version_id) for version_id in version_ids]
+        return list(map(self._versions.get, version_ids))
 
     def span(self, key: CoordKey) -> SpanInfo | None:
         """Kind, estimate and location of a span, or None when it was never seen."""
