@@ -354,12 +354,14 @@ class Catalog:
         """Spans a version cites that no batch has brought information on yet."""
         self._tokens: dict[tuple[str, CoordKey], int] = {}
         self._strings: dict[str, str] = {}
-        """One object per distinct node id, source id and relation: edges and versions share
-        them instead of each holding its own decoded copy."""
+        """One object per distinct node id, source id and relation: edges, versions and the
+        spans versions cite share them instead of each holding its own decoded copy (and
+        comparing two equal ones is an identity test)."""
         self._sets: dict[frozenset[Any], frozenset[Any]] = {}
         """One object per distinct label set and property set (most versions share a few)."""
         self._times: dict[int, int] = {}
-        """One object per distinct interval bound (rows written together share theirs)."""
+        """One object per distinct interval bound and cited source version time (rows written
+        together share theirs)."""
         self._max_event = -OPEN - 1  # the largest finite bound of a node or edge interval
         self._latest = _Latest(self._max_event)
         self._cache_lock = threading.Lock()
@@ -486,7 +488,9 @@ class Catalog:
                     labels=sets.setdefault(labels, labels),
                     properties=sets.setdefault(properties, properties),
                     confidence=n.confidence,
-                    spans=tuple(s.key for s in n.provenance),
+                    spans=tuple([(strings.setdefault(r.source_id, r.source_id),
+                                  times.setdefault(r.source_version_tx, r.source_version_tx),
+                                  r.start, r.end) for r in n.provenance]),
                     valid_from=times.setdefault(n.valid_from_us, n.valid_from_us),
                     valid_to=_bound(n.valid_to_us, times),
                     tx_from=times.setdefault(n.tx_from_us, n.tx_from_us),
