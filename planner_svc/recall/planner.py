@@ -15,7 +15,6 @@ import dataclasses
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Protocol
 
 import numpy as np
@@ -242,8 +241,6 @@ def _no_span(recalled: Recalled, stats: PlanStats) -> str:
 
 
 _log = structlog.get_logger("planner_svc.recall")
-
-_ESTIMATED_TOKENS = attrgetter("estimated_tokens")
 
 WARM_UP_QUESTION = "What is the history of the city, and who founded it?"
 """The question :meth:`EvidencePlanner.warm` plans once before a server serves: common words,
@@ -520,8 +517,7 @@ class EvidencePlanner:
         stats.slices_missing += missing
         stats.kind_missing += kind_missing
         stats.pool_duplicates += duplicates
-        keys = sorted(best)
-        return dict(zip(keys, map(best.__getitem__, keys), strict=True))
+        return {key: best[key] for key in sorted(best)}
 
     def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
                                                                                str]],
@@ -530,14 +526,14 @@ class EvidencePlanner:
         (counted once per tokenizer and span, then cached in the catalog), else the estimates;
         and whether any count is an estimate. Selection builds a candidate's
         :class:`PlannedSpan` only when it needs the whole candidate (the spans it returns, ties,
-        explain). ``candidates`` are :meth:`_pool`'s (every estimate known)."""
+        explain)."""
         keys = list(candidates)
         entries = list(candidates.values())
         tokenizer = (self._counter.tokenizer_of(model)
                      if self._counter is not None and model else None)
         weights, infos, _nodes = zip(*entries, strict=True) if entries else ((), (), ())
         if tokenizer is None:  # the estimator's counts, kept in the catalog since ingest
-            tokens = list(map(_ESTIMATED_TOKENS, infos))  # none is None: see _pool
+            tokens = [info.estimated_tokens or 0 for info in infos]
             estimated = bool(keys)
         else:
             tokens, estimated = self._exact_counts(catalog, keys, entries, tokenizer, model)
