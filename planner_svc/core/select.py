@@ -21,7 +21,9 @@ The implementation computes exactly those outcomes with less work than the liter
 pool is read once into lists of primitives; dedup looks only at spans that intersect another
 span of their version (:func:`_dedup`); packing orders only the densest part of the pool, since
 once the remaining budget is smaller than a span, that span is budget full wherever it comes in
-the order (:func:`_pack`).
+the order (:func:`_pack`). A pool already in coordinate order with no two spans of one version
+intersecting (the planner's, as a rule) is recognised in one pass (:func:`_apart`): it needs no
+dedup and no sorting into canonical order.
 """
 
 from __future__ import annotations
@@ -431,8 +433,9 @@ def _apart(sids: list[str], txs: list[int], starts: list[int], ends: list[int]) 
 
     That makes ``(source_id, tx, start)`` strictly increasing (every span is non-empty), so
     each version's spans are neighbours in start order, and none ends after the next one
-    starts: no two intersect. False for any other pool, including some that dedup leaves
-    whole (the caller then looks at every pair)."""
+    starts: no two intersect. Every coordinate is then there once, so pool order is the
+    canonical order (:func:`_full_key`). False for any other pool, including some that dedup
+    leaves whole (the caller then looks at every pair)."""
     tail = slice(1, None)
     return all(map(le, zip(sids, txs, ends, strict=True),
                    zip(sids[tail], txs[tail], starts[tail], strict=True)))
@@ -455,12 +458,10 @@ def _dedup(
     another reach the greedy step: a sweep over each source's spans in start order finds the
     intersecting pairs and :func:`_resolve` settles the duplicates. Heaviness is the weight
     while that decides every pair, else the rank in the weight order completed by every other
-    field. A source whose spans pile up on each other is deduped one candidate at a time. A
-    pool in coordinate order whose spans of one version are all apart (:func:`_apart`, the
-    planner's usual pool) drops nothing, without grouping.
+    field. A source whose spans pile up on each other is deduped one candidate at a time.
+    (:func:`select_columns` does not call it for a pool :func:`_apart` holds for: nothing to
+    drop.)
     """
-    if _apart(sids, txs, starts, ends):
-        return {}
     by_source: defaultdict[str, list[int]] = defaultdict(list)
     for i, sid in enumerate(sids):
         by_source[sid].append(i)
@@ -638,7 +639,11 @@ def select_columns(
 
     # 1. Overlap dedup within a source version, heaviest first.
     keys = _Keys(candidate)
-    dropped = _dedup(keys, _listed(pool.txs), weights, starts, ends, sids, dedup_overlap)
+    txs = _listed(pool.txs)
+    # A pool in coordinate order whose versions' spans are apart (the planner's usual pool):
+    # nothing to drop, and pool order is the canonical order.
+    apart = _apart(sids, txs, starts, ends)
+    dropped = {} if apart else _dedup(keys, txs, weights, starts, ends, sids, dedup_overlap)
 
     # 2. Greedy packing by density; the scan never stops early.
     densities = [w / (t if t > 1 else 1) for w, t in zip(weights, tokens, strict=True)]
@@ -657,7 +662,7 @@ def select_columns(
         n - stats.deduped - unpackable - stats.selected_spans - stats.cap_skipped
     )
     stats.budget_stranded_by_cap = budget - used if packing.cap_refused_fitting else 0
-    packed = sorted(packing.packed, key=keys)
+    packed = sorted(packing.packed) if apart else sorted(packing.packed, key=keys)
     selected = tuple([keys.candidate(i) for i in packed])
 
     explanations: tuple[Explanation, ...] = ()
@@ -672,7 +677,7 @@ def select_columns(
             fates[i] = CandidateFate.PACKED
         for i in packing.capped:
             fates[i] = CandidateFate.CAP_BLOCKED
-        canonical = sorted(range(n), key=keys)
+        canonical = range(n) if apart else sorted(range(n), key=keys)
         explanations = tuple(
             Explanation(
                 candidate=keys.candidate(i),
