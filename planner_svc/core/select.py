@@ -645,7 +645,7 @@ def select_columns(
     apart = _apart(sids, txs, starts, ends)
     dropped = {} if apart else _dedup(keys, txs, weights, starts, ends, sids, dedup_overlap)
 
-    # 2. Greedy packing by density; the scan never stops early.
+    # 2. Greedy packing by density: the outcomes of a scan to the end of the pool.
     densities = [w / (t if t > 1 else 1) for w, t in zip(weights, tokens, strict=True)]
     packing = _pack(keys, densities, tokens, sids, dropped, budget, cap, min_tokens)
     used = packing.used
