@@ -161,6 +161,19 @@ development question); fewer postings are merged by sorting. Both add each row's
 contributions in the same order, so the scores have the same bits."""
 
 
+JOINED_POSTINGS_PER_TERM = 8192
+"""A plan's terms are looked up in one search of their postings laid end to end while the lists
+hold at most this many positions a term on average; longer lists are searched one at a time.
+Joining copies every list (about a nanosecond a position), one search a term costs a handful of
+array calls (about 10 µs): joining pays while the lists are short, as on the demo corpus, and
+not for the common terms of a million passages."""
+
+
+def _joined(postings: Sequence[Int64s]) -> bool:
+    """Whether to search ``postings`` laid end to end (:data:`JOINED_POSTINGS_PER_TERM`)."""
+    total: int = sum([p.shape[0] for p in postings])
+    return total <= JOINED_POSTINGS_PER_TERM * len(postings)
+
 def _distinct(values: Int64s) -> Int64s:
     """Sorted distinct values (a sort and a neighbour comparison)."""
     ordered = np.sort(values)
@@ -564,12 +577,9 @@ class LexicalView:
         if not found:
             return {}
         positions = found_at[keep]
-        at, hit = self._lookup([term.rows for term in found], positions)
         # the postings' contributions (those search adds); a row without the term adds +0.0,
         # which leaves its sum unchanged
-        values = (found[0].values if len(found) == 1
-                  else np.concatenate([term.values for term in found]))
-        table = np.where(hit, values[at], 0.0)
+        table, hit = self._table(found, positions)
         scores = np.zeros(positions.shape[0], dtype=np.float64)
         for row in table:  # term by term, in term order, as search adds them
             scores += row
@@ -616,11 +626,28 @@ class LexicalView:
                  if (scores := self._scores(tid)).rows.shape[0]]
         if not found:
             return out
-        at, hit = self._lookup([scores.rows for _term, scores in found], positions)
-        values = (found[0][1].values if len(found) == 1
-                  else np.concatenate([scores.values for _term, scores in found]))
-        table = np.where(hit, values[at], 0.0)
+        table, _hit = self._table([scores for _term, scores in found], positions)
         return [(term, table[i]) for i, (term, _scores) in enumerate(found)]
+
+    def _table(self, terms: Sequence[_TermScores], positions: Int64s
+               ) -> tuple[Float64s, npt.NDArray[np.bool_]]:
+        """Each of ``terms``' contribution at each of ``positions`` (from :meth:`positions`;
+        0.0 where the row does not hold the term or the position is -1), and whether the row
+        holds it: float64 and bool, both ``(len(terms), len(positions))``. The contributions
+        are read from the terms' postings, so they are the values :meth:`search` adds."""
+        postings = [term.rows for term in terms]
+        if _joined(postings):
+            at, hit = self._lookup(postings, positions)
+            values = (terms[0].values if len(terms) == 1
+                      else np.concatenate([term.values for term in terms]))
+            return np.where(hit, values[at], 0.0), hit
+        table = np.zeros((len(terms), positions.shape[0]), dtype=np.float64)
+        held = np.zeros((len(terms), positions.shape[0]), dtype=np.bool_)
+        for i, term in enumerate(terms):
+            at, hit = self._lookup([term.rows], positions)
+            table[i] = np.where(hit[0], term.values[at[0]], 0.0)
+            held[i] = hit[0]
+        return table, held
 
     def _lookup(self, postings: Sequence[Int64s], positions: Int64s
                 ) -> tuple[Int64s, npt.NDArray[np.bool_]]:
@@ -629,7 +656,8 @@ class LexicalView:
         lists laid end to end, list ``i``'s positions shifted by ``i * (size + 1)``, so a
         position found is in its own list alone (-1 shifted lands on ``size`` of the list
         before, which no list holds). Returns the index into the lists laid end to end and
-        whether it holds the position, both ``(len(postings), len(positions))``."""
+        whether it holds the position, both ``(len(postings), len(positions))``. Laying the
+        lists end to end copies them: callers join them only while :func:`_joined` says so."""
         if len(postings) == 1:
             keys = postings[0]
             query = positions[None, :]
@@ -661,8 +689,11 @@ class LexicalView:
             if tid is not None and (rows := self._live_postings(tid)[0]).shape[0]:
                 which.append(i)
                 postings.append(rows)
-        if postings:
+        if postings and _joined(postings):
             out[which] = self._lookup(postings, positions)[1]
+        else:
+            for i, rows in zip(which, postings, strict=True):
+                out[i] = self._lookup([rows], positions)[1][0]
         return out
 
     def frequencies(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:

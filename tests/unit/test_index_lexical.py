@@ -270,8 +270,12 @@ def test_build_of_empty_rows_and_an_all_empty_batch(rows: list[list[int]]) -> No
     assert _built_segment(5, rows) == _reference_segment(5, rows)
 
 
-
-def test_contributions_and_holds_of_many_terms_read_each_term_alone() -> None:
+@pytest.mark.parametrize("per_term", [None, 0])
+def test_contributions_and_holds_of_many_terms_read_each_term_alone(
+        per_term: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the postings searched laid end to end (short lists), and one list at a time
+    if per_term is not None:
+        monkeypatch.setattr(lexical, "JOINED_POSTINGS_PER_TERM", per_term)
     rng = random.Random(11)
     rows = [_row(i, " ".join(rng.choices(WORDS, k=rng.randint(1, 8))),
                  valid=(0, rng.choice([None, 20]))) for i in range(200)]
