@@ -1007,33 +1007,32 @@ class _Recall:
                                        *chosen]))
         rows = catalog.document_rows(involved, self.tx_us)
         positions = documents.positions([-1 if r is None else r for r in rows])
-        # bit i of a document's mask: it holds terms[i] (one bit per term: the bits are
-        # distinct, so their OR is the loop's)
-        bits = documents.holds_many(terms, positions).astype(np.int64)
-        masks = np.bitwise_or.reduce(bits << np.arange(len(terms), dtype=np.int64)[:, None],
-                                     axis=0) if terms else np.zeros(len(involved), np.int64)
-        held = dict(zip(involved, masks.tolist(), strict=True))
+        # row i, column j: document involved[j] holds terms[i]
+        holds = documents.holds_many(terms, positions)
+        column = {source: j for j, source in enumerate(involved)}
         # what is measured, in order: each document, the COVERAGE_LINKED best with each
-        # document they link to, a multi-part question's chosen documents together
+        # document they link to (a document alone is measured as itself twice)
         measured: list[tuple[str, ...]] = []
-        together: list[int] = []
+        first: list[int] = []
+        second: list[int] = []
         for rank, source in enumerate(sources):
-            mine = held[source]
+            mine = column[source]
             measured.append((source,))
-            together.append(mine)
+            first.append(mine)
+            second.append(mine)
             if rank < COVERAGE_LINKED:
                 for other in linked[source]:
                     measured.append((source, other))
-                    together.append(mine | held[other])
-        if len(chosen) > 1:
-            union = 0
-            for s in chosen:
-                union |= held[s]
+                    first.append(mine)
+                    second.append(column[other])
+        together = holds[:, first] | holds[:, second]
+        if len(chosen) > 1:  # a multi-part question's chosen documents together
             measured.append(tuple(chosen))
-            together.append(union)
+            union = np.logical_or.reduce(holds[:, [column[s] for s in chosen]], axis=1)
+            together = np.concatenate([together, union[:, None]], axis=1)
         best, where = 0.0, None
-        if together:  # the first of the largest shares, when above 0
-            shares = _shares(np.asarray(together, dtype=np.int64), weights, total)
+        if measured:  # the first of the largest shares, when above 0
+            shares = _shares(together, weights, total)
             at = int(shares.argmax())
             if shares[at] > 0.0:
                 best, where = float(shares[at]), " + ".join(measured[at])
@@ -1130,16 +1129,17 @@ def recall_documents(
     return recalled
 
 
-def _shares(masks: npt.NDArray[np.int64], weights: Sequence[float], total: float
+def _shares(held: npt.NDArray[np.bool_], weights: Sequence[float], total: float
             ) -> Float64s:
-    """The share of the question's information in the terms each of ``masks`` holds (bit
-    ``i``, as Python's ``mask >> i & 1`` reads an int64, for ``weights[i]``): the weights of
-    the held terms added from the first, divided by ``total``, float64 ``(len(masks),)``.
-    Every mask at once, with the same additions per mask as the loop over its bits (a term
+    """The share of the question's information in the terms each measured group holds
+    (``held[i, j]``: group ``j`` holds the term of ``weights[i]``): the weights of the held
+    terms added from the first, divided by ``total``, float64 ``(held.shape[1],)``. Every
+    group at once, with the same additions per group as a loop over its held terms (a term
     not held adds +0.0, which leaves a sum of non-negative weights unchanged)."""
-    bits = (masks >> np.arange(len(weights), dtype=np.int64)[:, None]) & 1
-    held = np.where(bits == 1, np.asarray(weights, dtype=np.float64)[:, None], 0.0)
-    got: Float64s = np.add.accumulate(held, axis=0)[-1] / total
+    if not held.shape[0]:
+        return np.zeros(held.shape[1], dtype=np.float64)
+    added = np.where(held, np.asarray(weights, dtype=np.float64)[:, None], 0.0)
+    got: Float64s = np.add.accumulate(added, axis=0)[-1] / total
     return got
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -416,3 +417,18 @@ def test_vector_rows_of_one_matrix_are_its_rows() -> None:
     assert rows.dim == 3 and rows.blocks[0] is matrix
     assert rows.block.tolist() == [0, -1, 0, 0] and rows.rows.tolist() == [0, 0, 2, 3]
     assert rows.matrix.tolist() == [[0, 1, 2], [0, 0, 0], [6, 7, 8], [9, 10, 11]]
+
+
+def test_evidence_counts_every_term_of_a_long_question() -> None:
+    # 70 terms no document holds sort before "moldova": its share counts past the 64th term
+    catalog, semantic, _ids = _world()
+    words = " ".join(f"aq{i:02d}zx" for i in range(70))
+    asked = _recall(catalog, semantic, f"Is {words} in Moldova?")
+    terms = asked.question.terms
+    assert len(terms) == 71 and sorted(terms).index("moldova") == 70
+    evidence = measure_evidence(catalog, asked.question, asked.best_similarity,
+                                valid_us=T, tx_us=T)
+    alone = math.log(1.0 + (6 - 2 + 0.5) / (2 + 0.5))  # dacians names moldova too
+    unheld = math.log(1.0 + (6 + 0.5) / 0.5)
+    assert evidence.best_source == "moldova"
+    assert evidence.coverage == pytest.approx(alone / (alone + 70 * unheld))
