@@ -701,62 +701,90 @@ class IndexView:
                 threshold = max(threshold, float(codes[-1]) + slack)
             picked.append(rows)
         # float32 products summed by one loop per row (einsum, no BLAS): equal vectors score
-        # equal wherever they sit, so ties fall to the node id
+        # equal wherever they sit, so ties fall to the node id. A candidate's version and node
+        # are versions[at] and nodes[at] for its entry of `at` (below).
         if len(eligible) == 1:
             part, rows = eligible[0][0], picked[0]
             sims = np.einsum("ij,j->i", part.stored[rows], q[0])
-            vids = part.version_ids[rows]
-            nids = part.node_ids[rows]
-            where = np.zeros(rows.shape[0], dtype=np.int64)
+            versions, nodes = part.version_ids, part.node_ids
         else:
             sims = np.concatenate([np.einsum("ij,j->i", part.stored[rows], q[0])
                                    for (part, _prefix), rows in zip(eligible, picked,
                                                                     strict=True)])
-            vids = np.concatenate([part.version_ids[rows]
-                                   for (part, _prefix), rows in zip(eligible, picked,
-                                                                    strict=True)])
-            nids = np.concatenate([part.node_ids[rows]
-                                   for (part, _prefix), rows in zip(eligible, picked,
-                                                                    strict=True)])
+            versions = np.concatenate([part.version_ids[rows]
+                                       for (part, _prefix), rows in zip(eligible, picked,
+                                                                        strict=True)])
+            nodes = np.concatenate([part.node_ids[rows]
+                                    for (part, _prefix), rows in zip(eligible, picked,
+                                                                     strict=True)])
             where = np.repeat(np.arange(len(picked), dtype=np.int64),
                               [rows.shape[0] for rows in picked])
             rows = np.concatenate(picked)
-        # settled: no unfetched exact row outranks them
-        keep = np.flatnonzero(sims > threshold)
-        order = keep[np.lexsort((vids[keep], nids[keep], -sims[keep].astype(np.float64)))]
-        ordered_vids = vids[order]
-        ordered_nids = nids[order]
-        alive = np.zeros(order.shape[0], dtype=np.bool_)
-        chosen = np.zeros(0, dtype=np.int64)
+        # settled: no unfetched exact row outranks them. Ranked by score (a stable sort of the
+        # negated float32 scores, exact), then node id, then version id: those two are read
+        # only when two candidates score the same
+        order = np.argsort(-sims, kind="stable")
+        ranked = sims[order]
+        kept = int(np.count_nonzero(ranked > threshold))  # a prefix: ranked descends
+        if kept < order.shape[0]:
+            order, ranked = order[:kept], ranked[:kept]
+        single = len(eligible) == 1
+        if kept > 1 and bool((ranked[1:] == ranked[:-1]).any()):
+            at = rows[order] if single else order
+            order = order[np.lexsort((versions[at], nodes[at], -ranked.astype(np.float64)))]
+            ranked = sims[order]
+        at = rows[order] if single else order
+        # each node's first live version in score order, the first k of them; liveness asked
+        # in chunks (k, then doubled) of the versions not known from an earlier round
+        chosen: list[int] = []
+        node_list: list[bytes] = []
+        seen: set[bytes] = set()
+        asked: list[tuple[list[int], set[int]]] = []
         stop, chunk = 0, max(k, _MIN_LIVE_CHUNK)
-        while stop < order.shape[0]:
-            start, stop = stop, min(stop + chunk, order.shape[0])
-            ids: list[int] = ordered_vids[start:stop].tolist()
-            unknown = [v for v in ids if v not in known]
+        while stop < kept and len(chosen) < k:
+            start, stop = stop, min(stop + chunk, kept)
+            chunk *= 2
+            part_ids: list[int] = versions[at[start:stop]].tolist()
+            part_nodes: list[bytes] = nodes[at[start:stop]].tolist()
+            node_list += part_nodes
+            unknown = [v for v in part_ids if v not in known] if known else part_ids
+            answer: set[int] = set()
             if unknown:
                 answer = live.live_version_ids(unknown, valid_us, tx_us)
-                for v in unknown:
-                    known[v] = v in answer
-            alive[start:stop] = [known[v] for v in ids]
-            # each node's first live version in score order, the first k of them
-            live_at = np.flatnonzero(alive[:stop])
-            _nodes, first = np.unique(ordered_nids[live_at], return_index=True)
-            chosen = live_at[np.sort(first)][:k]
-            if chosen.shape[0] == k:
-                break
-            chunk *= 2
-        settled = order[chosen]
-        if len(eligible) == 1:
-            vectors = eligible[0][0].stored[rows[settled]]
+                asked.append((unknown, answer))
+                if (unknown is part_ids and len(answer) >= len(part_ids)
+                        and answer.issuperset(part_ids)
+                        and len(fresh := set(part_nodes)) == stop - start
+                        and seen.isdisjoint(fresh)):
+                    # every version of the chunk live, each of a node not seen yet; the chunk
+                    # holds the k - len(chosen) wanted (chunk >= k), or the last candidates
+                    chosen += range(start, min(stop, start + k - len(chosen)))
+                    break
+            for offset, version in enumerate(part_ids):
+                if known.get(version, version in answer) and (
+                        node := part_nodes[offset]) not in seen:
+                    seen.add(node)
+                    chosen.append(start + offset)
+                    if len(chosen) == k:
+                        break
+        if len(chosen) < k:  # another round may follow: it asks only about new versions
+            for unknown, answer in asked:
+                known.update({v: v in answer for v in unknown})
+        # the first candidates, as a slice (the usual case), else their positions
+        picks: slice | Int64s = (slice(0, len(chosen)) if not chosen
+                                 or chosen[-1] == len(chosen) - 1
+                                 else np.asarray(chosen, dtype=np.int64))
+        settled = at[picks]
+        if single:
+            vectors = eligible[0][0].stored[settled]
         else:
             vectors = np.zeros((settled.shape[0], q.shape[1]), dtype=np.float32)
             segment = where[settled]
-            for at in np.unique(segment).tolist():  # only the segments holding a hit
-                mine = np.flatnonzero(segment == at)
-                vectors[mine] = eligible[at][0].stored[rows[settled[mine]]]
-        node_ids = tuple([node.decode("utf-8") for node in nids[settled].tolist()])
-        found = VectorHits(node_ids=node_ids,
-                           version_ids=vids[settled].astype(np.int64), scores=sims[settled],
+            for index in np.unique(segment).tolist():  # only the segments holding a hit
+                mine = np.flatnonzero(segment == index)
+                vectors[mine] = eligible[index][0].stored[rows[settled[mine]]]
+        found = VectorHits(node_ids=tuple([node_list[c].decode("utf-8") for c in chosen]),
+                           version_ids=versions[settled], scores=ranked[picks],
                            vectors=vectors)
         if len(found) == k:
             return found, True
