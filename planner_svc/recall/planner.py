@@ -203,14 +203,14 @@ class _Semantic:
         exact = exact_similarities(vector, hits.vectors)
         order = np.argsort(-exact, kind="stable")
         ordered = exact[order]
-        sims = exact.tolist()
         if bool((ordered[1:] == ordered[:-1]).any()):  # equal similarities: by node id
+            sims = exact.tolist()
             nodes = hits.node_ids
             chosen = sorted(range(len(sims)), key=lambda i: (-sims[i], nodes[i]))[:k]
-        else:
-            chosen = order[:k].tolist()
-        versions = hits.version_ids.tolist()
-        return [(versions[i], sims[i]) for i in chosen]
+            versions = hits.version_ids.tolist()
+            return [(versions[i], sims[i]) for i in chosen]
+        return list(zip(hits.version_ids[order[:k]].tolist(), ordered[:k].tolist(),
+                        strict=True))
 
     def vector_rows(self, version_ids: VersionIds) -> VectorRows:
         return self._index().vector_rows(version_ids)
