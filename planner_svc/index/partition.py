@@ -144,6 +144,8 @@ class Partition:
             params.sel = selector
             sims, rows = self.index.search(query, fetch, params=params)
         keep = rows[0] >= 0
+        if rows.dtype == np.int64 and keep.all():  # every row wanted was found
+            return sims[0], rows[0]
         return sims[0][keep], rows[0][keep].astype(np.int64)
 
     def scan(self, query: Float32s, fetch: int, prefix: int) -> tuple[Float32s, Int64s]:

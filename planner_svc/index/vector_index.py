@@ -783,7 +783,7 @@ class IndexView:
             for index in np.unique(segment).tolist():  # only the segments holding a hit
                 mine = np.flatnonzero(segment == index)
                 vectors[mine] = eligible[index][0].stored[rows[settled[mine]]]
-        found = VectorHits(node_ids=tuple([node_list[c].decode("utf-8") for c in chosen]),
+        found = VectorHits(node_ids=tuple([node_list[c].decode() for c in chosen]),  # UTF-8
                            version_ids=versions[settled], scores=ranked[picks],
                            vectors=vectors)
         if len(found) == k:
