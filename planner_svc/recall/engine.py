@@ -737,7 +737,7 @@ class _Recall:
 
     def nearest(self, vector: Vector | None) -> tuple[dict[str, float], float | None]:
         """source -> raw semantic score (its best neighbour's); the best raw similarity."""
-        if self.semantic is None or vector is None or not np.any(vector):
+        if self.semantic is None or vector is None or not vector.any():
             return {}, None
         hits = self.semantic.search(vector, self.query.semantic_k)
         self.semantic_hits = max(self.semantic_hits, len(hits))
