@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
 from planner_svc.embed.pooling import pool_tokens, table_dtype
+from planner_svc.embed.words import local_characters, word_composing, word_tokens
 
 #: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
 #: token order. Vectors pooled another way (model2vec's own float16 mean) differ in their last
@@ -96,6 +97,8 @@ class Model2VecEmbedder:
             None if self._model.token_mapping is None else np.asarray(self._model.token_mapping)
         )
         self._max_tokens: int | None = self._model.max_length
+        self._unknown: int | None = self._model.unk_token_id
+        self._word_limit: int | None = word_composing(self._model.tokenizer)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``: the mean of the model's token vectors, L2-normalised.
@@ -114,7 +117,42 @@ class Model2VecEmbedder:
         """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        token_ids = self._token_ids(texts)
+        return self._pool(self._token_ids(texts))
+
+    def session(self) -> Model2VecEmbedder | WordSession:
+        """An embedder for a run of related texts (one plan's question, its parts, then texts
+        made of the question's words): the rows of :meth:`embed`, bit for bit, where a text
+        of words of a text embedded earlier in the run takes their tokens from that text's
+        encoding instead of being tokenized (:class:`WordSession`). This embedder itself when
+        its tokenizer does not compose words (:func:`~planner_svc.embed.words.word_composing`).
+        Not thread-safe: one run, one thread."""
+        if self._word_limit is None:
+            return self
+        return WordSession(self, self._word_limit)
+
+    def _encode(self, texts: Sequence[str]) -> list[Any]:
+        """Each text's ``tokenizers.Encoding``, without special tokens. The tokenizer is only
+        read (never reconfigured), so calls from several threads need no lock."""
+        tokenizer = self._model.tokenizer
+        if len(texts) <= IN_THREAD_TEXTS:
+            return [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+        encodings: list[Any] = tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        return encodings
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids: no special tokens, the model's unknown token dropped."""
+        return [self._known(e.ids) for e in self._encode(texts)]
+
+    def _known(self, ids: list[int]) -> list[int]:
+        """``ids`` without the model's unknown token (as ``StaticModel.tokenize``)."""
+        unknown = self._unknown
+        if unknown is None or unknown not in ids:
+            return ids
+        return [i for i in ids if i != unknown]
+
+    def _pool(self, token_ids: list[list[int]]) -> npt.NDArray[np.float32]:
+        """The unit vectors of texts from their known token ids (at most the model's
+        ``max_length`` of each kept): see :meth:`embed`."""
         if self._max_tokens is not None:
             token_ids = [ids[: self._max_tokens] for ids in token_ids]
         lengths = [len(ids) for ids in token_ids]
@@ -124,17 +162,72 @@ class Model2VecEmbedder:
                    else self._weights[index].astype(np.float64))
         return pool_tokens(self._table, rows, weights, lengths)
 
-    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Each text's token ids: no special tokens, the model's unknown token dropped (as
-        ``StaticModel.tokenize``). The tokenizer is only read (never reconfigured), so calls
-        from several threads need no lock."""
-        tokenizer = self._model.tokenizer
-        if len(texts) <= IN_THREAD_TEXTS:
-            encodings = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
-        else:
-            encodings = tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
-        unknown = self._model.unk_token_id
-        if unknown is None:
-            return [list(e.ids) for e in encodings]
-        out = [e.ids for e in encodings]
-        return [ids if unknown not in ids else [i for i in ids if i != unknown] for ids in out]
+
+class WordSession:
+    """Embeds a run of related texts like :meth:`Model2VecEmbedder.embed`, bit for bit, reading
+    the tokens of a text made of words (``\\w+`` runs joined by single spaces) from the
+    encodings of texts it embedded earlier (:mod:`planner_svc.embed.words`): a word's tokens
+    come from a text whose encoding shows them (:func:`~planner_svc.embed.words.word_tokens`),
+    the encodings read lazily, longest text first, when a text is not yet made of known words.
+    Any other text is tokenized (and its encoding kept for later texts).
+
+    Args:
+        embedder: the embedder whose tokenizer, table and pooling it uses.
+        limit: the tokenizer's truncation length (a text of more tokens is tokenized).
+    """
+
+    def __init__(self, embedder: Model2VecEmbedder, limit: int) -> None:
+        self._embedder = embedder
+        self._limit = limit
+        self.name: str = embedder.name
+        self.dim: int = embedder.dim
+        # word -> (its known token ids, its token count with unknown tokens)
+        self._words: dict[str, tuple[list[int], int]] = {}
+        self._pending: list[tuple[str, Any]] = []  # (text, its encoding) not read yet
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """As :meth:`Model2VecEmbedder.embed`."""
+        embedder = self._embedder
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        composed = [self._compose(text) for text in texts]
+        while self._pending and None in composed:
+            self._pending.sort(key=lambda pending: len(pending[0]))
+            self._read(*self._pending.pop())
+            composed = [ids if ids is not None else self._compose(text)
+                        for text, ids in zip(texts, composed, strict=True)]
+        missing = [i for i, ids in enumerate(composed) if ids is None]
+        if missing:
+            encodings = embedder._encode([texts[i] for i in missing])
+            for i, encoding in zip(missing, encodings, strict=True):
+                composed[i] = embedder._known(encoding.ids)
+                self._pending.append((texts[i], encoding))
+        return embedder._pool([ids for ids in composed if ids is not None])
+
+    def _compose(self, text: str) -> list[int] | None:
+        """The known token ids of ``text`` from its words' tokens; None unless every word is
+        known and the text is not truncated."""
+        words = self._words
+        if not words:
+            return None
+        ids: list[int] = []
+        count = 0
+        for word in text.split(" "):
+            found = words.get(word)
+            if found is None:
+                return None
+            ids += found[0]
+            count += found[1]
+        return ids if count <= self._limit else None
+
+    def _read(self, text: str, encoding: Any) -> None:
+        """Learn the words whose tokens ``encoding`` (of ``text``) shows."""
+        if encoding.overflowing or not local_characters(text):
+            return
+        found = word_tokens(text, encoding.ids, encoding.offsets, encoding.word_ids)
+        if found is None:
+            return
+        known = self._embedder._known
+        for word, ids in found.items():
+            if word not in self._words:
+                self._words[word] = (known(ids), len(ids))

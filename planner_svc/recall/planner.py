@@ -169,6 +169,7 @@ class _Semantic:
         self._source = index
         self._pinned: VectorSearch | None = None
         self._embedder = embedder
+        self._session: QueryEmbedder | None = None
         self._catalog = catalog
         self._valid_us = valid_us
         self._tx_us = tx_us
@@ -185,9 +186,15 @@ class _Semantic:
         return self._catalog.live_version_ids(version_ids, valid_us, tx_us)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if self._embedder is None:
-            raise BackendUnavailable("semantic recall needs an embedder; none is configured")
-        vectors: npt.NDArray[np.float32] = np.asarray(self._embedder.embed(list(texts)),
+        """The embedder's rows of ``texts``, every text of the plan through one session of
+        the embedder when it has them (:class:`~planner_svc.recall.ports.SessionEmbedder`)."""
+        session = self._session
+        if session is None:
+            if self._embedder is None:
+                raise BackendUnavailable("semantic recall needs an embedder; none is configured")
+            opener = getattr(self._embedder, "session", None)
+            session = self._session = self._embedder if opener is None else opener()
+        vectors: npt.NDArray[np.float32] = np.asarray(session.embed(list(texts)),
                                                      dtype=np.float32)
         return vectors
 

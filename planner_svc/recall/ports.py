@@ -45,6 +45,7 @@ __all__ = [
     "NodeVersionView",
     "QueryEmbedder",
     "RecallStore",
+    "SessionEmbedder",
     "VectorHitView",
     "VectorSearch",
 ]
@@ -232,3 +233,14 @@ class QueryEmbedder(Protocol):
         """float32 array ``(len(texts), dim)``; each row has L2 norm 1, or is all zeros (the
         "no direction" sentinel) for a text without a known token."""
         ...
+
+
+class SessionEmbedder(QueryEmbedder, Protocol):
+    """A query embedder that can embed one plan's texts together (optional: a plan asks for a
+    session when its embedder has one, and embeds every text of the plan through it)."""
+
+    def session(self) -> QueryEmbedder:
+        """An embedder for one plan's run of texts, on one thread: the rows :meth:`embed`
+        gives, bit for bit (it may reuse the work of texts it embedded earlier)."""
+        ...
+
