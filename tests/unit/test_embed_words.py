@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -221,3 +222,30 @@ def test_batch_encodings_without_offsets_are_not_read(
     rows = session.embed(["word tail"])
     assert counting.texts == [*batch, "word tail"]
     assert (_bits(rows) == _bits(embedder.embed(["word tail"]))).all()
+
+
+def test_session_of_a_model_with_weights_a_token_mapping_and_a_max_length(
+        embedder: Model2VecEmbedder, tmp_path: Path) -> None:
+    """Composed texts are weighted and mapped as embedded; the model's max_length (5) also
+    truncates its tokenizer, so a longer question is not read and a longer text is
+    tokenized."""
+    from model2vec import StaticModel
+
+    tokenizer = _tokenizer(embedder)
+    vocabulary = tokenizer.get_vocab_size()
+    rng = np.random.default_rng(5)
+    StaticModel(vectors=rng.standard_normal((300, 8)).astype(np.float16), tokenizer=tokenizer,
+                weights=rng.random(vocabulary).astype(np.float32),
+                token_mapping=rng.integers(0, 300, vocabulary).astype(np.int64),
+                max_length=5).save_pretrained(tmp_path)
+    model = Model2VecEmbedder(tmp_path)
+    for question, read in [("Johnny Cash, 1968", True),
+                           ("The Tennessee Three backed Johnny Cash", False)]:
+        words = _WORD.findall(question)
+        session = model.session()
+        assert isinstance(session, WordSession)
+        session.embed([question])
+        joined = [" ".join(words[i:]) for i in range(len(words))] + [
+            "Cash Cash", "Cash Cash Cash Cash Cash Cash"]
+        assert (_bits(session.embed(joined)) == _bits(model.embed(joined))).all()
+        assert set(session._words) == (set(words) if read else set())
