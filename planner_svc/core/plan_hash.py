@@ -11,6 +11,7 @@ plan hash").
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 
@@ -19,16 +20,17 @@ from blake3 import blake3
 from planner_svc.core.model import PLAN_MODEL, PlannedSpan
 
 _U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
-_I64 = struct.Struct(">q")
-_F64 = struct.Struct(">d")  # big-endian IEEE-754 bytes == the bit pattern as u64 BE
-_SPAN_FIXED = struct.Struct(">qQQ")
+_HEAD = struct.Struct(">QQQ")  # budget, used, span count
+_SPAN_FIXED = struct.Struct(">qQQ")  # source_version_tx, start, end
+_SPAN_TAIL = struct.Struct(">BdQ")  # class, weight (big-endian IEEE-754 = its bits as u64), tokens
 
 
-def _put_str(out: bytearray, value: str) -> None:
+@functools.lru_cache(maxsize=4096)
+def _str_field(value: str) -> bytes:
+    """``value`` as the encoding writes a string: u32 byte length + UTF-8 (kept for the
+    source ids and kinds plans repeat)."""
     raw = value.encode("utf-8")
-    out += _U32.pack(len(raw))
-    out += raw
+    return _U32.pack(len(raw)) + raw
 
 
 def encode_plan(plan_model: str, budget: int, used: int, spans: Sequence[PlannedSpan]) -> bytes:
@@ -37,19 +39,13 @@ def encode_plan(plan_model: str, budget: int, used: int, spans: Sequence[Planned
     Raises:
         struct.error: when an integer does not fit its field (e.g. a negative offset).
     """
-    out = bytearray()
-    _put_str(out, plan_model)
-    out += _U64.pack(budget)
-    out += _U64.pack(used)
-    out += _U64.pack(len(spans))
+    out = bytearray(_str_field(plan_model))
+    out += _HEAD.pack(budget, used, len(spans))
+    text, fixed, tail = _str_field, _SPAN_FIXED.pack, _SPAN_TAIL.pack
     for planned in spans:
         ref = planned.span
-        _put_str(out, ref.source_id)
-        out += _SPAN_FIXED.pack(ref.source_version_tx, ref.start, ref.end)
-        _put_str(out, planned.kind)
-        out.append(int(planned.span_class))
-        out += _F64.pack(planned.weight)
-        out += _U64.pack(planned.tokens)
+        out += (text(ref.source_id) + fixed(ref.source_version_tx, ref.start, ref.end)
+                + text(planned.kind) + tail(planned.span_class, planned.weight, planned.tokens))
     return bytes(out)
 
 
