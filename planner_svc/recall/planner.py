@@ -32,6 +32,7 @@ from planner_svc.core.errors import (
 from planner_svc.core.model import (
     CoordKey,
     EvidencePlan,
+    Explanation,
     PlannedSpan,
     PlanStats,
     SpanClass,
@@ -588,19 +589,29 @@ class EvidencePlanner:
     def _with_texts(self, plan: EvidencePlan) -> EvidencePlan:
         """The plan with each span's text (and each explained candidate's), sliced once
         (kept texts from memory, the others read from the store)."""
-        keys = [s.span.key for s in plan.spans]
-        keys += [e.candidate.span.key for e in plan.explanations]
-        texts = self._texts.slices(keys)
+        candidates = [e.candidate for e in plan.explanations]
+        texts = self._texts.slices([(r.source_id, r.source_version_tx, r.start, r.end)
+                                    for r in [s.span for s in (*plan.spans, *candidates)]])
+        get = texts.get
 
-        def filled(span: PlannedSpan) -> PlannedSpan:
-            return span.with_text(texts.get(span.span.key, ""))
+        def with_text(s: PlannedSpan, r: SpanRef) -> PlannedSpan:
+            return PlannedSpan(
+                span=r, kind=s.kind, span_class=s.span_class, weight=s.weight,
+                tokens=s.tokens, text=get((r.source_id, r.source_version_tx, r.start, r.end), ""),
+                location=s.location)
 
-        return dataclasses.replace(
-            plan,
-            spans=tuple(filled(s) for s in plan.spans),
-            explanations=tuple(dataclasses.replace(e, candidate=filled(e.candidate))
-                               for e in plan.explanations),
-        )
+        spans = tuple([with_text(s, s.span) for s in plan.spans])
+        explanations: tuple[Explanation, ...] = ()
+        if candidates:
+            # a selected span is explained too: filled once
+            filled = dict(zip(map(id, plan.spans), spans, strict=True))
+            explanations = tuple([
+                Explanation(candidate=filled.get(id(c)) or with_text(c, c.span), fate=e.fate,
+                            density=e.density, deduped_by=e.deduped_by)
+                for c, e in zip(candidates, plan.explanations, strict=True)])
+        return EvidencePlan(plan_model=plan.plan_model, spans=spans, budget=plan.budget,
+                            used=plan.used, stats=plan.stats, plan_hash=plan.plan_hash,
+                            explanations=explanations)
 
     @staticmethod
     def _check(cancelled: Callable[[], bool]) -> None:
