@@ -391,7 +391,15 @@ def evidence_query_from_proto(
 
 def legs_to_proto(trace: LegTrace, node_id: str) -> plan_pb2.LegScores:
     """The scores behind one node for an explanation."""
-    msg = plan_pb2.LegScores(node_id=node_id, fused=trace.fused.get(node_id, 0.0))
+    msg = plan_pb2.LegScores()
+    _fill_legs(msg, trace, node_id)
+    return msg
+
+
+def _fill_legs(msg: plan_pb2.LegScores, trace: LegTrace, node_id: str) -> None:
+    """Write the scores behind ``node_id`` into the (empty) message ``msg``."""
+    msg.node_id = node_id
+    msg.fused = trace.fused.get(node_id, 0.0)
     if node_id in trace.structured:
         msg.structured = trace.structured[node_id]
     if node_id in trace.semantic:
@@ -402,7 +410,6 @@ def legs_to_proto(trace: LegTrace, node_id: str) -> plan_pb2.LegScores:
     if node is not None:
         msg.local = node.local
         msg.rank = node.rank
-    return msg
 
 
 def abstention_to_proto(abstention: Abstention) -> plan_pb2.Abstention:
@@ -445,12 +452,14 @@ def evidence_result_to_proto(result: EvidenceResult) -> plan_pb2.PlanResponse:
     recall trace beside the plan."""
     msg = plan_pb2.PlanResponse()
     fill_plan(msg.plan, result.plan)
-    if result.trace is not None:
-        for exp in msg.plan.explanations:
-            ref = exp.candidate.span
-            key = (ref.source_id, ref.source_version_tx, ref.start, ref.end)
-            node_id = result.trace.origin.get(key)
+    trace = result.trace
+    if trace is not None:
+        origin = trace.origin
+        for exp, explained in zip(msg.plan.explanations, result.plan.explanations,
+                                  strict=True):
+            ref = explained.candidate.span
+            node_id = origin.get((ref.source_id, ref.source_version_tx, ref.start, ref.end))
             if node_id is not None:
-                exp.legs.CopyFrom(legs_to_proto(result.trace, node_id))
-        msg.recall.CopyFrom(recall_trace_to_proto(result.trace))
+                _fill_legs(exp.legs, trace, node_id)
+        msg.recall.CopyFrom(recall_trace_to_proto(trace))
     return msg
