@@ -662,8 +662,11 @@ def select_columns(
         n - stats.deduped - unpackable - stats.selected_spans - stats.cap_skipped
     )
     stats.budget_stranded_by_cap = budget - used if packing.cap_refused_fitting else 0
-    packed = sorted(packing.packed) if apart else sorted(packing.packed, key=keys)
-    selected = tuple([keys.candidate(i) for i in packed])
+    if apart and not explain:  # each packed candidate built once, here
+        selected = tuple([candidate(i) for i in sorted(packing.packed)])
+    else:
+        packed = sorted(packing.packed) if apart else sorted(packing.packed, key=keys)
+        selected = tuple([keys.candidate(i) for i in packed])
 
     explanations: tuple[Explanation, ...] = ()
     if explain:
