@@ -595,10 +595,7 @@ class EvidencePlanner:
         get = texts.get
 
         def with_text(s: PlannedSpan, r: SpanRef) -> PlannedSpan:
-            return PlannedSpan(
-                span=r, kind=s.kind, span_class=s.span_class, weight=s.weight,
-                tokens=s.tokens, text=get((r.source_id, r.source_version_tx, r.start, r.end), ""),
-                location=s.location)
+            return s.with_text(get((r.source_id, r.source_version_tx, r.start, r.end), ""))
 
         spans = tuple([with_text(s, s.span) for s in plan.spans])
         explanations: tuple[Explanation, ...] = ()
@@ -609,6 +606,7 @@ class EvidencePlanner:
                 Explanation(candidate=filled.get(id(c)) or with_text(c, c.span), fate=e.fate,
                             density=e.density, deduped_by=e.deduped_by)
                 for c, e in zip(candidates, plan.explanations, strict=True)])
+        # every field named (tests/unit/test_core_plan.py pins the field lists)
         return EvidencePlan(plan_model=plan.plan_model, spans=spans, budget=plan.budget,
                             used=plan.used, stats=plan.stats, plan_hash=plan.plan_hash,
                             explanations=explanations)

@@ -10,6 +10,8 @@ import pytest
 from planner_svc.core.errors import InvalidRequest
 from planner_svc.core.model import (
     PLAN_MODEL,
+    EvidencePlan,
+    Explanation,
     Location,
     PlannedSpan,
     PlanStats,
@@ -161,5 +163,10 @@ def test_with_text_is_replace_of_the_text_alone() -> None:
     assert [f.name for f in fields(PlannedSpan)] == [
         "span", "kind", "span_class", "weight", "tokens", "text", "location"]
     assert span.with_text("new") == replace(span, text="new")
+    # the planner rebuilds a plan and its explanations with their texts field by field
+    assert [f.name for f in fields(EvidencePlan)] == [
+        "plan_model", "spans", "budget", "used", "stats", "plan_hash", "explanations"]
+    assert [f.name for f in fields(Explanation)] == ["candidate", "fate", "density",
+                                                     "deduped_by"]
     assert span.with_text("new").text == "new"
     assert span.text == "old"
