@@ -342,6 +342,9 @@ class Catalog:
         self._versions: dict[int, CatalogVersion] = {}
         self._by_node: dict[str, list[CatalogVersion]] = defaultdict(list)
         self._by_source: dict[str, list[CatalogVersion]] = defaultdict(list)
+        self._citing_elsewhere: dict[str, list[CatalogVersion]] = defaultdict(list)
+        """Versions citing a span of a document other than their own (first) one, by that
+        document: with ``_by_source``, every version citing a document's spans."""
         self._by_label: dict[str, list[CatalogVersion]] = defaultdict(list)
         self._by_property: dict[tuple[str, str], list[CatalogVersion]] = defaultdict(list)
         self._edges: dict[int, _Edge] = {}
@@ -454,7 +457,8 @@ class Catalog:
         """Take a batch's span information, and pair it again with the spans of the versions
         already held that cite a span whose information it changes (rare: the information of
         a span is derived from its text and ledger row, which a later batch sends again when
-        a new version cites the span)."""
+        a new version cites the span). Only the versions citing the changed spans' documents
+        are looked at."""
         known, unknown = self._spans, self._unknown
         changed = {key for key, info in spans.items()
                    if key in unknown or ((old := known.get(key)) is not None and old != info)}
@@ -462,9 +466,14 @@ class Catalog:
         if not changed:
             return
         unknown.difference_update(changed)
-        for version in self._versions.values():
-            if not changed.isdisjoint(version.spans):
-                version.cited = self._cited(version.spans)
+        # only the versions citing a changed span's document: none other can cite it
+        seen: set[int] = set()
+        for source in {key[0] for key in changed}:
+            for version in (*self._by_source.get(source, ()),
+                            *self._citing_elsewhere.get(source, ())):
+                if version.version_id not in seen and not changed.isdisjoint(version.spans):
+                    seen.add(version.version_id)
+                    version.cited = self._cited(version.spans)
 
     def _event(self, *bounds: int) -> None:
         for bound in bounds:
@@ -504,6 +513,8 @@ class Catalog:
                 if version.source is not None:
                     self._by_source[version.source].append(version)
                     changes.documents.add(version.source)
+                for other in {key[0] for key in version.spans} - {version.source}:
+                    self._citing_elsewhere[other].append(version)
                 changes.nodes.add(version.node_id)
                 for label in version.labels:
                     self._by_label[label].append(version)
