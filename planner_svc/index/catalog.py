@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -240,6 +241,8 @@ class _Changes:
 
 
 _V = TypeVar("_V")
+_VALUE = itemgetter(0)
+_GENERATION = itemgetter(1)
 
 
 class _View(Mapping[str, _V]):
@@ -270,10 +273,15 @@ class _View(Mapping[str, _V]):
 
     def find_many(self, keys: Iterable[str]) -> list[_V | None]:
         """:meth:`find` of each of ``keys``, in order (one call; the same generation test
-        as :meth:`find`)."""
-        values, generation = self._values.get, self._generation
-        return [found[0] if (found := values(key)) is not None and found[1] <= generation
-                else None for key in keys]
+        as :meth:`find`: when every key is held and none of a later generation, the values
+        are read without a Python loop)."""
+        generation = self._generation
+        found = list(map(self._values.get, keys))
+        if None not in found:
+            held = cast("list[tuple[_V, int]]", found)
+            if max(map(_GENERATION, held), default=generation) <= generation:
+                return list(map(_VALUE, held))
+        return [f[0] if f is not None and f[1] <= generation else None for f in found]
 
     def __getitem__(self, key: str) -> _V:
         found = self.find(key)
@@ -340,6 +348,9 @@ class Catalog:
         self.documents = LexicalIndex()
         """BM25 over whole source versions (row id = source version row id)."""
         self._versions: dict[int, CatalogVersion] = {}
+        self._open_ids: set[int] = set()
+        """The versions whose valid and transaction intervals both start at a finite bound
+        and never end (``OPEN``): the ones live at every as-of past every finite bound."""
         self._by_node: dict[str, list[CatalogVersion]] = defaultdict(list)
         self._by_source: dict[str, list[CatalogVersion]] = defaultdict(list)
         self._citing_elsewhere: dict[str, list[CatalogVersion]] = defaultdict(list)
@@ -475,6 +486,14 @@ class Catalog:
                     seen.add(version.version_id)
                     version.cited = self._cited(version.spans)
 
+    def _mark_open(self, version: CatalogVersion) -> None:
+        """Keep :attr:`_open_ids` in step with ``version``'s bounds."""
+        if (version.valid_to == OPEN and version.tx_to == OPEN
+                and version.valid_from != OPEN and version.tx_from != OPEN):
+            self._open_ids.add(version.version_id)
+        else:
+            self._open_ids.discard(version.version_id)
+
     def _event(self, *bounds: int) -> None:
         for bound in bounds:
             if bound != OPEN and bound > self._max_event:
@@ -507,6 +526,7 @@ class Catalog:
                 )
                 version.cited = self._cited(version.spans)
                 self._versions[n.version_id] = version
+                self._mark_open(version)
                 self._event(version.valid_from, version.valid_to, version.tx_from,
                             version.tx_to)
                 self._by_node[version.node_id].append(version)
@@ -571,6 +591,7 @@ class Catalog:
                 if closing is not None:
                     moved = closing.tx_to != tx_to  # the feed sends the last ones again
                     closing.tx_to = tx_to
+                    self._mark_open(closing)
                     self._event(tx_to)
                     self.passages.close(version_id, tx_to)
                     if moved:
@@ -640,7 +661,18 @@ class Catalog:
     def live_version_ids(self, version_ids: Iterable[int], valid_us: int, tx_us: int
                          ) -> set[int]:
         """The versions among ``version_ids`` the catalog holds live at ``(valid_us, tx_us)``
-        (:meth:`CatalogVersion.live` of each, in one call)."""
+        (:meth:`CatalogVersion.live` of each, in one call).
+
+        Past every finite bound (the latest state covers the as-of) a version is live exactly
+        when both its intervals start at a finite bound and never end: the answer is a set
+        intersection with :attr:`_open_ids`, kept when no batch started meanwhile."""
+        if not isinstance(version_ids, Collection):  # read twice after a batch started
+            version_ids = list(version_ids)
+        latest = self._latest
+        if latest.open and latest.covers(valid_us, tx_us):
+            live = self._open_ids.intersection(version_ids)
+            if latest.open:
+                return live
         get = self._versions.get
         # CatalogVersion.live's test, inlined: one call for the whole batch
         return {v for v in version_ids

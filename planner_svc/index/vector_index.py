@@ -783,7 +783,9 @@ class IndexView:
             for index in np.unique(segment).tolist():  # only the segments holding a hit
                 mine = np.flatnonzero(segment == index)
                 vectors[mine] = eligible[index][0].stored[rows[settled[mine]]]
-        found = VectorHits(node_ids=tuple([node_list[c].decode() for c in chosen]),  # UTF-8
+        found = VectorHits(node_ids=tuple(map(bytes.decode,  # UTF-8, strict
+                                              node_list[:len(chosen)] if isinstance(picks, slice)
+                                              else map(node_list.__getitem__, chosen))),
                            version_ids=versions[settled], scores=ranked[picks],
                            vectors=vectors)
         if len(found) == k:

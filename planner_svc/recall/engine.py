@@ -43,11 +43,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import attrgetter, itemgetter, sub
-from typing import Protocol, cast
+from operator import add, attrgetter, is_not, itemgetter, sub, truediv
+from typing import NamedTuple, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -382,16 +383,14 @@ class _Step:
     scored: _Scored
 
 
-class _Hop:
+class _Hop(NamedTuple):
     """A target's best hop: its score and the step it came by (the step scored its nodes:
-    their local relevance is read from it only for the targets recall ranks)."""
+    their local relevance is read from it only for the targets recall ranks). Built by
+    ``tuple.__new__`` from ``(score, step, target)`` (no Python ``__new__`` call per hop)."""
 
-    __slots__ = ("score", "step", "target")
-
-    def __init__(self, score: float, step: _Step, target: str) -> None:
-        self.score = score
-        self.step = step
-        self.target = target
+    score: float
+    step: _Step
+    target: str
 
     @property
     def source(self) -> str:
@@ -410,6 +409,11 @@ class _Hop:
         return self.step.scored
 
 
+_UNKNOWN: tuple[int, None] = (0, None)
+_VALUES = itemgetter(1)
+_IS_NOT_NONE = partial(is_not, None)
+
+
 class _PassageTable:
     """The passages (node versions) one plan scores, loaded once each, by the document (a
     key) they belong to: their positions in the passage BM25 view and where their stored
@@ -426,6 +430,8 @@ class _PassageTable:
         self._block = np.zeros(0, dtype=np.int64)  # each row's block (-1: no vector)
         self._block_rows = np.zeros(0, dtype=np.int64)  # its row in that block
         self._terms: dict[str, tuple[int, npt.NDArray[np.float64] | None]] = {}
+        self._current: set[str] = set()  # terms of _terms up to every loaded row (or None)
+        self._absent: set[str] = set()  # terms no live passage holds (None in _terms)
 
     def rows(self, keys: Sequence[str], groups: Sequence[npt.NDArray[np.int64]]
              ) -> npt.NDArray[np.int64]:
@@ -456,6 +462,7 @@ class _PassageTable:
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
         """Load ``ids`` as the next table rows."""
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
+        self._current = set(self._absent)  # the others now lack the new rows
         block = np.empty(ids.shape[0], dtype=np.int64)
         block.fill(-1)
         rows = np.zeros(ids.shape[0], dtype=np.int64)
@@ -484,6 +491,9 @@ class _PassageTable:
         size = self._positions.shape[0]
         if size == 0:  # nothing to score yet: an empty answer says nothing about a term
             return
+        current = self._current
+        if current.issuperset(terms):
+            return
         stale: dict[int, list[str]] = {}  # first row a term lacks -> the terms
         for term in terms:
             done = self._terms.get(term)
@@ -501,6 +511,9 @@ class _PassageTable:
                 else:
                     extra = values if values is not None else np.zeros(size - start)
                     self._terms[term] = (size, np.concatenate([done[1], extra]))
+                if self._terms[term][1] is None:
+                    self._absent.add(term)
+        current.update(terms)
 
     def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """BM25 of ``terms`` at ``rows``: the terms' contributions added in code point order
@@ -508,9 +521,8 @@ class _PassageTable:
         holding no term)."""
         ordered = sorted(set(terms))
         self._contributions(ordered)
-        known = self._terms.get
-        held = [values for term in ordered
-                if (values := known(term, (0, None))[1]) is not None]
+        held: list[Float64s] = list(filter(_IS_NOT_NONE, map(_VALUES, map(
+            self._terms.get, ordered, repeat(_UNKNOWN)))))
         if len(held) == 1:  # 0.0 + a contribution is the contribution: none is -0.0
             return held[0][rows]
         total = np.zeros(rows.shape[0], dtype=np.float64)
@@ -807,12 +819,13 @@ class _Recall:
             self.complete(text, vector, raw_structured, raw_semantic)
         structured = _relative(raw_structured, self.settings.structured_sharpness)
         semantic = _relative(raw_semantic, self.settings.semantic_sharpness)
-        both = bool(structured) and bool(semantic)
-        out = {}
-        for source in sorted(set(structured) | set(semantic)):
-            s, v = structured.get(source, 0.0), semantic.get(source, 0.0)
-            out[source] = ((s + v) / 2.0 if both else max(s, v), s, v)
-        return out, best
+        keys = sorted(structured.keys() | semantic.keys())
+        s = list(map(structured.get, keys, repeat(0.0)))
+        v = list(map(semantic.get, keys, repeat(0.0)))
+        # (s + v) / 2.0 with both legs, else max(s, v), per document
+        score = (map(truediv, map(add, s, v), repeat(2.0)) if structured and semantic
+                 else map(max, s, v))
+        return dict(zip(keys, zip(score, s, v, strict=True), strict=True)), best
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         """Each text's unit vector, None for a blank text, one without a known token, or
@@ -918,24 +931,24 @@ class _Recall:
         weights = np.fromiter(chain.from_iterable(links.values() for _s, _v, links, _t, _x
                                                   in steps), dtype=np.float64)
         values = steps_score * weights * settings.hop_decay * relevance
+        made = [_Step(source=source, terms=terms, vector=probe, scored=found)
+                for (source, _score, _links, terms, _text), probe, found
+                in zip(steps, probes, scored, strict=True)]
         # each target's best step (the first of equal ones) among the values above 0.0; its
         # hop is built once
-        best: dict[str, tuple[float, int]] = {}
+        best: dict[str, tuple[float, _Step, str]] = {}
         pairs = zip(chain.from_iterable(links for _s, _v, links, _t, _x in steps),
                     values.tolist(),
                     chain.from_iterable(repeat(step, len(links))
-                                        for step, (_s, _v, links, _t, _x) in enumerate(steps)),
+                                        for step, (_s, _v, links, _t, _x)
+                                        in zip(made, steps, strict=True)),
                     strict=True)
         for target, value, step in compress(pairs, (values > 0.0).tolist()):
             current = best.get(target)
             if current is None or value > current[0]:
-                best[target] = (value, step)
-        made = [_Step(source=source, terms=terms, vector=probe, scored=found)
-                for (source, _score, _links, terms, _text), probe, found
-                in zip(steps, probes, scored, strict=True)]
-        for target, (value, step) in best.items():
-            out[target] = _Hop(value, made[step], target)
-        return out
+                best[target] = (value, step, target)
+        built = cast("Iterator[_Hop]", map(tuple.__new__, repeat(_Hop), best.values()))
+        return dict(zip(best, built, strict=True))
 
     # ---------------------------------------------------------------- passages
 
@@ -1143,6 +1156,9 @@ def _shares(held: npt.NDArray[np.bool_], weights: Sequence[float], total: float
     return got
 
 
+_SCORE = attrgetter("score")
+
+
 def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """``scores``' items by score descending, ties by key: the order of the sort key
     ``(-score, key)`` (its equal scores, 0.0 and -0.0 included, stay in key order), from two
@@ -1158,12 +1174,18 @@ def _passages(state: _Recall, question: Question,
     ``scores`` holds each direct document's score, ``direct``'s first leg)."""
     settings = state.settings
     vector = state.vector
+    # each document's better score (max(direct, hop): the direct one when they are equal);
+    # a hop's score is above 0.0
     combined = dict(scores)
-    for target, reached in hops.items():
-        combined[target] = max(combined.get(target, 0.0), reached.score)
-    # best first, so the first candidate_documents hold every positive score kept
-    ranked = [(s, v) for s, v in _best_first(combined)[: settings.candidate_documents]
-              if v > 0.0]
+    hop_scores = dict(zip(hops, map(_SCORE, hops.values()), strict=True))
+    combined.update(hop_scores)
+    for target in scores.keys() & hop_scores.keys():
+        if not hop_scores[target] > scores[target]:
+            combined[target] = scores[target]
+    # best first, so the first candidate_documents hold every positive score kept (a prefix:
+    # whole when its last score is positive)
+    top = _best_first(combined)[: settings.candidate_documents]
+    ranked = top if not top or top[-1][1] > 0.0 else [(s, v) for s, v in top if v > 0.0]
     residual: dict[str, tuple[str, ...]] = {}
     # Local relevance: a document a hop ranks is scored against the hop's residual (already
     # done by the hop when it has a residual vector); the others in one batch against the

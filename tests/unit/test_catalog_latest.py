@@ -71,6 +71,14 @@ def _check_bulk_reads(catalog: Catalog, rng: random.Random) -> None:
     assert catalog.sources_of_documents(rows) == [catalog.source_of_document(r) for r in rows]
     latest = catalog._latest.entries
     assert latest.find_many(asked) == [latest.find(s) for s in asked]
+    assert latest.find_many(iter(asked)) == [latest.find(s) for s in asked]
+    ids = [*catalog._versions, 10**9]
+    for valid_us, tx_us in ((since, since), (since + rng.randint(1, 100), since + 7),
+                            (max(0, since - 3), since), (since, max(0, since - 3))):
+        live = {v for v in ids if (found := catalog.version(v)) is not None
+                and found.live(valid_us, tx_us)}
+        assert catalog.live_version_ids(ids, valid_us, tx_us) == live
+        assert catalog.live_version_ids(iter(ids), valid_us, tx_us) == live
 
 
 class _Failed(Exception):
