@@ -23,7 +23,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -202,6 +202,10 @@ class SourceEntry:
     __hash__ = None  # type: ignore[assignment]  # equality compares arrays: not hashable
 
 
+_GROUP_TABLE = attrgetter("group_table")
+_IDS = attrgetter("ids")
+
+
 def group_columns(entries: Sequence[SourceEntry]
                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
                              npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -209,9 +213,9 @@ def group_columns(entries: Sequence[SourceEntry]
     :attr:`~SourceEntry.group_firsts`, each laid end to end (int64), and each entry's number
     of groups: one concatenation of their group tables, split by position (the same layout
     as the properties read, one call for a plan's documents instead of three per entry)."""
-    tables = [e.group_table for e in entries]
-    members = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
-    spans = np.asarray([t.shape[0] for t in tables], dtype=np.int64)
+    tables = list(map(_GROUP_TABLE, entries))
+    members = np.asarray(list(map(len, map(_IDS, entries))), dtype=np.int64)
+    spans = np.asarray(list(map(len, tables)), dtype=np.int64)
     table = np.concatenate(tables) if tables else np.zeros(0, dtype=np.int64)
     groups = (spans - members) // 2
     within = np.arange(int(spans.sum()), dtype=np.int64) - (spans.cumsum() - spans).repeat(
@@ -629,8 +633,7 @@ class Catalog:
 
     def sources_of_documents(self, row_ids: Iterable[int]) -> list[str | None]:
         """:meth:`source_of_document` of each of ``row_ids``, in order (one call)."""
-        get = self._source_of_row.get
-        return [get(row_id) for row_id in row_ids]
+        return list(map(self._source_of_row.get, row_ids))
 
     def document_row(self, source_id: str, tx_us: int) -> int | None:
         """The row id of the version of ``source_id`` current at ``tx_us``, or None."""

@@ -30,16 +30,35 @@ import bisect
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.exactmath import ln
 
-__all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView"]
+__all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView", "cached_ln"]
 
 OPEN = int(np.iinfo(np.int64).max)
 """The upper bound stored for an open interval."""
+
+_ROWS = attrgetter("rows")
+_LN_CACHE: dict[float, float] = {}
+_LN_CACHE_SIZE = 1 << 16
+
+
+def cached_ln(x: float) -> float:
+    """:func:`~planner_svc.core.exactmath.ln` of ``x``, remembered by ``x`` (a pure function:
+    the same bits; an idf's argument recurs on every plan over the same statistics). At most
+    ``_LN_CACHE_SIZE`` values are kept: a full cache is emptied first."""
+    found = _LN_CACHE.get(x)
+    if found is None:
+        found = ln(x)
+        if len(_LN_CACHE) >= _LN_CACHE_SIZE:
+            _LN_CACHE.clear()
+        _LN_CACHE[x] = found
+    return found
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -175,7 +194,7 @@ searched one list at a time."""
 
 def _joined(postings: Sequence[Int64s]) -> bool:
     """Whether to search ``postings`` laid end to end (:data:`JOINED_POSTINGS_PER_TERM`)."""
-    total: int = sum([p.shape[0] for p in postings])
+    total: int = sum(map(len, postings))
     return total <= JOINED_POSTINGS_PER_TERM * len(postings)
 
 
@@ -504,7 +523,7 @@ class LexicalView:
         if found is None:
             rows, tfs = self._postings(tid)
             df = int(rows.shape[0])
-            idf = ln(1.0 + (self._stats.count - df + 0.5) / (df + 0.5))
+            idf = cached_ln(1.0 + (self._stats.count - df + 0.5) / (df + 0.5))
             k1 = self._index.k1
             tf = tfs.astype(np.float64)
             values = idf * (tf * (k1 + 1.0) / (tf + self._norms(rows)))
@@ -562,7 +581,7 @@ class LexicalView:
             keep = scores >= np.partition(scores, cut)[cut]
             ids, scores = ids[keep], scores[keep]
         order = np.lexsort((ids, -scores))[:limit]
-        return [(int(ids[i]), float(scores[i])) for i in order]
+        return list(zip(ids[order].tolist(), scores[order].tolist(), strict=True))
 
     def score_rows(self, terms: Sequence[str], row_ids: Iterable[int]) -> dict[int, float]:
         """BM25 of the given rows that are live and hold a query term (the same bits
@@ -589,8 +608,8 @@ class LexicalView:
         for row in table:  # term by term, in term order, as search adds them
             scores += row
         held = np.logical_or.reduce(hit, axis=0)
-        return {given[j]: score for j, score, holds
-                in zip(keep.tolist(), scores.tolist(), held.tolist(), strict=True) if holds}
+        return dict(compress(zip(map(given.__getitem__, keep.tolist()), scores.tolist(),
+                                 strict=True), held.tolist()))
 
     def positions(self, row_ids: Sequence[int] | Int64s) -> Int64s:
         """The view's positions of ``row_ids``, in their order: int64 ``(len(row_ids),)``, -1
@@ -640,7 +659,7 @@ class LexicalView:
         0.0 where the row does not hold the term or the position is -1), and whether the row
         holds it: float64 and bool, both ``(len(terms), len(positions))``. The contributions
         are read from the terms' postings, so they are the values :meth:`search` adds."""
-        postings = [term.rows for term in terms]
+        postings = list(map(_ROWS, terms))
         if _joined(postings):
             at, hit = self._lookup(postings, positions)
             values = (terms[0].values if len(terms) == 1
@@ -668,7 +687,7 @@ class LexicalView:
             query = positions[None, :]
         else:
             shifts = np.arange(len(postings), dtype=np.int64) * (self._snap.size + 1)
-            keys = np.concatenate(postings) + shifts.repeat([p.shape[0] for p in postings])
+            keys = np.concatenate(postings) + shifts.repeat(list(map(len, postings)))
             query = shifts[:, None] + positions
         at = np.minimum(keys.searchsorted(query), keys.shape[0] - 1)
         hit: npt.NDArray[np.bool_] = keys[at] == query
@@ -719,7 +738,7 @@ class LexicalView:
         the largest, ``ln(1 + (N + 0.5) / 0.5)``."""
         tid = self._index._terms.get(term)
         if tid is None:
-            return ln(1.0 + (self._stats.count + 0.5) / 0.5)
+            return cached_ln(1.0 + (self._stats.count + 0.5) / 0.5)
         return self._term_idf(tid)
 
     def held_terms(self, row_ids: Iterable[int], among: Iterable[str] | None = None

@@ -47,17 +47,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import add, attrgetter, is_not, itemgetter, sub, truediv
+from operator import add, attrgetter, is_not, itemgetter, lt, sub, truediv
 from typing import NamedTuple, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from planner_svc.core.exactmath import ln
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry, group_columns
-from planner_svc.index.lexical import LexicalView
+from planner_svc.index.lexical import LexicalView, cached_ln
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import ordered_dots_many
 from planner_svc.recall.question import Question, analyze_question
@@ -265,12 +264,12 @@ class Recalled:
     @property
     def structured_documents(self) -> int:
         """Candidate documents the structured leg found (a structured score above 0)."""
-        return len([row for row in self.document_rows if row[2] > 0.0])
+        return sum(map(_IS_POSITIVE, map(itemgetter(2), self.document_rows)))
 
     @property
     def expanded_documents(self) -> int:
         """Candidate documents a hop reached (a hop score above 0)."""
-        return len([row for row in self.document_rows if row[4] > 0.0])
+        return sum(map(_IS_POSITIVE, map(itemgetter(4), self.document_rows)))
 
     @property
     def nodes(self) -> dict[int, NodeScore]:
@@ -410,6 +409,9 @@ class _Hop(NamedTuple):
 
 
 _UNKNOWN: tuple[int, None] = (0, None)
+_IDS = attrgetter("ids")
+_ID_ARRAY = attrgetter("id_array")
+_IS_POSITIVE = partial(lt, 0.0)  # x > 0.0
 _VALUES = itemgetter(1)
 _IS_NOT_NONE = partial(is_not, None)
 
@@ -760,12 +762,16 @@ class _Recall:
         fused = self.query.alpha != 1.0  # _semantic_score is clamp_unit alone at alpha 1
         for version_id, sim in hits:
             version = version_of(version_id)
-            if version is None or version.source is None:
+            if version is None or (source := version.source) is None:
                 self.unsourced.add(version_id)
                 continue
-            score = self._semantic_score(version, sim) if fused else clamp_unit(sim)
-            raw[version.source] = max(raw.get(version.source, 0.0), score)
-        return raw, max([sim for _, sim in hits])
+            if fused:
+                score = self._semantic_score(version, sim)
+            else:  # clamp_unit(sim), inlined (NaN -> 0.0, -0.0 kept)
+                score = sim if 0.0 <= sim <= 1.0 else 1.0 if sim > 1.0 else 0.0
+            current = raw.get(source, 0.0)
+            raw[source] = score if score > current else current  # max(current, score)
+        return raw, max(map(_SIMILARITY, hits))
 
     def complete(self, text: str, vector: Vector | None,
                  structured: dict[str, float], semantic: dict[str, float]) -> None:
@@ -959,8 +965,8 @@ class _Recall:
         their smallest version id). A node's relevance is the better of its BM25 and its
         cosine (clipped at 0), each relative to the document's best (sharpened by
         ``local_sharpness``); a group's is its best node's. Every document at once."""
-        entries = self.entries([source for source, _scored in documents])
-        lengths = np.asarray([len(e.ids) for e in entries], dtype=np.int64)
+        entries = self.entries(list(map(itemgetter(0), documents)))
+        lengths = np.asarray(list(map(len, map(_IDS, entries))), dtype=np.int64)
         if not int(np.add.reduce(lengths)):
             empty = np.zeros(0, dtype=np.int64)
             return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
@@ -981,7 +987,7 @@ class _Recall:
         # each group's members in the new group order: their runs of ``members``, moved
         ordered = sizes[order]
         picks = _starts(sizes)[order].repeat(ordered) + _within(ordered)
-        ids = np.concatenate([e.id_array for e in entries])
+        ids = np.concatenate(list(map(_ID_ARRAY, entries)))
         return _Ranked(owner=owners[order], relevance=group_rel[order], sizes=ordered,
                        versions=ids[members[picks]])
 
@@ -995,7 +1001,7 @@ class _Recall:
         # (Chinese and Japanese have no spaces, and a Korean word carries its particles, so
         # their terms are character pairs), not a name the store lacks.
         terms = [t for t in sorted(frequency) if frequency[t] > 0 or not is_cjk(t)]
-        weights = [ln(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5))
+        weights = [cached_ln(1.0 + (count - frequency[t] + 0.5) / (frequency[t] + 0.5))
                    for t in terms]
         total = 0.0
         for w in weights:
@@ -1007,8 +1013,8 @@ class _Recall:
         # The question's terms (all of them: ones no row holds add nothing) rank the same
         # documents as the structured leg's search of the question.
         hits = self.search_documents(question.text, COVERAGE_DOCUMENTS)
-        sources = [s for s in catalog.sources_of_documents([row for row, _ in hits])
-                   if s is not None]
+        sources = cast("list[str]", list(filter(_IS_NOT_NONE, catalog.sources_of_documents(
+            map(itemgetter(0), hits)))))
         linked = {s: list(self.links(s)) for s in sources[:COVERAGE_LINKED]}
         chosen: list[str] = []
         for part in question.parts:  # a comparison is answered by its alternatives' documents
@@ -1022,7 +1028,7 @@ class _Recall:
         positions = documents.positions([-1 if r is None else r for r in rows])
         # row i, column j: document involved[j] holds terms[i]
         holds = documents.holds_many(terms, positions)
-        column = {source: j for j, source in enumerate(involved)}
+        column = dict(zip(involved, range(len(involved)), strict=True))
         # what is measured, in order: each document, the COVERAGE_LINKED best with each
         # document they link to (a document alone is measured as itself twice)
         measured: list[tuple[str, ...]] = []
@@ -1123,7 +1129,7 @@ def recall_documents(
         for source, legs in scored.items():
             if legs[0] > direct.get(source, (0.0, 0.0, 0.0))[0]:
                 direct[source] = legs
-    scores = {source: legs[0] for source, legs in direct.items()}
+    scores = dict(zip(direct, map(itemgetter(0), direct.values()), strict=True))
     hops: dict[str, _Hop] = {}
     if query.expand_depth > 0 and settings.hop_sources > 0:
         with clock.stage("hops"):
@@ -1157,6 +1163,7 @@ def _shares(held: npt.NDArray[np.bool_], weights: Sequence[float], total: float
 
 
 _SCORE = attrgetter("score")
+_SIMILARITY = itemgetter(1)
 
 
 def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -1215,13 +1222,14 @@ def _passages(state: _Recall, question: Question,
     for (batch, _terms, _vector), scored in zip(asks, state.local(asks), strict=True):
         for source in batch:
             local[source] = scored
-    groups = state.rank([(s, local[s]) for s, _v in ranked])
+    sources = list(map(itemgetter(0), ranked))
+    groups = state.rank(list(zip(sources, map(local.__getitem__, sources), strict=True)))
     # A group's score: its document's sharpened score, lifted by its local relevance above the
     # floor, decayed by its rank in the document. Every group at once, with the same
     # operations per group as sharp * (floor + rest * relevance) * decay**rank in order.
     floor = settings.passage_floor
     rest = 1.0 - floor
-    sharp = _unit_powers(np.asarray([score for _s, score in ranked], dtype=np.float64),
+    sharp = _unit_powers(np.asarray(list(map(itemgetter(1), ranked)), dtype=np.float64),
                          settings.document_sharpness)
     per_document = np.bincount(groups.owner, minlength=len(ranked))
     rank = _within(per_document)  # groups.owner ascends: each document's groups in a run
@@ -1230,7 +1238,6 @@ def _passages(state: _Recall, question: Question,
                         dtype=np.float64)
     values = sharp[groups.owner] * (floor + rest * groups.relevance)
     values = values * decays[rank]
-    sources = [source for source, _score in ranked]
     grouped = NodeGroups(score=tuple(values.tolist()),
                          source_id=tuple(map(sources.__getitem__, groups.owner.tolist())),
                          local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
