@@ -409,6 +409,7 @@ class _Hop(NamedTuple):
 
 
 _UNKNOWN: tuple[int, None] = (0, None)
+_PENDING = np.zeros(0, dtype=np.float64)  # a place cosine_arrays fills before returning
 _IDS = attrgetter("ids")
 _ID_ARRAY = attrgetter("id_array")
 _IS_POSITIVE = partial(lt, 0.0)  # x > 0.0
@@ -525,10 +526,12 @@ class _PassageTable:
         self._contributions(ordered)
         held: list[Float64s] = list(filter(_IS_NOT_NONE, map(_VALUES, map(
             self._terms.get, ordered, repeat(_UNKNOWN)))))
-        if len(held) == 1:  # 0.0 + a contribution is the contribution: none is -0.0
-            return held[0][rows]
-        total = np.zeros(rows.shape[0], dtype=np.float64)
-        for values in held:
+        if not held:
+            return np.zeros(rows.shape[0], dtype=np.float64)
+        # 0.0 + a contribution is the contribution (none is -0.0): the sum starts from the
+        # first (a copy: fancy indexing)
+        total = held[0][rows]
+        for values in held[1:]:
             total += values[rows]
         return total
 
@@ -543,11 +546,14 @@ class _PassageTable:
         float64 ``(len(rows),)``: 0.0 for a row without a stored vector (:meth:`stored`) and
         for an ask without a vector. Every ask's rows go through one
         :func:`~planner_svc.recall.dots.ordered_dots_many` call per matrix they sit in."""
-        out: list[Float64s] = [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
         scored = [(a, vector, rows) for a, (vector, rows) in enumerate(asks)
                   if vector is not None and rows.shape[0]]
         if not scored:
-            return out
+            return [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
+        # zeros for the asks not scored; the scored ones' places are filled by _split
+        out: list[Float64s] = [_PENDING if vector is not None and rows.shape[0]
+                               else np.zeros(rows.shape[0], dtype=np.float64)
+                               for vector, rows in asks]
         # every ask at once: its rows laid end to end, each with its ask's query
         rows = np.concatenate([rows for _a, _v, rows in scored])
         counts = [rows_of.shape[0] for _a, _v, rows_of in scored]
@@ -556,7 +562,7 @@ class _PassageTable:
         block = self._block[rows]
         held = (block >= 0).nonzero()[0]
         if not held.shape[0]:
-            return out
+            return [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
         values = np.zeros(rows.shape[0], dtype=np.float64)
         if len(self._blocks) == 1:  # every stored vector the table has met sits in one matrix
             values[held] = ordered_dots_many(self._blocks[0], self._block_rows[rows[held]],
@@ -639,7 +645,7 @@ def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.
             base = offsets[id(scored)] = end
             asks.append(scored)
             end += scored.lexical.shape[0]
-        firsts.append(base + scored.start(source))
+        firsts.append(base + scored._starts[scored._at[source]])  # scored.start(source)
     # node j of document i sits at firsts[i] + j
     picks = ((np.asarray(firsts, dtype=np.int64) - _starts(lengths)).repeat(lengths)
              + np.arange(int(np.add.reduce(lengths)), dtype=np.int64))
