@@ -735,7 +735,8 @@ class IndexView:
             ranked = sims[order]
         at = rows[order] if single else order
         # each node's first live version in score order, the first k of them; liveness asked
-        # in chunks (k, then doubled) of the versions not known from an earlier round
+        # in chunks (the larger of k and _MIN_LIVE_CHUNK, then doubled) of the versions not
+        # known from an earlier round
         chosen: list[int] = []
         node_list: list[bytes] = []
         seen: set[bytes] = set()
