@@ -25,7 +25,7 @@ _SPAN_FIXED = struct.Struct(">qQQ")  # source_version_tx, start, end
 _SPAN_TAIL = struct.Struct(">BdQ")  # class, weight (big-endian IEEE-754 = its bits as u64), tokens
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)
 def _str_field(value: str) -> bytes:
     """``value`` as the encoding writes a string: u32 byte length + UTF-8 (kept for the
     source ids and kinds plans repeat)."""

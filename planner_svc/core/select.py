@@ -662,7 +662,7 @@ def select_columns(
         n - stats.deduped - unpackable - stats.selected_spans - stats.cap_skipped
     )
     stats.budget_stranded_by_cap = budget - used if packing.cap_refused_fitting else 0
-    if apart and not explain:  # each packed candidate built once, here
+    if apart and not explain:  # the packed candidates built from the pool's columns
         selected = tuple([candidate(i) for i in sorted(packing.packed)])
     else:
         packed = sorted(packing.packed) if apart else sorted(packing.packed, key=keys)

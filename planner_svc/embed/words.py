@@ -12,8 +12,9 @@ pad CJK characters with spaces, strip accents, lowercase: each a map of one char
 zero or more characters, except the canonical reordering of combining marks inside the
 accent stripping's NFD), a ``BertPreTokenizer`` (splits at whitespace, isolates each
 punctuation character: decided character by character), a ``WordPiece`` model (one piece at
-a time), no post-processor, no padding, and added tokens that cannot match inside words and
-spaces. A text's encoding gives its words' tokens (:func:`word_tokens`) when, in addition:
+a time), no post-processor, no padding (or padding to length 0), and added tokens that
+cannot match inside words and spaces. A text's encoding gives its words' tokens
+(:func:`word_tokens`) when, in addition:
 
 - it was not truncated (all its words have their tokens);
 - no character of it can take part in a reordering that survives the accent stripping: NFD
@@ -28,6 +29,7 @@ spaces. A text's encoding gives its words' tokens (:func:`word_tokens`) when, in
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -41,9 +43,9 @@ WORD = re.compile(r"\w+")
 splits its question."""
 
 _PUNCTUATION = frozenset(string.punctuation) - {"_"}
-_LOCAL: dict[str, bool] = {}
 
 
+@functools.lru_cache(maxsize=4096)  # bounded: a question may bring any code point
 def _local(char: str) -> bool:
     if unicodedata.category(char) == "Cn":
         return False
@@ -56,13 +58,7 @@ def local_characters(text: str) -> bool:
     the accent stripping (see the module docstring); ASCII text always can't."""
     if text.isascii():
         return True
-    for char in set(text):
-        known = _LOCAL.get(char)
-        if known is None:
-            known = _LOCAL[char] = _local(char)
-        if not known:
-            return False
-    return True
+    return all(map(_local, set(text)))
 
 
 def word_composing(tokenizer: Any) -> int | None:

@@ -183,13 +183,13 @@ contributions in the same order, so the scores have the same bits."""
 JOINED_POSTINGS_PER_TERM = 1024
 """A plan's terms are looked up in one search of their postings laid end to end while the lists
 hold at most this many positions a term on average; longer lists are searched one at a time.
-Joining copies every list; measured with 5 terms and 166 positions (a plan's median call): 27
-against 27 µs a call at 250 positions a term, 38 against 36 at 1,000, 48 against 44 at 2,000,
-273 against 54 at 4,000 (the joined copy then outgrows the allocator's small blocks) and 729
-against 135 at 16,000. On the demo corpus (median 156 positions a term, 90th percentile 1,086)
-joining every list of a plan (a bound of 8,192) saved 0.5 M instructions a plan against none;
-the common terms of a million passages are
-searched one list at a time."""
+Joining copies every list. Timed with 5 terms and 166 positions (a plan's median call), joined
+against one at a time: 27 against 27 µs a call at 250 positions a term, 38 against 36 at
+1,000, 48 against 44 at 2,000, then 273 against 54 at 4,000 (the joined copy outgrows the
+allocator's small blocks) and 729 against 135 at 16,000. Up to about 1,000 the two are within
+a few percent, and joining runs fewer instructions (0.5 M a plan on the demo corpus, whose
+lists hold a median of 156 positions, 1,086 at the 90th percentile); past it, one at a time is
+faster, as for the common terms of a million passages."""
 
 
 def _joined(postings: Sequence[Int64s]) -> bool:
