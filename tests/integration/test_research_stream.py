@@ -133,23 +133,27 @@ def start_event(question: str = QUESTION, **caps: int) -> research_pb2.ResearchR
     return event
 
 
-def run_cli(address: str, *argv: str) -> tuple[int, str]:
+def run_cli(served: Served, *argv: str) -> tuple[int, str]:
     import contextlib
     import io
 
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers())
-    args = parser.parse_args(["research", QUESTION, "--address", address, *argv])
+    args = parser.parse_args(["research", QUESTION, "--address", served.address, *argv])
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = args.func(args)
+    # the server's handler ends the session (and logs it) after the stream's last message:
+    # wait for it (and leave the record for the test), so its log line stays inside this
+    # test's captured output
+    served.ended.put(served.ended.get(timeout=30))
     # The in-process server's log lines share stdout; keep the command's own output.
     printed = [line for line in out.getvalue().splitlines() if "research." not in line]
     return code, "\n".join(printed) + "\n"
 
 
 def test_full_session_through_the_cli_orchestrator(served: Served) -> None:
-    code, out = run_cli(served.address, "--actors", "web,academic", "--budget", "400")
+    code, out = run_cli(served, "--actors", "web,academic", "--budget", "400")
     assert code == 0, out
     lines = out.splitlines()
     assert lines[0].startswith("session rs-")
@@ -174,7 +178,7 @@ def test_full_session_through_the_cli_orchestrator(served: Served) -> None:
 
 
 def test_cli_with_no_follow_up_rounds_reports_the_depth_cap(served: Served) -> None:
-    code, out = run_cli(served.address, "--actors", "web,academic", "--max-depth", "-1")
+    code, out = run_cli(served, "--actors", "web,academic", "--max-depth", "-1")
     assert code == 0, out
     assert "max_depth=-1" in out.splitlines()[0]
     assert "\nreplan " not in out
