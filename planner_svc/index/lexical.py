@@ -27,6 +27,7 @@ of threads while one thread adds rows or closes intervals.
 from __future__ import annotations
 
 import bisect
+import functools
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,21 +45,12 @@ OPEN = int(np.iinfo(np.int64).max)
 """The upper bound stored for an open interval."""
 
 _ROWS = attrgetter("rows")
-_LN_CACHE: dict[float, float] = {}
-_LN_CACHE_SIZE = 1 << 16
 
 
-def cached_ln(x: float) -> float:
-    """:func:`~planner_svc.core.exactmath.ln` of ``x``, remembered by ``x`` (a pure function:
-    the same bits; an idf's argument recurs on every plan over the same statistics). At most
-    ``_LN_CACHE_SIZE`` values are kept: a full cache is emptied first."""
-    found = _LN_CACHE.get(x)
-    if found is None:
-        found = ln(x)
-        if len(_LN_CACHE) >= _LN_CACHE_SIZE:
-            _LN_CACHE.clear()
-        _LN_CACHE[x] = found
-    return found
+cached_ln = functools.lru_cache(maxsize=1 << 16)(ln)
+""":func:`~planner_svc.core.exactmath.ln` remembered by argument (a pure function: the same
+bits; an idf's argument recurs on every plan over the same statistics), for at most 65,536
+arguments."""
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
