@@ -662,11 +662,9 @@ def select_columns(
         n - stats.deduped - unpackable - stats.selected_spans - stats.cap_skipped
     )
     stats.budget_stranded_by_cap = budget - used if packing.cap_refused_fitting else 0
-    if apart and not explain:  # the packed candidates built from the pool's columns
-        selected = tuple([candidate(i) for i in sorted(packing.packed)])
-    else:
-        packed = sorted(packing.packed) if apart else sorted(packing.packed, key=keys)
-        selected = tuple([keys.candidate(i) for i in packed])
+    # each candidate built once: through the keys' cache, which tie sorts may have filled
+    packed = sorted(packing.packed) if apart else sorted(packing.packed, key=keys)
+    selected = tuple([keys.candidate(i) for i in packed])
 
     explanations: tuple[Explanation, ...] = ()
     if explain:
