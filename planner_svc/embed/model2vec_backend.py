@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from itertools import chain
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
-from planner_svc.embed.pooling import pool_tokens, table_dtype
+from planner_svc.embed.pooling import pool_offsets, table_dtype
 from planner_svc.embed.words import local_characters, word_composing, word_tokens
 
 #: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
@@ -42,6 +42,10 @@ ones (ingest) by the tokenizer's parallel batch encoder. Both give the same toke
 in-thread path only avoids handing a few microseconds of work to the tokenizer's thread pool,
 whose wake-up latency dominates a query's embedding on a busy server (a batch of 10 hop
 residuals took about 0.6 ms there, against 0.1 ms in the calling thread)."""
+
+
+_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
+"""The pooling kernel's weights of a model without token weights (never written)."""
 
 
 def check_model_dir(path: Path, *, field: str) -> Path:
@@ -152,15 +156,22 @@ class Model2VecEmbedder:
 
     def _pool(self, token_ids: list[list[int]]) -> npt.NDArray[np.float32]:
         """The unit vectors of texts from their known token ids (at most the model's
-        ``max_length`` of each kept): see :meth:`embed`."""
+        ``max_length`` of each kept): see :meth:`embed`. One array holds the texts' token
+        offsets, then their tokens."""
         if self._max_tokens is not None:
             token_ids = [ids[: self._max_tokens] for ids in token_ids]
-        lengths = [len(ids) for ids in token_ids]
-        index = np.fromiter(chain.from_iterable(token_ids), dtype=np.int64, count=sum(lengths))
+        lengths = list(map(len, token_ids))
+        texts, tokens = len(lengths), sum(lengths)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        packed = np.fromiter(chain(accumulate(lengths, initial=0),
+                                   chain.from_iterable(token_ids)),
+                             dtype=np.int64, count=texts + 1 + tokens)
+        offsets, index = packed[:texts + 1], packed[texts + 1:]
         rows = index if self._mapping is None else self._mapping[index].astype(np.int64)
-        weights = (None if self._weights is None
+        weights = (_NO_WEIGHTS if self._weights is None
                    else self._weights[index].astype(np.float64))
-        return pool_tokens(self._table, rows, weights, lengths)
+        return pool_offsets(self._table, rows, weights, offsets)
 
 
 class WordSession:
@@ -181,8 +192,8 @@ class WordSession:
         self._limit = limit
         self.name: str = embedder.name
         self.dim: int = embedder.dim
-        # word -> (its known token ids, its token count with unknown tokens)
-        self._words: dict[str, tuple[list[int], int]] = {}
+        self._words: dict[str, list[int]] = {}  # word -> its known token ids
+        self._counts: dict[str, int] = {}  # word -> its token count, unknown tokens included
         self._pending: list[tuple[str, Any]] = []  # (text, its encoding) not read yet
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -207,18 +218,16 @@ class WordSession:
     def _compose(self, text: str) -> list[int] | None:
         """The known token ids of ``text`` from its words' tokens; None unless every word is
         known and the text is not truncated."""
-        words = self._words
-        if not words:
+        if not self._words:
             return None
-        ids: list[int] = []
-        count = 0
-        for word in text.split(" "):
-            found = words.get(word)
-            if found is None:
-                return None
-            ids += found[0]
-            count += found[1]
-        return ids if count <= self._limit else None
+        words = text.split(" ")
+        try:
+            count = sum(map(self._counts.__getitem__, words))
+        except KeyError:  # a word not known
+            return None
+        if count > self._limit:
+            return None
+        return list(chain.from_iterable(map(self._words.__getitem__, words)))
 
     def _read(self, text: str, encoding: Any) -> None:
         """Learn the words whose tokens ``encoding`` (of ``text``) shows."""
@@ -230,4 +239,5 @@ class WordSession:
         known = self._embedder._known
         for word, ids in found.items():
             if word not in self._words:
-                self._words[word] = (known(ids), len(ids))
+                self._words[word] = known(ids)
+                self._counts[word] = len(ids)

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["pool_tokens"]
+__all__ = ["pool_offsets", "pool_tokens"]
 
 _Table = npt.NDArray[Any]  # float32 or float64 (table_dtype)
 _Pool = Callable[[_Table, npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -119,14 +119,39 @@ def pool_tokens(table: _Table, rows: npt.NDArray[np.int64],
         raise ValueError(f"weights: expected shape {rows.shape}, got {weights.shape}")
     if table.shape[1] == 0:
         raise ValueError("table: need at least one column")
-    out = np.empty((len(lengths), table.shape[1]), dtype=np.float32)
-    if lengths:
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        _KERNEL.compiled()(
-            np.ascontiguousarray(table, dtype=table_dtype(table.dtype)),
-            np.ascontiguousarray(rows, dtype=np.int64),
-            (np.ascontiguousarray(weights, dtype=np.float64) if weights is not None
-             else np.zeros(0, dtype=np.float64)),
-            offsets, out)
+    if not lengths:
+        return np.empty((0, table.shape[1]), dtype=np.float32)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return pool_offsets(np.ascontiguousarray(table, dtype=table_dtype(table.dtype)),
+                        np.ascontiguousarray(rows, dtype=np.int64),
+                        (np.ascontiguousarray(weights, dtype=np.float64) if weights is not None
+                         else _NO_WEIGHTS),
+                        offsets)
+
+
+_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
+"""The kernel's ``weights`` argument of a model without token weights (never written)."""
+
+
+def pool_offsets(table: _Table, rows: npt.NDArray[np.int64], weights: npt.NDArray[np.float64],
+                 offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """:func:`pool_tokens` of arguments in the kernel's form, unchecked but for the rows'
+    range: the caller guarantees the rest.
+
+    Args:
+        table: C-contiguous ``(vocabulary, dim)``, ``dim >= 1``, of :func:`table_dtype`.
+        rows: C-contiguous int64, every text's token rows one text after the other.
+        weights: C-contiguous float64 aligned with ``rows``, or of length 0 (no weights).
+        offsets: C-contiguous int64 ``(texts + 1,)``, ``texts >= 1``: text ``t``'s tokens are
+            ``rows[offsets[t]:offsets[t + 1]]`` (0 first, ascending, ``len(rows)`` last).
+
+    Returns:
+        float32 ``(texts, dim)``, as :func:`pool_tokens`.
+
+    Raises:
+        IndexError: a row outside the table.
+    """
+    out = np.empty((offsets.shape[0] - 1, table.shape[1]), dtype=np.float32)
+    _KERNEL.compiled()(table, rows, weights, offsets, out)
     return out

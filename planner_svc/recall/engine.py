@@ -848,9 +848,9 @@ class _Recall:
         if not wanted:
             return [None] * len(texts)
         rows = self.semantic.embed(wanted)
+        nonzero: list[bool] = np.logical_or.reduce(rows, axis=1).tolist()
         found: dict[str, Vector | None] = {
-            t: row if np.logical_or.reduce(row) else None
-            for t, row in zip(wanted, rows, strict=True)}
+            t: row if held else None for t, row, held in zip(wanted, rows, nonzero, strict=True)}
         return [found.get(t) for t in texts]
 
     # ---------------------------------------------------------------- local relevance
