@@ -101,14 +101,20 @@ class Partition:
     node_ids: NodeIds
     stem: str = ""
     _by_version: tuple[Int64s, Int64s] = field(init=False, repr=False, compare=False)
+    _rows: int = field(init=False, repr=False, compare=False)
+    _latest_us: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_version", _sequence_sorted(self.version_ids))
+        rows = int(self.valid_from_us.shape[0])
+        object.__setattr__(self, "_rows", rows)
+        # the last row's valid-from (the largest): from it on, every row is eligible
+        object.__setattr__(self, "_latest_us", int(self.valid_from_us[-1]) if rows else None)
 
     @property
     def size(self) -> int:
         """Number of rows."""
-        return int(self.version_ids.shape[0])
+        return self._rows
 
     @property
     def exact(self) -> bool:
@@ -117,7 +123,12 @@ class Partition:
 
     def eligible(self, valid_us: int) -> int:
         """Number of leading rows with ``valid_from_us <= valid_us`` (a prefix, rows sorted)."""
-        return int(np.searchsorted(self.valid_from_us, valid_us, side="right"))
+        latest = self._latest_us
+        if latest is None:
+            return 0
+        if valid_us >= latest:  # the usual as-of, now: every row
+            return self._rows
+        return int(self.valid_from_us.searchsorted(valid_us, side="right"))
 
     def search(self, query: Float32s, fetch: int, prefix: int) -> tuple[Float32s, Int64s]:
         """Top ``fetch`` rows by code score among rows ``[0, prefix)``.
@@ -132,7 +143,7 @@ class Partition:
             FAISS reports missing results, or for ``ivf`` when the scanned lists hold fewer
             eligible rows), code score descending.
         """
-        if prefix >= self.size:
+        if prefix >= self._rows:
             sims, rows = self.index.search(query, fetch)
         else:
             selector = faiss.IDSelectorRange(0, prefix)  # referenced until the search returns

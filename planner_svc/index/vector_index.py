@@ -723,7 +723,7 @@ class IndexView:
         # settled: no unfetched exact row outranks them. Ranked by score (a stable sort of the
         # negated float32 scores, exact), then node id, then version id: those two are read
         # only when two candidates score the same
-        order = np.argsort(-sims, kind="stable")
+        order = (-sims).argsort(kind="stable")
         ranked = sims[order]
         kept = int(np.count_nonzero(ranked > threshold))  # a prefix: ranked descends
         if kept < order.shape[0]:

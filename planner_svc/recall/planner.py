@@ -205,11 +205,11 @@ class _Semantic:
         margin (ties by node id): ``(version id, similarity)``."""
         hits = self._index().search_columns(vector, max(k + CANDIDATE_MARGIN, 2 * k),
                                             valid_us=self._valid_us, tx_us=self._tx_us,
-                                            live=self, unit=True)
+                                            live=self._catalog, unit=True)
         if not len(hits):
             return []
         exact = exact_similarities(vector, hits.vectors)
-        order = np.argsort(-exact, kind="stable")
+        order = (-exact).argsort(kind="stable")
         ordered = exact[order]
         if bool((ordered[1:] == ordered[:-1]).any()):  # equal similarities: by node id
             sims = exact.tolist()
