@@ -15,6 +15,7 @@ before model2vec (and with it huggingface_hub) is imported.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from itertools import accumulate, chain
 from pathlib import Path
@@ -63,6 +64,23 @@ def check_model_dir(path: Path, *, field: str) -> Path:
     return resolved
 
 
+def _bare_tokenizer(tokenizer: Any) -> Any | None:
+    """A copy of ``tokenizers.Tokenizer`` ``tokenizer`` without its normalizer, when that is a
+    lowercasing ``BertNormalizer``; else None. On printable ASCII text (no control character,
+    no whitespace but the space) such a normalizer's cleaning, CJK padding and accent
+    stripping change nothing and its lowercasing maps each character to one character, so
+    encoding the lowercased text without it gives the same tokens and offsets, unless an
+    added token (matched in the text before normalization) occurs in either text."""
+    from tokenizers import Tokenizer, normalizers
+
+    normalizer = tokenizer.normalizer
+    if not isinstance(normalizer, normalizers.BertNormalizer) or not normalizer.lowercase:
+        return None
+    bare = Tokenizer.from_str(tokenizer.to_str())
+    bare.normalizer = None
+    return bare
+
+
 class Model2VecEmbedder:
     """Embedder backed by ``model2vec.StaticModel``; satisfies ``Embedder``.
 
@@ -103,6 +121,11 @@ class Model2VecEmbedder:
         self._max_tokens: int | None = self._model.max_length
         self._unknown: int | None = self._model.unk_token_id
         self._word_limit: int | None = word_composing(self._model.tokenizer)
+        self._bare: Any | None = _bare_tokenizer(self._model.tokenizer)
+        added = [token.content.lower()
+                 for token in self._model.tokenizer.get_added_tokens_decoder().values()]
+        self._added: re.Pattern[str] | None = (
+            re.compile("|".join(map(re.escape, added))) if added else None)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``: the mean of the model's token vectors, L2-normalised.
@@ -135,13 +158,28 @@ class Model2VecEmbedder:
         return WordSession(self, self._word_limit)
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
-        """Each text's ``tokenizers.Encoding``, without special tokens. The tokenizer is only
+        """Each text's ``tokenizers.Encoding``, without special tokens. The tokenizers are only
         read (never reconfigured), so calls from several threads need no lock."""
         tokenizer = self._model.tokenizer
         if len(texts) <= IN_THREAD_TEXTS:
-            return [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+            if self._bare is None:
+                return [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+            return list(map(self._encode_one, texts))
         encodings: list[Any] = tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
         return encodings
+
+    def _encode_one(self, text: str) -> Any:
+        """The ``tokenizers.Encoding`` of ``text``, without special tokens. A printable ASCII
+        text that holds no added token (in any case) is lowercased here and encoded by the
+        tokenizer without its ``BertNormalizer`` (:func:`_bare_tokenizer`): on such a text the
+        normalizer only lowercases (ASCII letters, one character for one), so the encodings
+        are equal, offsets included."""
+        bare = self._bare
+        if bare is not None and text.isascii() and text.isprintable():
+            lowered = text.lower()
+            if self._added is None or self._added.search(lowered) is None:
+                return bare.encode(lowered, add_special_tokens=False)
+        return self._model.tokenizer.encode(text, add_special_tokens=False)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids: no special tokens, the model's unknown token dropped."""

@@ -249,3 +249,32 @@ def test_session_of_a_model_with_weights_a_token_mapping_and_a_max_length(
             "Cash Cash", "Cash Cash Cash Cash Cash Cash"]
         assert (_bits(session.embed(joined)) == _bits(model.embed(joined))).all()
         assert set(session._words) == (set(words) if read else set())
+
+
+ASCII = st.lists(st.one_of(st.sampled_from([p for p in PIECES if p.isascii()]),
+                           st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127),
+                                   max_size=6)),
+                 max_size=40).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.one_of(ASCII, texts))
+def test_in_thread_encodings_equal_the_tokenizers(embedder: Model2VecEmbedder,
+                                                  text: str) -> None:
+    """Printable ASCII text is lowercased and encoded without the normalizer: the same
+    tokens, offsets and pieces as the model's tokenizer gives."""
+    got = embedder._encode([text])[0]
+    want = _tokenizer(embedder).encode(text, add_special_tokens=False)
+    assert (got.ids, got.tokens, got.offsets, got.word_ids, len(got.overflowing)) == (
+        want.ids, want.tokens, want.offsets, want.word_ids, len(want.overflowing))
+
+
+@pytest.mark.parametrize("text", ["Who founded the city?", "a [PAD] b", "a [unk] b",
+                                  "A [Pad] B", "x" * 600, "x " * 600, "MiXeD CaSe 42!"])
+def test_in_thread_encodings_of_added_tokens_and_long_texts(embedder: Model2VecEmbedder,
+                                                            text: str) -> None:
+    assert embedder._bare is not None  # the default model's BertNormalizer lowercases
+    got = embedder._encode([text])[0]
+    want = _tokenizer(embedder).encode(text, add_special_tokens=False)
+    assert (got.ids, got.offsets, got.word_ids) == (want.ids, want.offsets, want.word_ids)
+    assert [o.ids for o in got.overflowing] == [o.ids for o in want.overflowing]
