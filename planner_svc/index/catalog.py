@@ -367,6 +367,12 @@ class Catalog:
         self._in: dict[str, list[_Edge]] = defaultdict(list)
         self._source_of_row: dict[int, str] = {}
         self._rows_of_source: dict[str, list[list[int]]] = defaultdict(list)  # [row, from, to]
+        self._last_rows: dict[str, int] = {}
+        """Each source -> the row id of its last version recorded (whose transaction interval
+        never ends): the current one at every time from :attr:`_last_rows_since` on."""
+        self._last_rows_since = -OPEN - 1
+        """The latest transaction time a source version recorded starts at (raised before
+        :attr:`_last_rows` changes)."""
         self._spans: dict[CoordKey, SpanInfo] = {}
         self._unknown: set[CoordKey] = set()
         """Spans a version cites that no batch has brought information on yet."""
@@ -566,9 +572,11 @@ class Catalog:
                 rows = self._rows_of_source[sv.source_id]
                 if sv.row_id not in self._source_of_row:
                     self._source_of_row[sv.row_id] = sv.source_id
+                    self._last_rows_since = max(self._last_rows_since, sv.tx_us)
                     if rows and rows[-1][2] == OPEN:
                         rows[-1][2] = sv.tx_us
                     rows.append([sv.row_id, sv.tx_us, OPEN])
+                    self._last_rows[sv.source_id] = sv.row_id
                     at = len(rows) - 1
                 elif sv.row_id in self.documents:
                     continue
@@ -640,7 +648,16 @@ class Catalog:
         return self.document_rows((source_id,), tx_us)[0]
 
     def document_rows(self, source_ids: Iterable[str], tx_us: int) -> list[int | None]:
-        """:meth:`document_row` of each of ``source_ids``, in order (one call)."""
+        """:meth:`document_row` of each of ``source_ids``, in order (one call; at or after
+        the latest time a source version starts, each source's last version, read without a
+        Python step per source, unless a batch recorded a later version meanwhile)."""
+        since = self._last_rows_since
+        if since <= tx_us < OPEN:
+            if not isinstance(source_ids, Collection):  # read twice after a batch started
+                source_ids = list(source_ids)
+            found = list(map(self._last_rows.get, source_ids))
+            if self._last_rows_since == since:
+                return found
         get = self._rows_of_source.get
         # the latest version first: the current one of most documents at most times
         return [last[0] if (rows := get(source_id)) and (last := rows[-1])[1] <= tx_us < last[2]

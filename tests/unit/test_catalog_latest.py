@@ -66,7 +66,14 @@ def _check_bulk_reads(catalog: Catalog, rng: random.Random) -> None:
         for source, entry in zip(asked, got, strict=True):
             assert first.setdefault(source, entry) is entry  # a repeat: the same object
         assert catalog.document_rows(asked, tx_us) == [
-            catalog.document_row(s, tx_us) for s in asked]
+            catalog._document_row(s, tx_us) for s in asked]
+    # past, at and before the latest time a source version starts (read by the last rows)
+    last = catalog._last_rows_since
+    for tx_us in (last, last + rng.randint(1, 100), max(0, last - 1), 0):
+        assert catalog.document_rows(asked, tx_us) == [
+            catalog._document_row(s, tx_us) for s in asked]
+        assert catalog.document_rows(iter(asked), tx_us) == [
+            catalog._document_row(s, tx_us) for s in asked]
     rows = [*catalog._source_of_row, -1, 10**9]
     assert catalog.sources_of_documents(rows) == [catalog.source_of_document(r) for r in rows]
     latest = catalog._latest.entries
