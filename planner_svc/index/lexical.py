@@ -29,9 +29,9 @@ from __future__ import annotations
 import bisect
 import functools
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter
 
 import numpy as np
@@ -184,6 +184,11 @@ lists hold a median of 156 positions, 1,086 at the 90th percentile); past it, on
 faster, as for the common terms of a million passages."""
 
 
+HELD_MEMO_KEYS = 65_536
+"""Groups of rows whose held terms an index remembers, at most (later groups are read each
+time)."""
+
+
 def _joined(postings: Sequence[Int64s]) -> bool:
     """Whether to search ``postings`` laid end to end (:data:`JOINED_POSTINGS_PER_TERM`)."""
     total: int = sum(map(len, postings))
@@ -290,6 +295,9 @@ class LexicalIndex:
         self._max_event = -OPEN - 1  # the largest finite interval bound
         self._current: _Stats | None = None  # statistics past every event, while unchanged
         self._generation = 0  # advanced by every change of rows or intervals
+        self._held: dict[tuple[int, ...], tuple[int, frozenset[int]]] = {}
+        """Row ids -> the largest position among them and the ids of the terms they hold
+        together (:meth:`LexicalView.held_terms`; rows never change their terms)."""
 
     # ---------------------------------------------------------------- writes
 
@@ -595,11 +603,20 @@ class LexicalView:
         positions = found_at[keep]
         # the postings' contributions (those search adds); a row without the term adds +0.0,
         # which leaves its sum unchanged
-        table, hit = self._table(found, positions)
         scores = np.zeros(positions.shape[0], dtype=np.float64)
-        for row in table:  # term by term, in term order, as search adds them
-            scores += row
-        held = np.logical_or.reduce(hit, axis=0)
+        postings = list(map(_ROWS, found))
+        if _joined(postings):
+            table, hit = self._table(found, positions)
+            for row in table:  # term by term, in term order, as search adds them
+                scores += row
+            held = np.logical_or.reduce(hit, axis=0)
+        else:  # term by term, in term order, as search adds them: no table
+            held = np.zeros(positions.shape[0], dtype=np.bool_)
+            for term, rows in zip(found, postings, strict=True):
+                at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
+                holds = rows[at] == positions
+                scores += np.where(holds, term.values[at], 0.0)
+                held |= holds
         return dict(compress(zip(map(given.__getitem__, keep.tolist()), scores.tolist(),
                                  strict=True), held.tolist()))
 
@@ -737,16 +754,35 @@ class LexicalView:
                    ) -> set[str]:
         """The distinct analysed terms the given rows hold together (rows outside the
         view's snapshot hold none); with ``among``, only those of its terms."""
-        known = self._index._positions
+        held = self._held_term_ids(tuple(row_ids))
+        if among is not None:
+            wanted = among if isinstance(among, Collection) else list(among)
+            ids = map(self._index._terms.get, wanted, repeat(-1))
+            return set(compress(wanted, map(held.__contains__, ids)))
+        return set(map(self._index._names.__getitem__, held))
+
+    def _held_term_ids(self, row_ids: tuple[int, ...]) -> frozenset[int]:
+        """The ids of the distinct terms ``row_ids`` hold together (rows outside the view's
+        snapshot hold none). Remembered by the index for rows all inside the snapshot (a
+        row's terms never change): reused by a view whose snapshot holds them all."""
+        index = self._index
+        size = self._snap.size
+        found = index._held.get(row_ids)
+        if found is not None and found[0] < size:
+            return found[1]
+        known = index._positions
         held: set[int] = set()
+        last = -1  # the largest position read
+        whole = True  # every row inside the snapshot
         for row_id in row_ids:
             position = known.get(row_id)
-            if position is None or position >= self._snap.size:
+            if position is None or position >= size:
+                whole = False
                 continue
+            last = max(last, position)
             segment = self._snap.segments[bisect.bisect_right(self._firsts, position) - 1]
             held.update(segment.terms_of(position)[0].tolist())
-        if among is not None:
-            terms = self._index._terms
-            return {t for t in among if terms.get(t, -1) in held}
-        names = self._index._names
-        return {names[t] for t in held}
+        out = frozenset(held)
+        if whole and len(index._held) < HELD_MEMO_KEYS:
+            index._held[row_ids] = (last, out)
+        return out

@@ -132,6 +132,13 @@ def test_a_view_reads_one_snapshot() -> None:
     assert view.held_terms([1, 3], ["sea", "river", "zebra"]) == {"river"}
     fresh = index.view(valid_us=0, tx_us=0)
     assert fresh.live_rows == 3
+    # the terms of rows 1..3, remembered by the index for the fresh view, are not the old view's
+    assert fresh.held_terms([1, 2, 3]) == {"river", "delta", "sea"}
+    assert fresh.held_terms((3, 2)) == {"river", "sea"}
+    assert view.held_terms((3, 2)) == {"sea"}
+    assert view.held_terms([1, 2, 3]) == {"river", "delta", "sea"}
+    assert fresh.held_terms([1, 3], iter(["sea", "river", "zebra"])) == {"river"}
+    assert fresh.held_terms([]) == set()
     assert [i for i, _ in fresh.search(["river"], limit=10)] == [3, 1]
 
 
