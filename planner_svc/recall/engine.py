@@ -41,9 +41,10 @@ score is the same bits on every machine.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate, chain, compress, filterfalse, repeat
@@ -342,14 +343,17 @@ def _within(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 
 
 def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
-    """The largest value of each consecutive segment of ``values`` (segment ``i`` holds
-    ``lengths[i]`` values); 0.0 for an empty segment. float64 ``(len(lengths),)``."""
+    """The largest value of each consecutive segment of ``values`` along its last axis
+    (segment ``i`` holds ``lengths[i]`` values; for 2-D ``values``, each row's segments);
+    0.0 for an empty segment. float64 ``values.shape[:-1] + (len(lengths),)``."""
     if not lengths.shape[0]:
-        return np.zeros(0, dtype=np.float64)
+        return np.zeros((*values.shape[:-1], 0), dtype=np.float64)
     # -inf after the values: every start is then inside, the last segment's run ends on it
     # and max(x, -inf) is x (an empty segment's reduceat value is dropped below)
-    padded = np.concatenate((values, _MINUS_INF))
-    out: Float64s = np.where(lengths > 0, np.maximum.reduceat(padded, _starts(lengths)), 0.0)
+    pad = _MINUS_INF if values.ndim == 1 else np.full((values.shape[0], 1), -np.inf)
+    padded = np.concatenate((values, pad), axis=-1)
+    out: Float64s = np.where(lengths > 0,
+                             np.maximum.reduceat(padded, _starts(lengths), axis=-1), 0.0)
     return out
 
 
@@ -368,6 +372,22 @@ def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Fl
     # largest value); +0.0 where the best is not positive, as _relative gives
     powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
     powered = np.minimum(1.0, np.maximum(0.0, powered) + 0.0)
+    return np.where(positive, powered, 0.0)
+
+
+def _relative_rows(values: Float64s, best: Float64s, sharpness: Sequence[float]) -> Float64s:
+    """:func:`_relative_segments` of each row of the 2-D ``values`` against the same row of
+    ``best`` (same shape), row ``i`` sharpened by ``sharpness[i]``: the same operations per
+    value, the rows in one pass each (a row sharpened by 1.0 is not raised: ``unit_power``
+    of exponent 1 is its base). float64, ``values``' shape."""
+    positive = best > 0.0
+    ratio = np.divide(np.maximum(0.0, values) + 0.0, best,
+                      out=np.zeros(values.shape, dtype=np.float64), where=positive)
+    ratio = np.minimum(1.0, ratio)
+    for row, exponent in enumerate(sharpness):
+        if exponent != 1.0:
+            ratio[row] = _unit_powers(ratio[row], exponent)
+    powered = np.minimum(1.0, np.maximum(0.0, ratio) + 0.0)
     return np.where(positive, powered, 0.0)
 
 
@@ -417,6 +437,45 @@ _VALUES = itemgetter(1)
 _IS_NOT_NONE = partial(is_not, None)
 
 
+def _best_positive(keys: Sequence[str], values: Sequence[float], positive: Sequence[bool]
+                   ) -> dict[str, int]:
+    """Each key's best value among those marked ``positive``: key -> the index of its largest
+    value (the first of equal ones), keys in the order of their first marked value. The loop
+    ``if key not in best or values[i] > values[best[key]]: best[key] = i`` over the marked
+    indices, without a Python step per value (``values`` holds no NaN where marked)."""
+    # the marked values best first, equal ones in index order (a stable sort), then written
+    # worst first: a key keeps the last written, its best (the first of equal ones); its
+    # place is where the key is first marked
+    ranked = sorted(compress(range(len(values)), positive), key=values.__getitem__,
+                    reverse=True)
+    ranked.reverse()
+    best = dict.fromkeys(compress(keys, positive), 0)
+    best.update(zip(map(keys.__getitem__, ranked), ranked, strict=True))
+    return best
+
+
+class _Words(NamedTuple):
+    """A question's words as hops read them."""
+
+    words: list[str]
+    """Its words (repeats kept, in order) that are neither a stopword nor a connective."""
+    terms: list[frozenset[str]]
+    """Each of those words' query terms."""
+    wanted: set[str]
+    """The question's terms and those words' terms: the ones a hop source is asked for."""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(word: str) -> frozenset[str] | None:
+    """The query terms of one word of a question (:func:`~planner_svc.index.analysis.
+    query_terms`), None for a stopword or a connective (by its case folding). Remembered by
+    word (a pure function; the words of questions repeat), for at most 65,536 words."""
+    folded = word.casefold()
+    if folded in STOPWORDS or folded in CONNECTIVES:
+        return None
+    return frozenset(query_terms(word))
+
+
 class _PassageTable:
     """The passages (node versions) one plan scores, loaded once each, by the document (a
     key) they belong to: their positions in the passage BM25 view and where their stored
@@ -441,6 +500,12 @@ class _PassageTable:
         """The table rows of the version ids ``groups[i]`` of each ``keys[i]``, laid end to
         end (int64). A key names the same ids on every call: a key loaded before keeps its
         rows, the others are loaded first (one batch, in the order they are named)."""
+        return self.rows_from(keys, groups)[0]
+
+    def rows_from(self, keys: Sequence[str], groups: Sequence[npt.NDArray[np.int64]]
+                  ) -> tuple[npt.NDArray[np.int64], int | None]:
+        """:meth:`rows`, and the first of them when they are consecutive rows loaded by this
+        call (every key new and named once: the rows ``first, first + 1, ..``), else None."""
         first = self._first
         fresh = list(dict.fromkeys(filterfalse(first.__contains__, keys)))
         if fresh:
@@ -451,7 +516,7 @@ class _PassageTable:
             first.update(zip(fresh, starts[:-1], strict=True))
             self._load(np.concatenate(loaded) if len(loaded) > 1 else loaded[0])
             if len(fresh) == len(keys):  # every key new and named once: rows in order
-                return np.arange(start, starts[-1], dtype=np.int64)
+                return np.arange(start, starts[-1], dtype=np.int64), start
         lengths = list(map(len, groups))
         # row of a group's j-th id: its key's first row + j, i.e. (first row - the group's
         # offset in the answer) + the id's position in the answer
@@ -460,7 +525,7 @@ class _PassageTable:
                              dtype=np.int64, count=len(keys))
         rows: npt.NDArray[np.int64] = (shifts.repeat(lengths)
                                        + np.arange(sum(lengths), dtype=np.int64))
-        return rows
+        return rows, None
 
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
         """Load ``ids`` as the next table rows."""
@@ -518,8 +583,15 @@ class _PassageTable:
                     self._absent.add(term)
         current.update(terms)
 
-    def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        """BM25 of ``terms`` at ``rows``: the terms' contributions added in code point order
+    def prepare(self, terms: Iterable[str]) -> None:
+        """Bring each of ``terms``' BM25 contribution up to every loaded row now (the terms
+        of several :meth:`bm25` calls to come, in one lexical call)."""
+        self._contributions(sorted(set(terms)))
+
+    def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64] | slice
+             ) -> npt.NDArray[np.float64]:
+        """BM25 of ``terms`` at ``rows`` (int64 rows, or a slice of consecutive rows: read
+        without a gather): the terms' contributions added in code point order
         (:meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s bits; 0.0 for a passage
         holding no term)."""
         ordered = sorted(set(terms))
@@ -527,11 +599,16 @@ class _PassageTable:
         held: list[Float64s] = list(filter(_IS_NOT_NONE, map(_VALUES, map(
             self._terms.get, ordered, repeat(_UNKNOWN)))))
         if not held:
-            return np.zeros(rows.shape[0], dtype=np.float64)
+            count = (rows.stop - rows.start if isinstance(rows, slice)
+                     else rows.shape[0])
+            return np.zeros(count, dtype=np.float64)
         # 0.0 + a contribution is the contribution (none is -0.0): the sum starts from the
-        # first (a copy: fancy indexing)
-        total = held[0][rows]
-        for values in held[1:]:
+        # first (a copy: a slice is a view of the table)
+        if len(held) == 1:
+            only: Float64s = held[0][rows]
+            return only.copy() if isinstance(rows, slice) else only
+        total = held[0][rows] + held[1][rows]
+        for values in held[2:]:
             total += values[rows]
         return total
 
@@ -677,8 +754,7 @@ class _Recall:
         self._searches: dict[str, tuple[int, list[tuple[int, float]]]] = {}
         self.vector: Vector | None = None  # the question's vector, once known
         self._query_terms: dict[str, list[str]] = {}
-        self._question_words: dict[str, tuple[list[str], dict[str, frozenset[str]],
-                                              set[str]]] = {}
+        self._question_words: dict[str, _Words] = {}
 
     def entry(self, source: str) -> SourceEntry:
         """The document's live nodes and their span groups (read once per plan)."""
@@ -785,12 +861,14 @@ class _Recall:
         if self.query.filtered is None:
             with self.clock.stage("structured"):
                 missing = sorted(set(semantic) - set(structured))
-                rows = {row: source for source, row
-                        in zip(missing, self.catalog.document_rows(missing, self.tx_us),
-                               strict=True) if row is not None}
+                # row -> its document (a document without a current row under None, dropped)
+                found = dict(zip(self.catalog.document_rows(missing, self.tx_us), missing,
+                                 strict=True))
+                found.pop(None, None)
+                rows = cast("dict[int, str]", found)
                 scored = self.documents_view.score_rows(self.query_terms(text), sorted(rows))
-                for row, score in scored.items():
-                    structured[rows[row]] = score
+                structured.update(zip(map(rows.__getitem__, scored), scored.values(),
+                                      strict=True))
         if vector is not None:
             with self.clock.stage("semantic"):
                 sources = sorted(set(structured) - set(semantic))
@@ -805,9 +883,8 @@ class _Recall:
                                       np.minimum(1.0, np.maximum(cosine, 0.0)))
                     lengths = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
                     bests = _segment_max(scores, lengths).tolist()
-                    for source, best in zip(sources, bests, strict=True):
-                        if best > 0.0:
-                            semantic[source] = best
+                    semantic.update(compress(zip(sources, bests, strict=True),
+                                             map(_IS_POSITIVE, bests)))
                     return
                 sims, held = cosine.tolist(), self.table.stored(rows_of).tolist()
                 at = 0
@@ -866,9 +943,10 @@ class _Recall:
         (products exact in float64, added in index order)."""
         named = list(chain.from_iterable(ask for ask, _t, _v in asks))
         groups = list(map(attrgetter("id_array"), self.entries(named)))
-        rows = self.table.rows(named, groups)
+        rows, first = self.table.rows_from(named, groups)
         every = list(map(len, groups))
         parts: list[npt.NDArray[np.int64]] = []
+        spans: list[npt.NDArray[np.int64] | slice] = []  # each ask's rows, for its BM25
         lengths: list[list[int]] = []
         at = row = 0
         for ask, _t, _v in asks:
@@ -876,28 +954,31 @@ class _Recall:
             at += len(ask)
             end = row + sum(counts)
             parts.append(rows[row:end])
+            spans.append(parts[-1] if first is None else slice(first + row, first + end))
             lengths.append(counts)
             row = end
         cosines = self.table.cosine_arrays([(vector, part) for (_s, _t, vector), part
                                             in zip(asks, parts, strict=True)])
-        return [_Scored(self.table.bm25(terms, part), cosine, counts, sources)
-                for (sources, terms, _vector), counts, part, cosine
-                in zip(asks, lengths, parts, cosines, strict=True)]
+        # every ask's terms brought up to the loaded rows at once (one lexical lookup, not
+        # one per ask: a term's contribution at a row is the same whichever ask reads it)
+        self.table.prepare(chain.from_iterable(map(itemgetter(1), asks)))
+        return [_Scored(self.table.bm25(terms, span), cosine, counts, sources)
+                for (sources, terms, _vector), counts, span, cosine
+                in zip(asks, lengths, spans, cosines, strict=True)]
 
     # ---------------------------------------------------------------- hops
 
-    def _words(self, question: Question
-               ) -> tuple[list[str], dict[str, frozenset[str]], set[str]]:
-        """The question's words, the terms of each that is neither a stopword nor a
-        connective, and those terms with the question's (the words a residual keeps and the
-        terms a hop source is asked for; read once per plan and question)."""
+    def _words(self, question: Question) -> _Words:
+        """The question's words a residual may keep and the terms a hop source is asked for
+        (read once per plan and question)."""
         found = self._question_words.get(question.text)
         if found is None:
             words = _WORD.findall(question.text)
-            word_terms = {w: frozenset(query_terms(w)) for w in dict.fromkeys(words)
-                          if w.casefold() not in STOPWORDS and w.casefold() not in CONNECTIVES}
-            wanted = {*question.terms, *(t for ts in word_terms.values() for t in ts)}
-            found = self._question_words[question.text] = (words, word_terms, wanted)
+            found_terms = list(map(_word_terms, words))
+            kept = list(compress(words, map(_IS_NOT_NONE, found_terms)))
+            sets = cast("list[frozenset[str]]", list(filter(_IS_NOT_NONE, found_terms)))
+            wanted = {*question.terms, *chain.from_iterable(sets)}
+            found = self._question_words[question.text] = _Words(kept, sets, wanted)
         return found
 
     def hops(self, question: Question, scores: Mapping[str, float], vector: Vector | None
@@ -905,7 +986,8 @@ class _Recall:
         """target -> its best hop from the best ``hop_sources`` documents of ``scores``."""
         settings = self.settings
         sources = _best_first(scores)[: settings.hop_sources]
-        words, word_terms, wanted = self._words(question)
+        words = self._words(question)
+        self.entries([source for source, score in sources if score > 0.0])  # one catalog read
         steps: list[tuple[str, float, Mapping[str, float], tuple[str, ...], str]] = []
         for source, score in sources:
             if not score > 0.0:
@@ -913,10 +995,11 @@ class _Recall:
             links = self.links(source)
             if not links:
                 continue
-            held = self.passages.held_terms(self.entry(source).ids, wanted)
-            terms = tuple([t for t in question.terms if t not in held])
-            kept = [w for w in words if w in word_terms and not word_terms[w] & held]
-            steps.append((source, score, links, terms, " ".join(kept)))
+            held = self.passages.held_terms(self.entry(source).ids, words.wanted)
+            # the question's terms the source lacks; the words none of whose terms it holds
+            terms = tuple(filterfalse(held.__contains__, question.terms))
+            kept = " ".join(compress(words.words, map(held.isdisjoint, words.terms)))
+            steps.append((source, score, links, terms, kept))
         residuals = self.embed([text for *_, text in steps])
         probes = [residual if residual is not None or question.text else vector
                   for residual in residuals]
@@ -931,14 +1014,14 @@ class _Recall:
                               dtype=np.int64)
         per_step = np.asarray([len(links) for _s, _v, links, _t, _x in steps],
                               dtype=np.int64)
-        lexical = _segment_max(np.concatenate([found.lexical for found in scored]), targets)
-        cosine = _segment_max(np.concatenate([found.cosine for found in scored]), targets)
-        lex_rel = _relative_segments(lexical, _segment_max(lexical, per_step).repeat(per_step),
-                                     1.0)
-        cos_rel = _relative_segments(cosine, _segment_max(cosine, per_step).repeat(per_step),
-                                     settings.local_sharpness)
+        # row 0 BM25, row 1 cosine: each target's best node, each step's best target
+        nodes = np.concatenate([*(found.lexical for found in scored),
+                                *(found.cosine for found in scored)]).reshape(2, -1)
+        best_node = _segment_max(nodes, targets)
+        best_target = _segment_max(best_node, per_step).repeat(per_step, axis=1)
+        relative = _relative_rows(best_node, best_target, (1.0, settings.local_sharpness))
         with_probe = np.asarray([p is not None for p in probes]).repeat(per_step)
-        relevance = np.maximum(lex_rel, np.where(with_probe, cos_rel, 0.0))
+        relevance = np.maximum(relative[0], np.where(with_probe, relative[1], 0.0))
         steps_score = np.asarray([score for _s, score, *_ in steps]).repeat(per_step)
         weights = np.fromiter(chain.from_iterable(links.values() for _s, _v, links, _t, _x
                                                   in steps), dtype=np.float64)
@@ -948,18 +1031,14 @@ class _Recall:
                 in zip(steps, probes, scored, strict=True)]
         # each target's best step (the first of equal ones) among the values above 0.0; its
         # hop is built once
-        best: dict[str, tuple[float, _Step, str]] = {}
-        pairs = zip(chain.from_iterable(links for _s, _v, links, _t, _x in steps),
-                    values.tolist(),
-                    chain.from_iterable(repeat(step, len(links))
-                                        for step, (_s, _v, links, _t, _x)
-                                        in zip(made, steps, strict=True)),
-                    strict=True)
-        for target, value, step in compress(pairs, (values > 0.0).tolist()):
-            current = best.get(target)
-            if current is None or value > current[0]:
-                best[target] = (value, step, target)
-        built = cast("Iterator[_Hop]", map(tuple.__new__, repeat(_Hop), best.values()))
+        reached = list(chain.from_iterable(links for _s, _v, links, _t, _x in steps))
+        by = list(chain.from_iterable(repeat(step, len(links)) for step, (_s, _v, links, _t, _x)
+                                      in zip(made, steps, strict=True)))
+        listed = values.tolist()
+        best = _best_positive(reached, listed, (values > 0.0).tolist())
+        chosen = list(best.values())
+        built = cast("Iterator[_Hop]", map(tuple.__new__, repeat(_Hop), zip(
+            map(listed.__getitem__, chosen), map(by.__getitem__, chosen), best, strict=True)))
         return dict(zip(best, built, strict=True))
 
     # ---------------------------------------------------------------- passages

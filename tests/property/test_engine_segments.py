@@ -13,6 +13,8 @@ from planner_svc.core.fusion import clamp_unit, unit_power
 from planner_svc.index.catalog import SourceEntry, group_columns
 from planner_svc.recall.engine import (
     _best_first,
+    _best_positive,
+    _relative_rows,
     _relative_segments,
     _segment_max,
     _unit_powers,
@@ -44,6 +46,33 @@ def test_relative_segments_equal_the_scalar_rule_bit_for_bit(
     assert [math.copysign(1.0, v) for v in got] == [math.copysign(1.0, v) for v in want]
     assert [v.hex() for v in got] == [v.hex() for v in want]
     assert _segment_max(flat, lengths).tolist() == [max(s, default=0.0) for s in segments]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(SCORES, SCORES), max_size=6), max_size=8), SHARPNESS,
+       SHARPNESS)
+def test_rows_of_segments_equal_each_row_alone_bit_for_bit(
+        segments: list[list[tuple[float, float]]], first: float, second: float) -> None:
+    """Two rows at once (hops' BM25 and cosine): each row's segment maxima and relative
+    scores are those of the row alone."""
+    lengths = np.asarray([len(s) for s in segments], dtype=np.int64)
+    rows = np.asarray([[pair[i] for s in segments for pair in s] for i in (0, 1)],
+                      dtype=np.float64).reshape(2, -1)
+    best = _segment_max(rows, lengths)
+    assert best.shape == (2, len(segments))
+    for i in (0, 1):
+        assert [v.hex() for v in best[i].tolist()] == [
+            v.hex() for v in _segment_max(rows[i], lengths).tolist()]
+    repeated = best.repeat(lengths, axis=1)
+    got = _relative_rows(rows, repeated, (first, second))
+    for i, sharpness in enumerate((first, second)):
+        want = _relative_segments(rows[i], repeated[i], sharpness).tolist()
+        assert [v.hex() for v in got[i].tolist()] == [v.hex() for v in want]
+        assert [math.copysign(1.0, v) for v in got[i].tolist()] == [
+            math.copysign(1.0, v) for v in want]
+    got = _relative_rows(rows, repeated, (1.0, second))
+    assert [v.hex() for v in got[0].tolist()] == [
+        v.hex() for v in _relative_segments(rows[0], repeated[0], 1.0).tolist()]
 
 
 @settings(max_examples=200, deadline=None)
@@ -115,3 +144,21 @@ def test_shares_add_the_held_weights_in_term_order(data: st.DataObject,
     shares = _shares(matrix, weights, total)
     assert [struct.pack("<d", v) for v in shares.tolist()] == [
         struct.pack("<d", v) for v in expected]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcde"),
+                          st.one_of(st.sampled_from([0.0, -0.0, 0.5, 1.0, 1e-300]),
+                                    st.floats(min_value=-1.0, max_value=2.0))),
+                max_size=30))
+def test_best_positive_is_the_loop_over_the_positive_values(
+        pairs: list[tuple[str, float]]) -> None:
+    keys = [k for k, _v in pairs]
+    values = [v for _k, v in pairs]
+    positive = [v > 0.0 for v in values]
+    expected: dict[str, int] = {}
+    for i, (key, value) in enumerate(pairs):
+        if positive[i] and (key not in expected or value > values[expected[key]]):
+            expected[key] = i
+    got = _best_positive(keys, values, positive)
+    assert list(got.items()) == list(expected.items())
