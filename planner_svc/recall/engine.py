@@ -350,7 +350,8 @@ def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
         return np.zeros((*values.shape[:-1], 0), dtype=np.float64)
     # -inf after the values: every start is then inside, the last segment's run ends on it
     # and max(x, -inf) is x (an empty segment's reduceat value is dropped below)
-    pad = _MINUS_INF if values.ndim == 1 else np.full((values.shape[0], 1), -np.inf)
+    pad = (_MINUS_INF if values.ndim == 1 else _MINUS_INF_ROWS if values.shape[0] == 2
+           else np.full((values.shape[0], 1), -np.inf))
     padded = np.concatenate((values, pad), axis=-1)
     out: Float64s = np.where(lengths > 0,
                              np.maximum.reduceat(padded, _starts(lengths), axis=-1), 0.0)
@@ -358,6 +359,7 @@ def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
 
 
 _MINUS_INF = np.full(1, -np.inf, dtype=np.float64)
+_MINUS_INF_ROWS = np.full((2, 1), -np.inf, dtype=np.float64)
 
 
 def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Float64s:
@@ -531,17 +533,17 @@ class _PassageTable:
         """Load ``ids`` as the next table rows."""
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
         self._current = set(self._absent)  # the others now lack the new rows
-        block = np.empty(ids.shape[0], dtype=np.int64)
-        block.fill(-1)
-        rows = np.zeros(ids.shape[0], dtype=np.int64)
-        if self._semantic is not None:
+        if self._semantic is None:
+            block = np.full(ids.shape[0], -1, dtype=np.int64)
+            rows = np.zeros(ids.shape[0], dtype=np.int64)
+        else:
+            # VectorRows holds block -1 and row 0 for a version without a vector
             stored = self._semantic.vector_rows(ids)
             # the same matrix met in another load keeps its number
             numbers = [self._number(matrix) for matrix in stored.blocks]
-            if numbers:
-                held = stored.held
-                block[held] = np.asarray(numbers, dtype=np.int64)[stored.block[held]]
-                rows[held] = stored.rows[held]
+            block = (stored.block if numbers == list(range(len(numbers)))
+                     else np.asarray([*numbers, -1], dtype=np.int64)[stored.block])
+            rows = stored.rows
         self._block = np.concatenate([self._block, block])
         self._block_rows = np.concatenate([self._block_rows, rows])
 
@@ -877,10 +879,10 @@ class _Recall:
                 rows_of = self.table.rows(sources, groups)
                 cosine = self.table.cosine_arrays([(vector, rows_of)])[0]
                 if self.query.alpha == 1.0:  # the score is the clamped similarity: all at once
-                    # clamp_unit's bounds (its NaN -> 0.0 too); a member without a stored
+                    # clamp_unit's bounds (fmax: its NaN -> 0.0 too; only a best above 0.0
+                    # is kept, so the sign of a zero never counts); a member without a stored
                     # vector has cosine +0.0, so it counts as 0.0, the loop's starting best
-                    scores = np.where(np.isnan(cosine), 0.0,
-                                      np.minimum(1.0, np.maximum(cosine, 0.0)))
+                    scores = np.minimum(1.0, np.fmax(cosine, 0.0))
                     lengths = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
                     bests = _segment_max(scores, lengths).tolist()
                     semantic.update(compress(zip(sources, bests, strict=True),
@@ -1020,8 +1022,12 @@ class _Recall:
         best_node = _segment_max(nodes, targets)
         best_target = _segment_max(best_node, per_step).repeat(per_step, axis=1)
         relative = _relative_rows(best_node, best_target, (1.0, settings.local_sharpness))
-        with_probe = np.asarray([p is not None for p in probes]).repeat(per_step)
-        relevance = np.maximum(relative[0], np.where(with_probe, relative[1], 0.0))
+        probed = [p is not None for p in probes]
+        if all(probed):  # every step's cosine counts
+            relevance = np.maximum(relative[0], relative[1])
+        else:
+            with_probe = np.asarray(probed).repeat(per_step)
+            relevance = np.maximum(relative[0], np.where(with_probe, relative[1], 0.0))
         steps_score = np.asarray([score for _s, score, *_ in steps]).repeat(per_step)
         weights = np.fromiter(chain.from_iterable(links.values() for _s, _v, links, _t, _x
                                                   in steps), dtype=np.float64)
