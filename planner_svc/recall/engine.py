@@ -502,12 +502,6 @@ class _PassageTable:
         """The table rows of the version ids ``groups[i]`` of each ``keys[i]``, laid end to
         end (int64). A key names the same ids on every call: a key loaded before keeps its
         rows, the others are loaded first (one batch, in the order they are named)."""
-        return self.rows_from(keys, groups)[0]
-
-    def rows_from(self, keys: Sequence[str], groups: Sequence[npt.NDArray[np.int64]]
-                  ) -> tuple[npt.NDArray[np.int64], int | None]:
-        """:meth:`rows`, and the first of them when they are consecutive rows loaded by this
-        call (every key new and named once: the rows ``first, first + 1, ..``), else None."""
         first = self._first
         fresh = list(dict.fromkeys(filterfalse(first.__contains__, keys)))
         if fresh:
@@ -518,7 +512,7 @@ class _PassageTable:
             first.update(zip(fresh, starts[:-1], strict=True))
             self._load(np.concatenate(loaded) if len(loaded) > 1 else loaded[0])
             if len(fresh) == len(keys):  # every key new and named once: rows in order
-                return np.arange(start, starts[-1], dtype=np.int64), start
+                return np.arange(start, starts[-1], dtype=np.int64)
         lengths = list(map(len, groups))
         # row of a group's j-th id: its key's first row + j, i.e. (first row - the group's
         # offset in the answer) + the id's position in the answer
@@ -527,7 +521,7 @@ class _PassageTable:
                              dtype=np.int64, count=len(keys))
         rows: npt.NDArray[np.int64] = (shifts.repeat(lengths)
                                        + np.arange(sum(lengths), dtype=np.int64))
-        return rows, None
+        return rows
 
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
         """Load ``ids`` as the next table rows."""
@@ -590,10 +584,8 @@ class _PassageTable:
         of several :meth:`bm25` calls to come, in one lexical call)."""
         self._contributions(sorted(set(terms)))
 
-    def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64] | slice
-             ) -> npt.NDArray[np.float64]:
-        """BM25 of ``terms`` at ``rows`` (int64 rows, or a slice of consecutive rows: read
-        without a gather): the terms' contributions added in code point order
+    def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """BM25 of ``terms`` at ``rows``: the terms' contributions added in code point order
         (:meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s bits; 0.0 for a passage
         holding no term)."""
         ordered = sorted(set(terms))
@@ -601,16 +593,11 @@ class _PassageTable:
         held: list[Float64s] = list(filter(_IS_NOT_NONE, map(_VALUES, map(
             self._terms.get, ordered, repeat(_UNKNOWN)))))
         if not held:
-            count = (rows.stop - rows.start if isinstance(rows, slice)
-                     else rows.shape[0])
-            return np.zeros(count, dtype=np.float64)
+            return np.zeros(rows.shape[0], dtype=np.float64)
         # 0.0 + a contribution is the contribution (none is -0.0): the sum starts from the
-        # first (a copy: a slice is a view of the table)
-        if len(held) == 1:
-            only: Float64s = held[0][rows]
-            return only.copy() if isinstance(rows, slice) else only
-        total = held[0][rows] + held[1][rows]
-        for values in held[2:]:
+        # first (a copy: fancy indexing)
+        total = held[0][rows]
+        for values in held[1:]:
             total += values[rows]
         return total
 
@@ -945,10 +932,9 @@ class _Recall:
         (products exact in float64, added in index order)."""
         named = list(chain.from_iterable(ask for ask, _t, _v in asks))
         groups = list(map(attrgetter("id_array"), self.entries(named)))
-        rows, first = self.table.rows_from(named, groups)
+        rows = self.table.rows(named, groups)
         every = list(map(len, groups))
         parts: list[npt.NDArray[np.int64]] = []
-        spans: list[npt.NDArray[np.int64] | slice] = []  # each ask's rows, for its BM25
         lengths: list[list[int]] = []
         at = row = 0
         for ask, _t, _v in asks:
@@ -956,7 +942,6 @@ class _Recall:
             at += len(ask)
             end = row + sum(counts)
             parts.append(rows[row:end])
-            spans.append(parts[-1] if first is None else slice(first + row, first + end))
             lengths.append(counts)
             row = end
         cosines = self.table.cosine_arrays([(vector, part) for (_s, _t, vector), part
@@ -964,9 +949,9 @@ class _Recall:
         # every ask's terms brought up to the loaded rows at once (one lexical lookup, not
         # one per ask: a term's contribution at a row is the same whichever ask reads it)
         self.table.prepare(chain.from_iterable(map(itemgetter(1), asks)))
-        return [_Scored(self.table.bm25(terms, span), cosine, counts, sources)
-                for (sources, terms, _vector), counts, span, cosine
-                in zip(asks, lengths, spans, cosines, strict=True)]
+        return [_Scored(self.table.bm25(terms, part), cosine, counts, sources)
+                for (sources, terms, _vector), counts, part, cosine
+                in zip(asks, lengths, parts, cosines, strict=True)]
 
     # ---------------------------------------------------------------- hops
 
