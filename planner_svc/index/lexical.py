@@ -603,14 +603,15 @@ class LexicalView:
         positions = found_at[keep]
         # the postings' contributions (those search adds); a row without the term adds +0.0,
         # which leaves its sum unchanged
-        scores = np.zeros(positions.shape[0], dtype=np.float64)
         postings = list(map(_ROWS, found))
         if _joined(postings):
             table, hit = self._table(found, positions)
-            for row in table:  # term by term, in term order, as search adds them
-                scores += row
+            # term by term, in term order, as search adds them: an accumulation down the
+            # terms (0.0 + the first term's contribution is that contribution)
+            scores = np.add.accumulate(table, axis=0)[-1]
             held = np.logical_or.reduce(hit, axis=0)
         else:  # term by term, in term order, as search adds them: no table
+            scores = np.zeros(positions.shape[0], dtype=np.float64)
             held = np.zeros(positions.shape[0], dtype=np.bool_)
             for term, rows in zip(found, postings, strict=True):
                 at = np.minimum(rows.searchsorted(positions), rows.shape[0] - 1)
