@@ -184,11 +184,6 @@ lists hold a median of 156 positions, 1,086 at the 90th percentile); past it, on
 faster, as for the common terms of a million passages."""
 
 
-HELD_MEMO_KEYS = 65_536
-"""Groups of rows whose held terms an index remembers, at most (later groups are read each
-time)."""
-
-
 def _joined(postings: Sequence[Int64s]) -> bool:
     """Whether to search ``postings`` laid end to end (:data:`JOINED_POSTINGS_PER_TERM`)."""
     total: int = sum(map(len, postings))
@@ -295,9 +290,6 @@ class LexicalIndex:
         self._max_event = -OPEN - 1  # the largest finite interval bound
         self._current: _Stats | None = None  # statistics past every event, while unchanged
         self._generation = 0  # advanced by every change of rows or intervals
-        self._held: dict[tuple[int, ...], tuple[int, frozenset[int]]] = {}
-        """Row ids -> the largest position among them and the ids of the terms they hold
-        together (:meth:`LexicalView.held_terms`; rows never change their terms)."""
 
     # ---------------------------------------------------------------- writes
 
@@ -755,35 +747,23 @@ class LexicalView:
                    ) -> set[str]:
         """The distinct analysed terms the given rows hold together (rows outside the
         view's snapshot hold none); with ``among``, only those of its terms."""
-        held = self._held_term_ids(tuple(row_ids))
+        held = self._held_term_ids(row_ids)
         if among is not None:
             wanted = among if isinstance(among, Collection) else list(among)
             ids = map(self._index._terms.get, wanted, repeat(-1))
             return set(compress(wanted, map(held.__contains__, ids)))
         return set(map(self._index._names.__getitem__, held))
 
-    def _held_term_ids(self, row_ids: tuple[int, ...]) -> frozenset[int]:
+    def _held_term_ids(self, row_ids: Iterable[int]) -> set[int]:
         """The ids of the distinct terms ``row_ids`` hold together (rows outside the view's
-        snapshot hold none). Remembered by the index for rows all inside the snapshot (a
-        row's terms never change): reused by a view whose snapshot holds them all."""
-        index = self._index
+        snapshot hold none)."""
+        known = self._index._positions
         size = self._snap.size
-        found = index._held.get(row_ids)
-        if found is not None and found[0] < size:
-            return found[1]
-        known = index._positions
         held: set[int] = set()
-        last = -1  # the largest position read
-        whole = True  # every row inside the snapshot
         for row_id in row_ids:
             position = known.get(row_id)
             if position is None or position >= size:
-                whole = False
                 continue
-            last = max(last, position)
             segment = self._snap.segments[bisect.bisect_right(self._firsts, position) - 1]
             held.update(segment.terms_of(position)[0].tolist())
-        out = frozenset(held)
-        if whole and len(index._held) < HELD_MEMO_KEYS:
-            index._held[row_ids] = (last, out)
-        return out
+        return held

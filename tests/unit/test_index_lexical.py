@@ -132,7 +132,7 @@ def test_a_view_reads_one_snapshot() -> None:
     assert view.held_terms([1, 3], ["sea", "river", "zebra"]) == {"river"}
     fresh = index.view(valid_us=0, tx_us=0)
     assert fresh.live_rows == 3
-    # the terms of rows 1..3, remembered by the index for the fresh view, are not the old view's
+    # each view reads the terms of the rows its own snapshot holds
     assert fresh.held_terms([1, 2, 3]) == {"river", "delta", "sea"}
     assert fresh.held_terms((3, 2)) == {"river", "sea"}
     assert view.held_terms((3, 2)) == {"sea"}
