@@ -33,6 +33,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -553,14 +554,21 @@ class LexicalView:
         if not parts:
             return []
         postings = sum(rows.shape[0] for rows, _ in parts)
-        if postings * DENSE_POSTINGS_RATIO >= self._snap.size:
-            # many postings: add them into a score per position of the snapshot (no sort)
-            dense = np.zeros(self._snap.size, dtype=np.float64)
-            held = np.zeros(self._snap.size, dtype=np.bool_)
-            for rows, values in parts:  # term by term, in term order: the same additions
-                dense[rows] += values  # a term's rows are distinct
-                held[rows] = True
-            positions = held.nonzero()[0]
+        positions: Int64s
+        scores: Float64s
+        if len(parts) == 1:  # one term: its postings are the positions and their scores
+            positions, scores = parts[0]
+        elif postings * DENSE_POSTINGS_RATIO >= self._snap.size:
+            # many postings: add them into a score per position of the snapshot (no sort);
+            # bincount adds its weights in input order, so term by term, in term order: the
+            # same additions. A contribution is above 0.0 (idf and tf are), so a position
+            # holds a term exactly when its sum is above 0.0.
+            # (float64 with weights, whatever numpy's stubs say)
+            dense = cast("Float64s", np.bincount(
+                np.concatenate([rows for rows, _ in parts]),
+                weights=np.concatenate([values for _, values in parts]),
+                minlength=self._snap.size))
+            positions = (dense > 0.0).nonzero()[0]
             scores = dense[positions]
         else:
             positions = _distinct(np.concatenate([rows for rows, _ in parts]))
