@@ -218,11 +218,15 @@ class Recalled:
 
     Attributes:
         node_versions: the version id of every live node of every candidate document,
-            ascending (:attr:`nodes` gives each one's :class:`NodeScore`).
-        node_scores: each node's score in [0, 1], in ``node_versions`` order.
+            ascending (:attr:`nodes` gives each one's :class:`NodeScore`, :attr:`node_scores`
+            its score).
         node_groups: each node's span group, an index into ``groups``.
         groups: the nodes' span groups: a group's nodes share their score, local relevance
-            and rank.
+            and rank (and cite the same spans).
+        firsts: each span group's first node (its smallest version id), ascending: one node
+            standing for its group's spans.
+        first_scores: the score of the group of each of ``firsts``, in their order.
+        first_sizes: the number of nodes of the group of each of ``firsts``, in their order.
         document_rows: the candidate documents, best first (ties by source id), each as
             the fields of its :class:`DocumentScore` in their order (``source_id, score,
             structured, semantic, hop, hop_from``); :attr:`documents` gives the objects.
@@ -240,9 +244,11 @@ class Recalled:
     """
 
     node_versions: tuple[int, ...]
-    node_scores: tuple[float, ...]
     node_groups: tuple[int, ...]
     groups: NodeGroups
+    firsts: tuple[int, ...]
+    first_scores: tuple[float, ...]
+    first_sizes: tuple[int, ...]
     document_rows: tuple[DocumentRow, ...]
     question: Question
     best_similarity: float | None = None
@@ -252,6 +258,12 @@ class Recalled:
     evidence: Evidence | None = None
     live_documents: int = 0
     no_passage_valid: bool = False
+
+    @property
+    def node_scores(self) -> tuple[float, ...]:
+        """Each node's score in [0, 1], in :attr:`node_versions` order (its group's; built on
+        each call: for tests, not the plan's hot path)."""
+        return tuple(map(self.groups.score.__getitem__, self.node_groups))
 
     @property
     def documents(self) -> tuple[DocumentScore, ...]:
@@ -670,6 +682,8 @@ class _Ranked:
     """Each group's number of nodes."""
     versions: npt.NDArray[np.int64]
     """The groups' version ids laid end to end, in group order (each group's ascending)."""
+    firsts: npt.NDArray[np.int64]
+    """Each group's smallest version id."""
 
 
 class _Scored:
@@ -1046,7 +1060,7 @@ class _Recall:
         if not int(np.add.reduce(lengths)):
             empty = np.zeros(0, dtype=np.int64)
             return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
-                           versions=empty)
+                           versions=empty, firsts=empty)
         lexical, cosine = _gathered(documents, lengths)
         cosine = np.maximum(0.0, cosine) + 0.0
         lex_rel = _relative_segments(lexical, _segment_max(lexical, lengths).repeat(lengths),
@@ -1065,7 +1079,7 @@ class _Recall:
         picks = _starts(sizes)[order].repeat(ordered) + _within(ordered)
         ids = np.concatenate(list(map(_ID_ARRAY, entries)))
         return _Ranked(owner=owners[order], relevance=group_rel[order], sizes=ordered,
-                       versions=ids[members[picks]])
+                       versions=ids[members[picks]], firsts=firsts[order])
 
     # ---------------------------------------------------------------- evidence
 
@@ -1321,10 +1335,13 @@ def _passages(state: _Recall, question: Question,
     flat = groups.versions
     group_of = np.arange(groups.sizes.shape[0], dtype=np.int64).repeat(groups.sizes)
     order = flat.argsort(kind="stable")
+    by_first = groups.firsts.argsort()  # the groups by their first node (distinct ids)
     passages = state.passages
     return Recalled(node_versions=tuple(flat[order].tolist()),
-                    node_scores=tuple(values[group_of[order]].tolist()),
                     node_groups=tuple(group_of[order].tolist()), groups=grouped,
+                    firsts=tuple(groups.firsts[by_first].tolist()),
+                    first_scores=tuple(values[by_first].tolist()),
+                    first_sizes=tuple(groups.sizes[by_first].tolist()),
                     document_rows=tuple(documents), question=question,
                     best_similarity=best_similarity, semantic_hits=state.semantic_hits,
                     without_spans=len(state.unsourced), residual=residual,

@@ -499,32 +499,41 @@ class EvidencePlanner:
     def _pool(self, catalog: Catalog, recalled: Recalled, query: EvidenceQuery,
               stats: PlanStats) -> dict[CoordKey, tuple[float, SpanInfo, str]]:
         """Explode node scores into weighted spans (Phase A's last step): span -> its weight,
-        its kind and estimate, and the node that gave the weight; in coordinate order."""
+        its kind and estimate, and the node that gave the weight; in coordinate order.
+
+        Every node's spans, nodes in version id order, a span keeping the first of its largest
+        weights; counted per node and span (a span missing or of unknown kind once for each
+        node citing it, a duplicate once for each node citing it after the first). The nodes
+        of a span group cite the same spans with the same score, so the group's first node
+        stands for all of them (:attr:`~planner_svc.recall.engine.Recalled.firsts`, groups in
+        the order of their first node): a later node of a group repeats a weight its span
+        already met, which never replaces it, and its counts are the first node's."""
         best: dict[CoordKey, tuple[float, SpanInfo, str]] = {}
         at_tx = query.at_tx_us
         prior = prior_lookup(self.config)  # weigh(score, kind, TRUTH, config) = score x prior
-        missing = kind_missing = duplicates = 0
-        for version, score in zip(catalog.versions(recalled.node_versions),
-                                  recalled.node_scores, strict=True):
+        missing = kind_missing = cited = 0
+        for version, score, size in zip(catalog.versions(recalled.firsts),
+                                        recalled.first_scores, recalled.first_sizes,
+                                        strict=True):
             if version is None:
                 continue
             node_id = version.node_id
             for key, info in version.cited:
                 if info is None or info.estimated_tokens is None or key[1] > at_tx:
-                    missing += 1
+                    missing += size
                     continue
                 if not info.kind_known:
-                    kind_missing += 1
+                    kind_missing += size
+                cited += size
                 weight = score * prior(info.kind, 1.0)
                 entry = (weight, info, node_id)
                 current = best.setdefault(key, entry)
-                if current is not entry:  # the span came with an earlier node: keep the max
-                    duplicates += 1
-                    if weight > current[0]:
-                        best[key] = entry
+                # the span came with an earlier group: keep the first of the largest weights
+                if current is not entry and weight > current[0]:
+                    best[key] = entry
         stats.slices_missing += missing
         stats.kind_missing += kind_missing
-        stats.pool_duplicates += duplicates
+        stats.pool_duplicates += cited - len(best)  # every citation after a span's first
         return {key: best[key] for key in sorted(best)}
 
     def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
