@@ -46,7 +46,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from itertools import accumulate, chain, compress, filterfalse, repeat
 from operator import add, attrgetter, is_not, itemgetter, lt, sub, truediv
 from typing import NamedTuple, Protocol, cast
@@ -69,6 +69,7 @@ __all__ = [
     "DocumentScore",
     "EngineQuery",
     "Evidence",
+    "NodeArrays",
     "NodeGroups",
     "NodeScore",
     "Recalled",
@@ -213,16 +214,41 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeArrays:
+    """The candidate nodes' span groups as arrays, one row per group: documents best first,
+    each one's groups most relevant first (what :class:`Recalled` builds its node and group
+    views from, when asked).
+
+    Attributes:
+        score: each group's score in [0, 1], float64.
+        owner: its document, an index into ``sources``, int64.
+        sources: the candidate documents, best first.
+        relevance: its local relevance in [0, 1], float64.
+        rank: its rank within its document (0 = most relevant), int64.
+        sizes: its number of nodes, int64.
+        versions: the groups' version ids laid end to end, in group order (each group's
+            ascending), int64.
+    """
+
+    score: npt.NDArray[np.float64]
+    owner: npt.NDArray[np.int64]
+    sources: Sequence[str]
+    relevance: npt.NDArray[np.float64]
+    rank: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+    versions: npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Recalled:
     """Phase A's result.
 
     Attributes:
-        node_versions: the version id of every live node of every candidate document,
-            ascending (:attr:`nodes` gives each one's :class:`NodeScore`, :attr:`node_scores`
-            its score).
-        node_groups: each node's span group, an index into ``groups``.
-        groups: the nodes' span groups: a group's nodes share their score, local relevance
-            and rank (and cite the same spans).
+        node_count: the number of live nodes of the candidate documents (:attr:`node_versions`
+            lists them, :attr:`nodes` gives each one's :class:`NodeScore`).
+        arrays: the nodes' span groups as arrays (:attr:`groups` gives their columns): a
+            group's nodes share their score, local relevance and rank (and cite the same
+            spans).
         firsts: each span group's first node (its smallest version id), ascending: one node
             standing for its group's spans.
         first_scores: the score of the group of each of ``firsts``, in their order.
@@ -243,9 +269,8 @@ class Recalled:
             after it or ends at or before it), so recall can reach no passage.
     """
 
-    node_versions: tuple[int, ...]
-    node_groups: tuple[int, ...]
-    groups: NodeGroups
+    node_count: int
+    arrays: NodeArrays = field(repr=False)
     firsts: tuple[int, ...]
     first_scores: tuple[float, ...]
     first_sizes: tuple[int, ...]
@@ -260,10 +285,42 @@ class Recalled:
     no_passage_valid: bool = False
 
     @property
+    def groups(self) -> NodeGroups:
+        """The nodes' span groups as columns (built on each call: for explain and tests, not
+        the plan's hot path)."""
+        arrays = self.arrays
+        return NodeGroups(score=tuple(arrays.score.tolist()),
+                          source_id=tuple(map(arrays.sources.__getitem__,
+                                              arrays.owner.tolist())),
+                          local=tuple(arrays.relevance.tolist()),
+                          rank=tuple(arrays.rank.tolist()))
+
+    def _by_version(self) -> tuple[list[int], list[int]]:
+        """Every node once (a version cites one document first, so it sits in one group), by
+        version id ascending, and each one's group (an index into :attr:`groups`)."""
+        arrays = self.arrays
+        flat = arrays.versions
+        group_of = np.arange(arrays.sizes.shape[0], dtype=np.int64).repeat(arrays.sizes)
+        order = flat.argsort(kind="stable")
+        return flat[order].tolist(), group_of[order].tolist()
+
+    @property
+    def node_versions(self) -> tuple[int, ...]:
+        """The version id of every live node of every candidate document, ascending (built
+        on each call: for explain and tests, not the plan's hot path)."""
+        return tuple(self._by_version()[0])
+
+    @property
+    def node_groups(self) -> tuple[int, ...]:
+        """Each node's span group, an index into :attr:`groups`, in :attr:`node_versions`
+        order (built on each call)."""
+        return tuple(self._by_version()[1])
+
+    @property
     def node_scores(self) -> tuple[float, ...]:
         """Each node's score in [0, 1], in :attr:`node_versions` order (its group's; built on
         each call: for tests, not the plan's hot path)."""
-        return tuple(map(self.groups.score.__getitem__, self.node_groups))
+        return tuple(map(self.arrays.score.tolist().__getitem__, self.node_groups))
 
     @property
     def documents(self) -> tuple[DocumentScore, ...]:
@@ -293,8 +350,9 @@ class Recalled:
                   for score, source, local, rank in zip(groups.score, groups.source_id,
                                                         groups.local, groups.rank,
                                                         strict=True)]
+        versions, group_of = self._by_version()
         return {version: scores[group] for version, group
-                in zip(self.node_versions, self.node_groups, strict=True)}
+                in zip(versions, group_of, strict=True)}
 
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
@@ -1264,6 +1322,15 @@ def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     return sorted(sorted(scores.items()), key=itemgetter(1), reverse=True)
 
 
+@lru_cache(maxsize=256)
+def _decays(decay: float, count: int) -> Float64s:
+    """``unit_power(decay, r)`` for ``r`` in ``0 .. count - 1``: float64 ``(count,)``,
+    read-only (computed once per decay and count, shared by the plans)."""
+    out = np.asarray([unit_power(decay, r) for r in range(count)], dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
 def _passages(state: _Recall, question: Question,
               direct: Mapping[str, tuple[float, float, float]], scores: Mapping[str, float],
               hops: Mapping[str, _Hop], best_similarity: float | None) -> Recalled:
@@ -1323,22 +1390,15 @@ def _passages(state: _Recall, question: Question,
                          settings.document_sharpness)
     per_document = np.bincount(groups.owner, minlength=len(ranked))
     rank = _within(per_document)  # groups.owner ascends: each document's groups in a run
-    decays = np.asarray([unit_power(settings.passage_decay, r)
-                         for r in range(int(np.maximum.reduce(per_document, initial=0)))],
-                        dtype=np.float64)
+    decays = _decays(settings.passage_decay, int(np.maximum.reduce(per_document, initial=0)))
     values = sharp[groups.owner] * (floor + rest * groups.relevance)
     values = values * decays[rank]
-    grouped = NodeGroups(score=tuple(values.tolist()),
-                         source_id=tuple(map(sources.__getitem__, groups.owner.tolist())),
-                         local=tuple(groups.relevance.tolist()), rank=tuple(rank.tolist()))
-    # every node once (a version cites one document first, so it sits in one group), by id
-    flat = groups.versions
-    group_of = np.arange(groups.sizes.shape[0], dtype=np.int64).repeat(groups.sizes)
-    order = flat.argsort(kind="stable")
+    arrays = NodeArrays(score=values, owner=groups.owner, sources=sources,
+                        relevance=groups.relevance, rank=rank, sizes=groups.sizes,
+                        versions=groups.versions)
     by_first = groups.firsts.argsort()  # the groups by their first node (distinct ids)
     passages = state.passages
-    return Recalled(node_versions=tuple(flat[order].tolist()),
-                    node_groups=tuple(group_of[order].tolist()), groups=grouped,
+    return Recalled(node_count=groups.versions.shape[0], arrays=arrays,
                     firsts=tuple(groups.firsts[by_first].tolist()),
                     first_scores=tuple(values[by_first].tolist()),
                     first_sizes=tuple(groups.sizes[by_first].tolist()),

@@ -465,7 +465,7 @@ class EvidencePlanner:
         stats.structured_hits = recalled.structured_documents
         stats.semantic_hits = recalled.semantic_hits
         stats.expanded_hits = recalled.expanded_documents
-        stats.nodes_recalled = len(recalled.node_versions)
+        stats.nodes_recalled = recalled.node_count
         stats.nodes_without_spans = recalled.without_spans
         if not query.explain:
             return recalled, LegTrace(abstention=abstention)
