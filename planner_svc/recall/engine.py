@@ -1120,15 +1120,25 @@ class _Recall:
             return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
                            versions=empty, firsts=empty)
         lexical, cosine = _gathered(documents, lengths)
-        cosine = np.maximum(0.0, cosine) + 0.0
-        lex_rel = _relative_segments(lexical, _segment_max(lexical, lengths).repeat(lengths),
-                                     1.0)
-        cos_rel = _relative_segments(cosine, _segment_max(cosine, lengths).repeat(lengths),
-                                     self.settings.local_sharpness)
-        node_rel = np.maximum(lex_rel, cos_rel)
+        # Both measures at once, one row each (the BM25, the cosine clipped at 0 with -0.0 as
+        # +0.0), with the operations of _segment_max and _relative_segments per row: each
+        # document's best (its run's largest value, 0.0 for no node), then every value
+        # relative to it (sharpened by ``local_sharpness`` for the cosine).
+        both = np.stack((lexical, np.maximum(0.0, cosine) + 0.0))
+        starts = _starts(lengths)
+        best = np.where(lengths > 0, np.maximum.reduceat(
+            np.concatenate((both, _MINUS_INF_ROWS), axis=1), starts, axis=1), 0.0
+        ).repeat(lengths, axis=1)
+        positive = best > 0.0
+        ratio = np.divide(np.maximum(0.0, both) + 0.0, best, out=np.zeros(both.shape),
+                          where=positive)
+        powered = np.minimum(1.0, ratio)  # the BM25's exponent is 1: _unit_powers keeps it
+        powered[1] = _unit_powers(powered[1], self.settings.local_sharpness)
+        relative = np.where(positive, np.minimum(1.0, np.maximum(0.0, powered) + 0.0), 0.0)
+        node_rel = np.maximum(relative[0], relative[1])
         # groups of every document: their members' positions in the flat arrays
         local_members, sizes, firsts, per_entry = group_columns(entries)
-        members = local_members + _starts(lengths).repeat(lengths)
+        members = local_members + starts.repeat(lengths)
         owners = np.arange(len(entries), dtype=np.int64).repeat(per_entry)
         group_rel = _segment_max(node_rel[members], sizes)
         order = np.lexsort((firsts, -group_rel, owners))
