@@ -158,11 +158,49 @@ class PlannedSpan:
     location: Location = NOWHERE
 
     def with_text(self, text: str) -> PlannedSpan:
-        """This span with ``text`` (``dataclasses.replace(self, text=text)``, without its
-        per-field lookups: every plan fills the texts of its spans this way)."""
-        return PlannedSpan(span=self.span, kind=self.kind, span_class=self.span_class,
-                           weight=self.weight, tokens=self.tokens, text=text,
-                           location=self.location)
+        """This span with ``text`` (``dataclasses.replace(self, text=text)``, built by
+        :func:`planned_span`: every plan fills the texts of its spans this way)."""
+        return planned_span(self.span, self.kind, self.span_class, self.weight, self.tokens,
+                            text, self.location)
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__ (a generic
+# attribute lookup a field). The two constructors below set the same slots through their
+# descriptors: the same objects (equal, hashed, ordered and printed alike), for the spans a
+# plan builds one by one (its candidates, then its spans with their texts).
+_NEW = object.__new__
+_REF_SLOTS = tuple(SpanRef.__dict__[name].__set__
+                   for name in ("source_id", "source_version_tx", "start", "end"))
+_SPAN_SLOTS = tuple(PlannedSpan.__dict__[name].__set__
+                    for name in ("span", "kind", "span_class", "weight", "tokens", "text",
+                                 "location"))
+
+
+def span_ref(source_id: str, source_version_tx: int, start: int, end: int) -> SpanRef:
+    """``SpanRef(source_id, source_version_tx, start, end)``, built slot by slot."""
+    ref: SpanRef = _NEW(SpanRef)
+    set_source, set_tx, set_start, set_end = _REF_SLOTS
+    set_source(ref, source_id)
+    set_tx(ref, source_version_tx)
+    set_start(ref, start)
+    set_end(ref, end)
+    return ref
+
+
+def planned_span(span: SpanRef, kind: str, span_class: SpanClass, weight: float, tokens: int,
+                 text: str = "", location: Location = NOWHERE) -> PlannedSpan:
+    """``PlannedSpan(span=span, kind=kind, ...)`` with its fields in their order, built slot by
+    slot."""
+    out: PlannedSpan = _NEW(PlannedSpan)
+    set_span, set_kind, set_class, set_weight, set_tokens, set_text, set_location = _SPAN_SLOTS
+    set_span(out, span)
+    set_kind(out, kind)
+    set_class(out, span_class)
+    set_weight(out, weight)
+    set_tokens(out, tokens)
+    set_text(out, text)
+    set_location(out, location)
+    return out
 
 
 @dataclass(slots=True)

@@ -37,6 +37,8 @@ from planner_svc.core.model import (
     PlanStats,
     SpanClass,
     SpanRef,
+    planned_span,
+    span_ref,
 )
 from planner_svc.core.plan import assemble_plan, empty_plan
 from planner_svc.core.select import PoolColumns, select_columns
@@ -558,8 +560,8 @@ class EvidencePlanner:
 
         def candidate(i: int) -> PlannedSpan:
             weight, info, _node = entries[i]
-            return PlannedSpan(span=SpanRef(*keys[i]), kind=info.kind, span_class=truth,
-                               weight=weight, tokens=tokens[i], location=info.location)
+            return planned_span(span_ref(*keys[i]), info.kind, truth, weight, tokens[i], "",
+                                info.location)
 
         # the coordinates' columns by one transposition (zip of the keys, in C)
         source_ids, txs, starts, ends = zip(*keys, strict=True) if keys else ((), (), (), ())
