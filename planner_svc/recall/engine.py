@@ -357,8 +357,8 @@ class Recalled:
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
     """``clamp((score / best) ** sharpness)`` per key; empty when the best is not positive.
-    Every key at once (:func:`_relative_segments`, the same operations per value) when the
-    scores are finite; element by element otherwise."""
+    Every key at once (:func:`_relative_segments`'s operations per value, with one best) when
+    the scores are finite; element by element otherwise."""
     best = max(scores.values(), default=0.0)
     if not best > 0.0:
         return {}
@@ -367,9 +367,10 @@ def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]
     if not (np.logical_and.reduce(np.isfinite(values)) and math.isfinite(sharpness)):
         return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))
                 for k, s in scores.items()}
-    bests = np.empty(values.shape[0], dtype=np.float64)
-    bests.fill(best)
-    relative = _relative_segments(values, bests, sharpness)
+    # _relative_segments with every value's best this one, above 0.0: nothing to mask
+    ratio = (np.maximum(0.0, values) + 0.0) / best
+    powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
+    relative = np.minimum(1.0, np.maximum(0.0, powered) + 0.0)
     return dict(zip(scores, relative.tolist(), strict=True))
 
 

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner_svc.core.fusion import clamp_unit, unit_power
 from planner_svc.core.model import SpanRef
@@ -216,6 +218,27 @@ def test_relative_scores_keep_the_bits_of_the_scalar_formula(sharpness: float) -
     assert _relative({"a": 0.0, "b": -1.0}, sharpness) == {}
     # a NaN exponent too (settings refuse one): clamp_unit makes nan 0.0, and 1 ** nan is 1
     assert _relative({"a": 0.5, "b": 2.0}, float("nan")) == {"a": 0.0, "b": 1.0}  # 1 ** nan
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                                 st.sampled_from([0.0, -0.0, 1.0, 5e-324, 1e-300])),
+                       min_size=1, max_size=12),
+       sharpness=st.one_of(st.integers(0, 20).map(float), st.sampled_from([2.5, 1024.0, 1025.0,
+                                                                           0.5, math.inf])))
+def test_relative_scores_are_the_scalar_formula_for_any_value(values: list[float],
+                                                              sharpness: float) -> None:
+    scores = {f"s{i}": v for i, v in enumerate(values)}
+    best = max(values)
+    got = _relative(scores, sharpness)
+    if not best > 0.0:
+        assert got == {}
+        return
+    expected = {k: clamp_unit(unit_power(clamp_unit(max(0.0, v) / best), sharpness))
+                for k, v in scores.items()}
+    assert list(got) == list(expected)
+    assert [np.float64(v).tobytes() for v in got.values()] == [
+        np.float64(v).tobytes() for v in expected.values()]
 
 
 def test_recall_is_as_of_the_plan() -> None:
