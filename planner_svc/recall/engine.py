@@ -40,7 +40,6 @@ score is the same bits on every machine.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import re
@@ -213,11 +212,12 @@ class Evidence:
     live_documents: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class NodeArrays:
     """The candidate nodes' span groups as arrays, one row per group: documents best first,
     each one's groups most relevant first (what :class:`Recalled` builds its node and group
-    views from, when asked).
+    views from, when asked). Not to be changed (not frozen: one is built every plan, and a
+    frozen dataclass sets each field through ``object.__setattr__``).
 
     Attributes:
         score: each group's score in [0, 1], float64.
@@ -728,7 +728,7 @@ class _PassageTable:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Ranked:
     """The span groups of :meth:`_Recall.rank`, one row per group: documents in the order
     asked, each one's groups most relevant first."""
@@ -1298,13 +1298,12 @@ def recall_documents(
                 for target, reached in second.items():
                     if target not in hops or reached.score > hops[target].score:
                         hops[target] = reached
-    with clock.stage("passages"):
-        recalled = _passages(state, question, direct, scores, hops, best_similarity)
-    if measure and query.structured and query.text.strip():
+    evidence = None
+    if measure and query.structured and query.text.strip():  # before the passages: one result
         with clock.stage("abstention"):
             evidence = state.evidence(question, best_similarity)
-        recalled = dataclasses.replace(recalled, evidence=evidence)
-    return recalled
+    with clock.stage("passages"):
+        return _passages(state, question, direct, scores, hops, best_similarity, evidence)
 
 
 def _shares(held: npt.NDArray[np.bool_], weights: Sequence[float], total: float
@@ -1344,9 +1343,11 @@ def _decays(decay: float, count: int) -> Float64s:
 
 def _passages(state: _Recall, question: Question,
               direct: Mapping[str, tuple[float, float, float]], scores: Mapping[str, float],
-              hops: Mapping[str, _Hop], best_similarity: float | None) -> Recalled:
+              hops: Mapping[str, _Hop], best_similarity: float | None,
+              evidence: Evidence | None = None) -> Recalled:
     """Rank the candidate documents and every live node of each (see the module docstring;
-    ``scores`` holds each direct document's score, ``direct``'s first leg)."""
+    ``scores`` holds each direct document's score, ``direct``'s first leg); the result
+    carries ``evidence``."""
     settings = state.settings
     vector = state.vector
     # each document's better score (max(direct, hop): the direct one when they are equal);
@@ -1415,7 +1416,7 @@ def _passages(state: _Recall, question: Question,
                     first_sizes=tuple(groups.sizes[by_first].tolist()),
                     document_rows=tuple(documents), question=question,
                     best_similarity=best_similarity, semantic_hits=state.semantic_hits,
-                    without_spans=len(state.unsourced), residual=residual,
+                    without_spans=len(state.unsourced), residual=residual, evidence=evidence,
                     live_documents=state.documents_view.live_rows,
                     no_passage_valid=passages.live_rows == 0 and passages.rows_at_tx() > 0)
 

@@ -365,13 +365,12 @@ class EvidencePlanner:
             with clock.stage("catalog"):
                 catalog = self.catalog.current()
             self._check(cancelled)
-            recalled, trace = self._recall(catalog, query, stats, clock)
+            # the trace is None unless explain was asked for
+            recalled, abstention, trace = self._recall(catalog, query, stats, clock)
             self._check(cancelled)
-            abstention = trace.abstention
             if abstention is not None and abstention.declined:
                 if query.allow_ungrounded:
-                    return EvidenceResult(plan=empty_plan(stats),
-                                          trace=trace if query.explain else None)
+                    return EvidenceResult(plan=empty_plan(stats), trace=trace)
                 raise InsufficientEvidence(
                     _no_passage_valid(recalled)
                     or f"the store does not support an answer: {abstention.describe()}",
@@ -380,14 +379,13 @@ class EvidencePlanner:
                 candidates = self._pool(catalog, recalled, query, stats)
             with clock.stage("tokens"):
                 pool, estimate_mode = self._counted(catalog, candidates, query.model)
-            if query.explain:
+            if trace is not None:
                 trace = dataclasses.replace(trace, origin={key: c[2] for key, c
                                                            in candidates.items()})
             self._check(cancelled)
             if len(pool) == 0:
                 if query.allow_ungrounded:
-                    return EvidenceResult(plan=empty_plan(stats),
-                                          trace=trace if query.explain else None)
+                    return EvidenceResult(plan=empty_plan(stats), trace=trace)
                 raise InsufficientEvidence(
                     _no_span(recalled, stats),
                     metadata={"live_documents": str(recalled.live_documents)})
@@ -405,12 +403,14 @@ class EvidencePlanner:
                                      recall_stats=stats)
             with clock.stage("texts"):
                 plan = self._with_texts(plan)
-        return EvidenceResult(plan=plan, trace=trace if query.explain else None)
+        return EvidenceResult(plan=plan, trace=trace)
 
     # ---------------------------------------------------------------- phase A
 
     def _recall(self, catalog: Catalog, query: EvidenceQuery, stats: PlanStats,
-                clock: StageClock) -> tuple[Recalled, LegTrace]:
+                clock: StageClock) -> tuple[Recalled, Abstention | None, LegTrace | None]:
+        """Phase A: the recall, its abstention decision (None without question text) and, when
+        explain was asked for, its trace (else None)."""
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
         settings = self.recall
         structured, semantic = query.structured, query.semantic
@@ -470,10 +470,10 @@ class EvidencePlanner:
         stats.nodes_recalled = recalled.node_count
         stats.nodes_without_spans = recalled.without_spans
         if not query.explain:
-            return recalled, LegTrace(abstention=abstention)
+            return recalled, abstention, None
         with clock.stage("trace"):
             trace = self._trace(catalog, recalled, abstention)
-        return recalled, trace
+        return recalled, abstention, trace
 
     @staticmethod
     def _trace(catalog: Catalog, recalled: Recalled, abstention: Abstention | None
