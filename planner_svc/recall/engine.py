@@ -47,7 +47,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import add, attrgetter, is_not, itemgetter, lt, sub, truediv
+from operator import add, attrgetter, ge, is_not, itemgetter, lt, sub, truediv
 from typing import NamedTuple, Protocol, cast
 
 import numpy as np
@@ -1324,12 +1324,21 @@ _SCORE = attrgetter("score")
 _SIMILARITY = itemgetter(1)
 
 
-def _best_first(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+def _best_first(scores: Mapping[str, float], limit: int | None = None
+                ) -> list[tuple[str, float]]:
     """``scores``' items by score descending, ties by key: the order of the sort key
     ``(-score, key)`` (its equal scores, 0.0 and -0.0 included, stay in key order), from two
-    sorts without a Python key function. Scores are never NaN here: :func:`_relative` maps a
-    NaN to 0.0 and a hop keeps only values above 0.0."""
-    return sorted(sorted(scores.items()), key=itemgetter(1), reverse=True)
+    sorts without a Python key function; the first ``limit`` of them (all for None), sorted
+    from the items scoring at least the ``limit``-th best score (the others come after
+    them). Scores are never NaN here: :func:`_relative` maps a NaN to 0.0 and a hop keeps
+    only values above 0.0."""
+    items: Iterable[tuple[str, float]] = scores.items()
+    if limit is None:
+        return sorted(sorted(items), key=itemgetter(1), reverse=True)
+    if 0 < limit < len(scores):
+        cut = sorted(scores.values(), reverse=True)[limit - 1]
+        items = compress(items, map(ge, scores.values(), repeat(cut)))
+    return sorted(sorted(items), key=itemgetter(1), reverse=True)[:limit]
 
 
 @lru_cache(maxsize=256)
@@ -1360,7 +1369,7 @@ def _passages(state: _Recall, question: Question,
             combined[target] = scores[target]
     # best first, so the first candidate_documents hold every positive score kept (a prefix:
     # whole when its last score is positive)
-    top = _best_first(combined)[: settings.candidate_documents]
+    top = _best_first(combined, settings.candidate_documents)
     ranked = top if not top or top[-1][1] > 0.0 else [(s, v) for s, v in top if v > 0.0]
     residual: dict[str, tuple[str, ...]] = {}
     # Local relevance: a document a hop ranks is scored against the hop's residual (already

@@ -15,6 +15,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Protocol
 
 import numpy as np
@@ -36,7 +37,6 @@ from planner_svc.core.model import (
     PlannedSpan,
     PlanStats,
     SpanClass,
-    SpanRef,
     planned_span,
     span_ref,
 )
@@ -536,7 +536,8 @@ class EvidencePlanner:
         stats.slices_missing += missing
         stats.kind_missing += kind_missing
         stats.pool_duplicates += cited - len(best)  # every citation after a span's first
-        return {key: best[key] for key in sorted(best)}
+        ordered = sorted(best)
+        return dict(zip(ordered, map(best.__getitem__, ordered), strict=True))
 
     def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
                                                                                str]],
@@ -601,22 +602,20 @@ class EvidencePlanner:
         """The plan with each span's text (and each explained candidate's), sliced once
         (kept texts from memory, the others read from the store)."""
         candidates = [e.candidate for e in plan.explanations]
-        texts = self._texts.slices([(r.source_id, r.source_version_tx, r.start, r.end)
-                                    for r in [s.span for s in (*plan.spans, *candidates)]])
-        get = texts.get
-
-        def with_text(s: PlannedSpan, r: SpanRef) -> PlannedSpan:
-            return s.with_text(get((r.source_id, r.source_version_tx, r.start, r.end), ""))
-
-        spans = tuple([with_text(s, s.span) for s in plan.spans])
+        keys = [(r.source_id, r.source_version_tx, r.start, r.end)
+                for r in [s.span for s in (*plan.spans, *candidates)]]
+        sliced = self._texts.slices(keys)
+        texts = list(map(sliced.get, keys, repeat("")))  # "" for a span that cannot be sliced
+        spans = tuple(map(PlannedSpan.with_text, plan.spans, texts))
         explanations: tuple[Explanation, ...] = ()
         if candidates:
             # a selected span is explained too: filled once
             filled = dict(zip(map(id, plan.spans), spans, strict=True))
             explanations = tuple([
-                Explanation(candidate=filled.get(id(c)) or with_text(c, c.span), fate=e.fate,
+                Explanation(candidate=filled.get(id(c)) or c.with_text(text), fate=e.fate,
                             density=e.density, deduped_by=e.deduped_by)
-                for c, e in zip(candidates, plan.explanations, strict=True)])
+                for c, e, text in zip(candidates, plan.explanations, texts[len(spans):],
+                                      strict=True)])
         # every field named (tests/unit/test_core_plan.py pins the field lists)
         return EvidencePlan(plan_model=plan.plan_model, spans=spans, budget=plan.budget,
                             used=plan.used, stats=plan.stats, plan_hash=plan.plan_hash,

@@ -19,6 +19,7 @@ from planner_svc.index.source import VectorRows
 from planner_svc.recall.engine import (
     EngineQuery,
     Recalled,
+    _best_first,
     _relative,
     measure_evidence,
     recall_documents,
@@ -239,6 +240,19 @@ def test_relative_scores_are_the_scalar_formula_for_any_value(values: list[float
     assert list(got) == list(expected)
     assert [np.float64(v).tobytes() for v in got.values()] == [
         np.float64(v).tobytes() for v in expected.values()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores=st.dictionaries(st.text(alphabet="abc", max_size=3),
+                              st.sampled_from([0.0, -0.0, 0.25, 0.5, 1.0, 3.0])),
+       limit=st.one_of(st.none(), st.integers(0, 12)))
+def test_best_first_is_the_sort_by_score_then_key(scores: dict[str, float],
+                                                  limit: int | None) -> None:
+    expected = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    got = _best_first(scores, limit)
+    assert got == expected
+    assert [math.copysign(1.0, v) for _k, v in got] == [
+        math.copysign(1.0, v) for _k, v in expected]
 
 
 def test_recall_is_as_of_the_plan() -> None:
