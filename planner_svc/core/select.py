@@ -119,9 +119,11 @@ class _Keys:
         return built
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class PoolColumns:
-    """A candidate pool as columns: index ``i`` of every column is candidate ``i``.
+    """A candidate pool as columns: index ``i`` of every column is candidate ``i`` (not to be
+    changed; not frozen: one is built every plan, and a frozen dataclass sets each field
+    through ``object.__setattr__``).
 
     What :func:`select_columns` reads of each candidate, without a
     :class:`~planner_svc.core.model.PlannedSpan` per candidate: selection builds the whole

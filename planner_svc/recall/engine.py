@@ -106,9 +106,10 @@ class SemanticAccess(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class EngineQuery:
-    """What one plan asks of recall.
+    """What one plan asks of recall (not to be changed; not frozen: one is built every plan,
+    and a frozen dataclass sets each field through ``object.__setattr__``).
 
     Attributes:
         text: the question ("" when the request has no text: filters or a vector only).
@@ -239,9 +240,10 @@ class NodeArrays:
     versions: npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Recalled:
-    """Phase A's result.
+    """Phase A's result (not to be changed; not frozen: one is built every plan, and a frozen
+    dataclass sets each field through ``object.__setattr__``).
 
     Attributes:
         node_count: the number of live nodes of the candidate documents (:attr:`node_versions`
