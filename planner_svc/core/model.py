@@ -265,3 +265,26 @@ class EvidencePlan:
     stats: PlanStats
     plan_hash: str
     explanations: tuple[Explanation, ...] = field(default=())
+
+
+_PLAN_SLOTS = tuple(EvidencePlan.__dict__[name].__set__
+                    for name in ("plan_model", "spans", "budget", "used", "stats", "plan_hash",
+                                 "explanations"))
+
+
+def evidence_plan(plan_model: str, spans: tuple[PlannedSpan, ...], budget: int, used: int,
+                  stats: PlanStats, plan_hash: str,
+                  explanations: tuple[Explanation, ...] = ()) -> EvidencePlan:
+    """``EvidencePlan(plan_model=plan_model, ...)`` with its fields in their order, built slot
+    by slot (as :func:`planned_span`: every plan builds one, then one with its texts)."""
+    out: EvidencePlan = _NEW(EvidencePlan)
+    set_model, set_spans, set_budget, set_used, set_stats, set_hash, set_explanations = (
+        _PLAN_SLOTS)
+    set_model(out, plan_model)
+    set_spans(out, spans)
+    set_budget(out, budget)
+    set_used(out, used)
+    set_stats(out, stats)
+    set_hash(out, plan_hash)
+    set_explanations(out, explanations)
+    return out

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner_svc.core.model import PLAN_MODEL, EvidencePlan, PlannedSpan, PlanStats
+from planner_svc.core.model import (
+    PLAN_MODEL,
+    EvidencePlan,
+    PlannedSpan,
+    PlanStats,
+    evidence_plan,
+)
 from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
 from planner_svc.core.select import SelectionResult, select
 from planner_svc.core.tokens import effective_budget
@@ -76,15 +82,9 @@ def assemble_plan(
         for name in _RECALL_COUNTERS:
             setattr(stats, name, getattr(recall_stats, name))
     stats.token_estimate = estimate_mode
-    return EvidencePlan(
-        plan_model=PLAN_MODEL,
-        spans=result.selected,
-        budget=budget,
-        used=result.used,
-        stats=stats,
-        plan_hash=plan_hash(PLAN_MODEL, budget, result.used, result.selected),
-        explanations=result.explanations,
-    )
+    return evidence_plan(PLAN_MODEL, result.selected, budget, result.used, stats,
+                         plan_hash(PLAN_MODEL, budget, result.used, result.selected),
+                         result.explanations)
 
 
 def empty_plan(stats: PlanStats | None = None) -> EvidencePlan:

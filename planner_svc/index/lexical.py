@@ -546,11 +546,8 @@ class LexicalView:
         """
         if self._snap.size == 0 or limit <= 0 or self._stats.count == 0:
             return []
-        parts = []
-        for _term, tid in self._term_ids(terms):
-            term = self._scores(tid)
-            if term.rows.shape[0]:
-                parts.append((term.rows, term.values))
+        scored = [self._scores(tid) for _term, tid in self._term_ids(terms)]
+        parts = [(term.rows, term.values) for term in scored if term.rows.shape[0]]
         if not parts:
             return []
         postings = sum(rows.shape[0] for rows, _ in parts)

@@ -776,17 +776,13 @@ def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.
     """The BM25 and cosine of each ``(source, scored)``'s nodes (``lengths[i]`` of them for
     document ``i``) from the ask that scored them, laid end to end in the given order: one
     gather from the asks' arrays laid end to end."""
-    offsets: dict[int, int] = {}  # id() of each ask (held in ``asks``) -> its first node
-    asks: list[_Scored] = []
-    firsts: list[int] = []
-    end = 0
-    for source, scored in documents:
-        base = offsets.get(id(scored))
-        if base is None:
-            base = offsets[id(scored)] = end
-            asks.append(scored)
-            end += scored.lexical.shape[0]
-        firsts.append(base + scored._starts[scored._at[source]])  # scored.start(source)
+    # each ask once, in first-use order (an ask hashes by identity), and its first node
+    asks = list(dict.fromkeys(map(itemgetter(1), documents)))
+    # (the running totals from 0: one more than the asks, the last unused)
+    offsets = dict(zip(asks, accumulate([scored.lexical.shape[0] for scored in asks],
+                                        initial=0), strict=False))
+    firsts = [offsets[scored] + scored._starts[scored._at[source]]  # scored.start(source)
+              for source, scored in documents]
     # node j of document i sits at firsts[i] + j
     picks = ((np.asarray(firsts, dtype=np.int64) - _starts(lengths)).repeat(lengths)
              + np.arange(int(np.add.reduce(lengths)), dtype=np.int64))
@@ -1396,7 +1392,10 @@ def _passages(state: _Recall, question: Question,
             terms, local_vector = hop.terms, state.vector
         else:
             terms, local_vector = question.terms, state.vector
-        batches.setdefault((terms, id(local_vector)), (local_vector, []))[1].append(source)
+        asked = batches.get(key := (terms, id(local_vector)))
+        if asked is None:
+            asked = batches[key] = (local_vector, [])
+        asked[1].append(source)
     asks = [(batch, terms, local_vector) for (terms, _vector_id), (local_vector, batch)
             in batches.items()]
     for (batch, _terms, _vector), scored in zip(asks, state.local(asks), strict=True):

@@ -37,6 +37,7 @@ from planner_svc.core.model import (
     PlannedSpan,
     PlanStats,
     SpanClass,
+    evidence_plan,
     planned_span,
     span_ref,
 )
@@ -616,10 +617,9 @@ class EvidencePlanner:
                             density=e.density, deduped_by=e.deduped_by)
                 for c, e, text in zip(candidates, plan.explanations, texts[len(spans):],
                                       strict=True)])
-        # every field named (tests/unit/test_core_plan.py pins the field lists)
-        return EvidencePlan(plan_model=plan.plan_model, spans=spans, budget=plan.budget,
-                            used=plan.used, stats=plan.stats, plan_hash=plan.plan_hash,
-                            explanations=explanations)
+        # every field, in their order (tests/unit/test_core_plan.py pins the field lists)
+        return evidence_plan(plan.plan_model, spans, plan.budget, plan.used, plan.stats,
+                             plan.plan_hash, explanations)
 
     @staticmethod
     def _check(cancelled: Callable[[], bool]) -> None:

@@ -11,10 +11,15 @@ from hypothesis import strategies as st
 
 from planner_svc.core.model import (
     NOWHERE,
+    CandidateFate,
+    EvidencePlan,
+    Explanation,
     Location,
     PlannedSpan,
+    PlanStats,
     SpanClass,
     SpanRef,
+    evidence_plan,
     planned_span,
     span_ref,
 )
@@ -58,3 +63,24 @@ def test_slot_built_spans_stay_frozen() -> None:
         built.weight = 1.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         built.span.start = 0  # type: ignore[misc]
+
+
+@settings(max_examples=50, deadline=None)
+@given(budget=st.integers(0, 2**64 - 1), used=st.integers(0, 2**64 - 1), hashed=_TEXT,
+       explained=st.booleans())
+def test_a_slot_built_plan_equals_the_constructed_one(budget: int, used: int, hashed: str,
+                                                      explained: bool) -> None:
+    span = planned_span(span_ref("a", 1, 2, 3), "body", SpanClass.TRUTH, 0.5, 4, "text")
+    explanations = ((Explanation(candidate=span, fate=CandidateFate.PACKED, density=0.125,
+                                 deduped_by=None),) if explained else ())
+    stats = PlanStats(pool_spans=1)
+    expected = EvidencePlan(plan_model="v1", spans=(span,), budget=budget, used=used,
+                            stats=stats, plan_hash=hashed, explanations=explanations)
+    built = evidence_plan("v1", (span,), budget, used, stats, hashed, explanations)
+    assert built == expected and repr(built) == repr(expected)
+    assert dataclasses.astuple(built) == dataclasses.astuple(expected)
+    assert evidence_plan("v1", (span,), budget, used, stats, hashed) == EvidencePlan(
+        plan_model="v1", spans=(span,), budget=budget, used=used, stats=stats,
+        plan_hash=hashed)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.used = 0  # type: ignore[misc]
