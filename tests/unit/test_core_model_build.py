@@ -84,3 +84,16 @@ def test_a_slot_built_plan_equals_the_constructed_one(budget: int, used: int, ha
         plan_hash=hashed)
     with pytest.raises(dataclasses.FrozenInstanceError):
         built.used = 0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("cls", "names"), [
+    (SpanRef, ["source_id", "source_version_tx", "start", "end"]),
+    (PlannedSpan, ["span", "kind", "span_class", "weight", "tokens", "text", "location"]),
+    (EvidencePlan, ["plan_model", "spans", "budget", "used", "stats", "plan_hash",
+                    "explanations"]),
+])
+def test_the_slot_builders_know_every_field(cls: type, names: list[str]) -> None:
+    # the builders set these slots by name and skip __init__: a new field, or a
+    # __post_init__ that checks or derives one, must reach them too
+    assert [f.name for f in dataclasses.fields(cls)] == names
+    assert not hasattr(cls, "__post_init__")
