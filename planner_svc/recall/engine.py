@@ -40,7 +40,6 @@ score is the same bits on every machine.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -540,7 +539,7 @@ class _Words(NamedTuple):
     """The question's terms and those words' terms: the ones a hop source is asked for."""
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 16)
 def _word_terms(word: str) -> frozenset[str] | None:
     """The query terms of one word of a question (:func:`~planner_svc.index.analysis.
     query_terms`), None for a stopword or a connective (by its case folding). Remembered by
