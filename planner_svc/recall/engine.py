@@ -212,7 +212,7 @@ class Evidence:
     live_documents: int | None = None
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False)
 class NodeArrays:
     """The candidate nodes' span groups as arrays, one row per group: documents best first,
     each one's groups most relevant first (what :class:`Recalled` builds its node and group
@@ -539,11 +539,30 @@ class _Words(NamedTuple):
     """The question's terms and those words' terms: the ones a hop source is asked for."""
 
 
-@lru_cache(maxsize=1 << 16)
+WORD_MEMO_CHARACTERS = 64
+"""Words up to this many characters have their query terms remembered across plans (at most
+65,536 of them: a few megabytes); a longer word (a run of CJK characters, say, one term per
+character pair) is analysed each time."""
+
+
 def _word_terms(word: str) -> frozenset[str] | None:
     """The query terms of one word of a question (:func:`~planner_svc.index.analysis.
-    query_terms`), None for a stopword or a connective (by its case folding). Remembered by
-    word (a pure function; the words of questions repeat), for at most 65,536 words."""
+    query_terms`), None for a stopword or a connective (by its case folding). Remembered for
+    words of at most :data:`WORD_MEMO_CHARACTERS` characters (a pure function; the words of
+    questions repeat)."""
+    if len(word) <= WORD_MEMO_CHARACTERS:
+        return _short_word_terms(word)
+    return _analysed_word(word)
+
+
+@lru_cache(maxsize=1 << 16)
+def _short_word_terms(word: str) -> frozenset[str] | None:
+    """:func:`_word_terms` of a short word, remembered."""
+    return _analysed_word(word)
+
+
+def _analysed_word(word: str) -> frozenset[str] | None:
+    """:func:`_word_terms`, computed."""
     folded = word.casefold()
     if folded in STOPWORDS or folded in CONNECTIVES:
         return None
@@ -1262,7 +1281,7 @@ def recall_documents(
     """Score documents, hop from the best, and score every live node of the candidates (see
     the module docstring); with ``measure``, also the absolute evidence
     (:func:`measure_evidence`) of the question. ``clock`` receives the time of the
-    ``semantic``, ``structured``, ``hops``, ``passages`` and ``abstention`` stages
+    ``semantic``, ``structured``, ``hops``, ``abstention`` and ``passages`` stages
     (:mod:`planner_svc.recall.timing`)."""
     # The question's words (parts, BM25, residuals) belong to the structured leg; a request for
     # the semantic leg alone plans from its vector alone, so text and its embedding agree.
@@ -1338,10 +1357,28 @@ def _best_first(scores: Mapping[str, float], limit: int | None = None
     return sorted(sorted(items), key=itemgetter(1), reverse=True)[:limit]
 
 
-@lru_cache(maxsize=256)
+DECAY_MEMO_COUNT = 1024
+"""Passage decay runs up to this many values are remembered across plans (256 runs at most:
+2 MB); a document with more span groups has its run computed each time."""
+
+
 def _decays(decay: float, count: int) -> Float64s:
     """``unit_power(decay, r)`` for ``r`` in ``0 .. count - 1``: float64 ``(count,)``,
-    read-only (computed once per decay and count, shared by the plans)."""
+    read-only (remembered per decay and count up to :data:`DECAY_MEMO_COUNT`, shared by the
+    plans)."""
+    if count <= DECAY_MEMO_COUNT:
+        return _short_decays(decay, count)
+    return _decay_run(decay, count)
+
+
+@lru_cache(maxsize=256)
+def _short_decays(decay: float, count: int) -> Float64s:
+    """:func:`_decays` of a short run, remembered."""
+    return _decay_run(decay, count)
+
+
+def _decay_run(decay: float, count: int) -> Float64s:
+    """:func:`_decays`, computed."""
     out = np.asarray([unit_power(decay, r) for r in range(count)], dtype=np.float64)
     out.setflags(write=False)
     return out
