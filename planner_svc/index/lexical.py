@@ -520,6 +520,8 @@ class LexicalView:
             k1 = self._index.k1
             tf = tfs.astype(np.float64)
             values = idf * (tf * (k1 + 1.0) / (tf + self._norms(rows)))
+            for shared in (rows, tfs, values):  # plans and threads share them: read-only
+                shared.setflags(write=False)
             found = self._stats.terms[tid] = _TermScores(rows=rows, tfs=tfs, idf=idf,
                                                          values=values)
         return found
