@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
-from planner_svc.embed.pooling import pool_offsets, table_dtype
+from planner_svc.embed.pooling import NO_WEIGHTS, pool_offsets, table_dtype
 from planner_svc.embed.words import local_characters, word_composing, word_tokens
 
 #: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
@@ -43,10 +43,6 @@ ones (ingest) by the tokenizer's parallel batch encoder. Both give the same toke
 in-thread path only avoids handing a few microseconds of work to the tokenizer's thread pool,
 whose wake-up latency dominates a query's embedding on a busy server (a batch of 10 hop
 residuals took about 0.6 ms there, against 0.1 ms in the calling thread)."""
-
-
-_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
-"""The pooling kernel's weights of a model without token weights (never written)."""
 
 
 def check_model_dir(path: Path, *, field: str) -> Path:
@@ -207,7 +203,7 @@ class Model2VecEmbedder:
                              dtype=np.int64, count=texts + 1 + tokens)
         offsets, index = packed[:texts + 1], packed[texts + 1:]
         rows = index if self._mapping is None else self._mapping[index].astype(np.int64)
-        weights = (_NO_WEIGHTS if self._weights is None
+        weights = (NO_WEIGHTS if self._weights is None
                    else self._weights[index].astype(np.float64))
         return pool_offsets(self._table, rows, weights, offsets)
 

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["pool_offsets", "pool_tokens"]
+__all__ = ["NO_WEIGHTS", "pool_offsets", "pool_tokens"]
 
 _Table = npt.NDArray[Any]  # float32 or float64 (table_dtype)
 _Pool = Callable[[_Table, npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -126,11 +126,11 @@ def pool_tokens(table: _Table, rows: npt.NDArray[np.int64],
     return pool_offsets(np.ascontiguousarray(table, dtype=table_dtype(table.dtype)),
                         np.ascontiguousarray(rows, dtype=np.int64),
                         (np.ascontiguousarray(weights, dtype=np.float64) if weights is not None
-                         else _NO_WEIGHTS),
+                         else NO_WEIGHTS),
                         offsets)
 
 
-_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
+NO_WEIGHTS = np.zeros(0, dtype=np.float64)
 """The kernel's ``weights`` argument of a model without token weights (never written)."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Protocol
@@ -182,12 +182,6 @@ class _Semantic:
         if self._pinned is None:
             self._pinned = self._source.current()
         return self._pinned
-
-    def live_version_ids(self, version_ids: Collection[int], valid_us: int, tx_us: int
-                         ) -> set[int]:
-        """The versions among ``version_ids`` the plan's catalog holds live at ``(valid_us,
-        tx_us)`` (:class:`~planner_svc.recall.ports.LiveVersions`)."""
-        return self._catalog.live_version_ids(version_ids, valid_us, tx_us)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """The embedder's rows of ``texts``, every text of the plan through one session of
@@ -410,8 +404,9 @@ class EvidencePlanner:
 
     def _recall(self, catalog: Catalog, query: EvidenceQuery, stats: PlanStats,
                 clock: StageClock) -> tuple[Recalled, Abstention | None, LegTrace | None]:
-        """Phase A: the recall, its abstention decision (None without question text) and, when
-        explain was asked for, its trace (else None)."""
+        """Phase A: the recall, its abstention decision (None when none is measured: no
+        question text, no structured leg, or both abstain thresholds 0) and, when explain was
+        asked for, its trace (else None)."""
         valid_us, tx_us = query.at_valid_us, query.at_tx_us
         settings = self.recall
         structured, semantic = query.structured, query.semantic

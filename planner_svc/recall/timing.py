@@ -15,8 +15,8 @@ run's wall time to its stage. The stages of the evidence planner, in the order t
 - ``structured``: BM25 over whole documents (or the label/property-filtered search);
 - ``hops``: expansion from the best documents: their links, the residual of the question, and
   the targets' passages scored against it;
-- ``passages``: every candidate document's passages scored and ranked (node scores);
 - ``abstention``: the absolute evidence the decline decision reads;
+- ``passages``: every candidate document's passages scored and ranked (node scores);
 - ``trace``: the explain trace (only when explain is asked for);
 - ``pool``: node scores exploded to spans and weighed;
 - ``tokens``: token counts (exact, cached per tokenizer and span, or estimated);
@@ -43,8 +43,8 @@ PLAN_STAGES: tuple[str, ...] = (
     "semantic",
     "structured",
     "hops",
-    "passages",
     "abstention",
+    "passages",
     "trace",
     "pool",
     "tokens",
