@@ -54,12 +54,14 @@ def question_request(
     at_tx_us: int | None = None,
     allow_ungrounded: bool = False,
     explain: bool = False,
+    max_frac_per_source: float | None = None,
 ) -> plan_pb2.PlanRequest:
     """The default request for a natural-language question: the question once (both recall
     legs search with it) and one hop of expansion.
 
     ``k`` / ``limit`` of 0 take the server defaults (a leg message is sent only to carry a
-    non-zero one); budget None takes the server default. With the defaults it is the wire form
+    non-zero one); budget None and ``max_frac_per_source`` None (the per-source cap, a fraction
+    of the budget in (0, 1]) take the server's. With the defaults it is the wire form
     of :func:`planner_svc.recall.request.question_query`.
     """
     request = plan_pb2.PlanRequest(
@@ -71,6 +73,8 @@ def question_request(
         allow_ungrounded=allow_ungrounded,
         explain=explain,
     )
+    if max_frac_per_source is not None:
+        request.max_frac_per_source = max_frac_per_source
     if budget_tokens is not None:
         request.budget_tokens = budget_tokens
     if at_valid_us is not None:

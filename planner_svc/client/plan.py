@@ -20,7 +20,7 @@ from planner_svc.client.connection import (
     failure_exit,
     unavailable_hint,
 )
-from planner_svc.core.config import SelectionSettings
+from planner_svc.core.config import MAX_FRAC_PER_SOURCE, SelectionSettings
 from planner_svc.core.limits import BUDGET_TOKENS, EXPAND_DEPTH, INT64, LEG_RESULTS
 from planner_svc.recall.request import QUESTION_EXPAND_DEPTH
 
@@ -62,6 +62,7 @@ def _plan(args: argparse.Namespace) -> int:
         at_tx_us=args.at_tx,
         allow_ungrounded=args.allow_ungrounded,
         explain=args.explain,
+        max_frac_per_source=args.max_frac_per_source,
     )
     metadata = auth_metadata()
     channel = command_channel(args, "plan")
@@ -125,6 +126,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="budget in tokens (default: the server's, "
                            f"{SelectionSettings().default_budget_tokens} unless configured)"
                            "%(default).0s")
+    plan.add_argument("--max-frac-per-source", type=bounded(float, MAX_FRAC_PER_SOURCE),
+                      default=None,
+                      help="the per-source cap, a fraction of the budget in (0, 1] (default: "
+                           f"the server's, {SelectionSettings().max_frac_per_source} unless "
+                           "configured)%(default).0s")
     plan.add_argument("--expand-depth", type=bounded(int, EXPAND_DEPTH),
                       default=QUESTION_EXPAND_DEPTH,
                       help="hop expansion depth")

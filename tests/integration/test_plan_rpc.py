@@ -325,3 +325,28 @@ def test_plan_command_notes_a_model_the_server_cannot_count(
     assert main(["plan", question, "--address", live.address]) == 0  # no model asked: no note
     assert not [line for line in capsys.readouterr().err.splitlines()
                 if line.startswith("planner-svc plan: ")]
+
+
+def test_plan_command_raises_the_per_source_cap(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import math
+
+    from planner_svc.cli import main
+
+    question = "Who painted the Mona Lisa?"
+    shown = []
+    for cap in ([], ["--max-frac-per-source", "1.0"]):
+        assert main(["plan", question, "--address", live.address, "--budget", "300", "--json",
+                     *cap]) == 0
+        shown.append(json.loads(capsys.readouterr().out))
+    # the server's default cap is 0.4 of the (effective) budget; the flag asks for all of it
+    budget = int(shown[0]["budget"])
+    assert shown[1]["budget"] == shown[0]["budget"]
+    assert shown[0]["stats"]["capTokens"] == str(math.floor(0.4 * budget))
+    assert shown[1]["stats"]["capTokens"] == str(budget)
+    with pytest.raises(SystemExit) as info:
+        main(["plan", question, "--address", live.address, "--max-frac-per-source", "0"])
+    assert info.value.code == 2
+    assert "0.0 is outside" in capsys.readouterr().err
