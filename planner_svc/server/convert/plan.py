@@ -389,13 +389,6 @@ def evidence_query_from_proto(
     )
 
 
-def legs_to_proto(trace: LegTrace, node_id: str) -> plan_pb2.LegScores:
-    """The scores behind one node for an explanation."""
-    msg = plan_pb2.LegScores()
-    _fill_legs(msg, trace, node_id)
-    return msg
-
-
 def _fill_legs(msg: plan_pb2.LegScores, trace: LegTrace, node_id: str) -> None:
     """Write the scores behind ``node_id`` into the (empty) message ``msg``."""
     msg.node_id = node_id
