@@ -358,7 +358,7 @@ class Recalled:
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
     """``clamp((score / best) ** sharpness)`` per key; empty when the best is not positive.
-    Every key at once (:func:`_relative_segments`'s operations per value, with one best) when
+    Every key at once (:func:`_relative_rows`'s operations per value, with one best) when
     the scores are finite; element by element otherwise."""
     best = max(scores.values(), default=0.0)
     if not best > 0.0:
@@ -368,7 +368,7 @@ def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]
     if not (np.logical_and.reduce(np.isfinite(values)) and math.isfinite(sharpness)):
         return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))
                 for k, s in scores.items()}
-    # _relative_segments with every value's best this one, above 0.0: nothing to mask
+    # _relative_rows with every value's best this one, above 0.0: nothing to mask
     ratio = (np.maximum(0.0, values) + 0.0) / best
     powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
     relative = np.minimum(1.0, np.maximum(0.0, powered) + 0.0)
@@ -434,25 +434,12 @@ _MINUS_INF = np.full(1, -np.inf, dtype=np.float64)
 _MINUS_INF_ROWS = np.full((2, 1), -np.inf, dtype=np.float64)
 
 
-def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Float64s:
-    """:func:`_relative` of each segment at once: every value against its segment's ``best``
-    (repeated per value), with the same operations per value, ``clamp((max(0, value) / best)
-    ** sharpness)``; +0.0 where the best is not positive. float64 ``(len(values),)``."""
-    positive = best > 0.0
-    # max(0.0, -0.0) is +0.0 in Python; numpy may keep -0.0, and adding +0.0 makes it +0.0
-    ratio = np.divide(np.maximum(0.0, values) + 0.0, best,
-                      out=np.zeros(values.shape[0], dtype=np.float64), where=positive)
-    # clamp_unit's bounds (the ratio is already in [0, 1] where the best is the segment's
-    # largest value); +0.0 where the best is not positive, as _relative gives
-    powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
-    powered = np.minimum(1.0, np.maximum(0.0, powered) + 0.0)
-    return np.where(positive, powered, 0.0)
-
-
 def _relative_rows(values: Float64s, best: Float64s, sharpness: Sequence[float]) -> Float64s:
-    """:func:`_relative_segments` of each row of the 2-D ``values`` against the same row of
-    ``best`` (same shape), row ``i`` sharpened by ``sharpness[i]``: the same operations per
-    value, the rows in one pass each (a row sharpened by 1.0 is not raised: ``unit_power``
+    """:func:`_relative` of each row of the 2-D ``values``, every value against its own best
+    in the same row of ``best`` (same shape; e.g. its segment's largest value, repeated),
+    ``clamp((max(0, value) / best) ** sharpness)`` and +0.0 where the best is not positive,
+    row ``i`` sharpened by ``sharpness[i]``: the same operations per value, the rows in one
+    pass each (a row sharpened by 1.0 is not raised: ``unit_power``
     of exponent 1 is its base). float64, ``values``' shape."""
     positive = best > 0.0
     ratio = np.divide(np.maximum(0.0, values) + 0.0, best,
@@ -783,11 +770,6 @@ class _Scored:
         self._at = dict(zip(sources, range(len(sources)), strict=True))
         self._starts = list(accumulate(lengths, initial=0))
 
-    def start(self, source: str) -> int:
-        """Where the nodes of one source of the ask start in :attr:`lexical` and
-        :attr:`cosine`."""
-        return self._starts[self._at[source]]
-
 
 def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.int64]
               ) -> tuple[Float64s, Float64s]:
@@ -799,7 +781,8 @@ def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.
     # (the running totals from 0: one more than the asks, the last unused)
     offsets = dict(zip(asks, accumulate([scored.lexical.shape[0] for scored in asks],
                                         initial=0), strict=False))
-    firsts = [offsets[scored] + scored._starts[scored._at[source]]  # scored.start(source)
+    # where each source's nodes start in its ask's arrays, and those in the asks laid end to end
+    firsts = [offsets[scored] + scored._starts[scored._at[source]]
               for source, scored in documents]
     # node j of document i sits at firsts[i] + j
     picks = ((np.asarray(firsts, dtype=np.int64) - _starts(lengths)).repeat(lengths)
@@ -951,7 +934,7 @@ class _Recall:
             with self.clock.stage("semantic"):
                 sources = sorted(set(structured) - set(semantic))
                 entries = self.entries(sources)
-                groups = list(map(attrgetter("id_array"), entries))
+                groups = list(map(_ID_ARRAY, entries))
                 rows_of = self.table.rows(sources, groups)
                 cosine = self.table.cosine_arrays([(vector, rows_of)])[0]
                 if self.query.alpha == 1.0:  # the score is the clamped similarity: all at once
@@ -1020,7 +1003,7 @@ class _Recall:
         node holds no term), the cosine :func:`~planner_svc.recall.semantic.exact_similarities`'s
         (products exact in float64, added in index order)."""
         named = list(chain.from_iterable(ask for ask, _t, _v in asks))
-        groups = list(map(attrgetter("id_array"), self.entries(named)))
+        groups = list(map(_ID_ARRAY, self.entries(named)))
         rows = self.table.rows(named, groups)
         every = list(map(len, groups))
         parts: list[npt.NDArray[np.int64]] = []
@@ -1061,7 +1044,7 @@ class _Recall:
              ) -> dict[str, _Hop]:
         """target -> its best hop from the best ``hop_sources`` documents of ``scores``."""
         settings = self.settings
-        sources = _best_first(scores)[: settings.hop_sources]
+        sources = _best_first(scores, settings.hop_sources)
         words = self._words(question)
         self.entries([source for source, score in sources if score > 0.0])  # one catalog read
         steps: list[tuple[str, float, Mapping[str, float], tuple[str, ...], str]] = []
@@ -1076,14 +1059,14 @@ class _Recall:
             terms = tuple(filterfalse(held.__contains__, question.terms))
             kept = " ".join(compress(words.words, map(held.isdisjoint, words.terms)))
             steps.append((source, score, links, terms, kept))
+        out: dict[str, _Hop] = {}
+        if not steps:
+            return out
         residuals = self.embed([text for *_, text in steps])
         probes = [residual if residual is not None or question.text else vector
                   for residual in residuals]
         scored = self.local([(list(links), terms, probe) for (_s, _v, links, terms, _t),
                              probe in zip(steps, probes, strict=True)])
-        out: dict[str, _Hop] = {}
-        if not steps:
-            return out
         # Every step's targets at once: a target's lexical (cosine) relevance is its best
         # node's BM25 (cosine) relative to the step's best target, as _relative computes it.
         targets = np.fromiter(chain.from_iterable(found.lengths for found in scored),
@@ -1138,24 +1121,15 @@ class _Recall:
                            versions=empty, firsts=empty)
         lexical, cosine = _gathered(documents, lengths)
         # Both measures at once, one row each (the BM25, the cosine clipped at 0 with -0.0 as
-        # +0.0), with the operations of _segment_max and _relative_segments per row: each
-        # document's best (its run's largest value, 0.0 for no node), then every value
-        # relative to it (sharpened by ``local_sharpness`` for the cosine).
+        # +0.0): each document's best (its run's largest value, 0.0 for no node), then every
+        # value relative to it (sharpened by ``local_sharpness`` for the cosine).
         both = np.stack((lexical, np.maximum(0.0, cosine) + 0.0))
-        starts = _starts(lengths)
-        best = np.where(lengths > 0, np.maximum.reduceat(
-            np.concatenate((both, _MINUS_INF_ROWS), axis=1), starts, axis=1), 0.0
-        ).repeat(lengths, axis=1)
-        positive = best > 0.0
-        ratio = np.divide(np.maximum(0.0, both) + 0.0, best, out=np.zeros(both.shape),
-                          where=positive)
-        powered = np.minimum(1.0, ratio)  # the BM25's exponent is 1: _unit_powers keeps it
-        powered[1] = _unit_powers(powered[1], self.settings.local_sharpness)
-        relative = np.where(positive, np.minimum(1.0, np.maximum(0.0, powered) + 0.0), 0.0)
+        best = _segment_max(both, lengths).repeat(lengths, axis=1)
+        relative = _relative_rows(both, best, (1.0, self.settings.local_sharpness))
         node_rel = np.maximum(relative[0], relative[1])
         # groups of every document: their members' positions in the flat arrays
         local_members, sizes, firsts, per_entry = group_columns(entries)
-        members = local_members + starts.repeat(lengths)
+        members = local_members + _starts(lengths).repeat(lengths)
         owners = np.arange(len(entries), dtype=np.int64).repeat(per_entry)
         group_rel = _segment_max(node_rel[members], sizes)
         order = np.lexsort((firsts, -group_rel, owners))
@@ -1358,23 +1332,24 @@ def _best_first(scores: Mapping[str, float], limit: int | None = None
 
 
 DECAY_MEMO_COUNT = 1024
-"""Passage decay runs up to this many values are remembered across plans (256 runs at most:
-2 MB); a document with more span groups has its run computed each time."""
+"""Passage decays are remembered across plans for a document's first this many span groups,
+one run per decay value (8 KB each, 16 values at most); a document with more groups has its
+run computed each time."""
 
 
 def _decays(decay: float, count: int) -> Float64s:
     """``unit_power(decay, r)`` for ``r`` in ``0 .. count - 1``: float64 ``(count,)``,
-    read-only (remembered per decay and count up to :data:`DECAY_MEMO_COUNT`, shared by the
-    plans)."""
+    read-only (a slice of the run remembered per decay up to :data:`DECAY_MEMO_COUNT`: each
+    value depends on ``r`` alone, shared by the plans)."""
     if count <= DECAY_MEMO_COUNT:
-        return _short_decays(decay, count)
+        return _remembered_decays(decay)[:count]
     return _decay_run(decay, count)
 
 
-@lru_cache(maxsize=256)
-def _short_decays(decay: float, count: int) -> Float64s:
-    """:func:`_decays` of a short run, remembered."""
-    return _decay_run(decay, count)
+@lru_cache(maxsize=16)
+def _remembered_decays(decay: float) -> Float64s:
+    """:func:`_decays` of :data:`DECAY_MEMO_COUNT` values, remembered."""
+    return _decay_run(decay, DECAY_MEMO_COUNT)
 
 
 def _decay_run(decay: float, count: int) -> Float64s:

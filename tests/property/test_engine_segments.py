@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from planner_svc.core.fusion import clamp_unit, unit_power
 from planner_svc.index.catalog import SourceEntry, group_columns
 from planner_svc.recall.engine import (
+    Float64s,
     _best_first,
     _best_positive,
     _relative_rows,
-    _relative_segments,
     _segment_max,
     _unit_powers,
 )
@@ -24,6 +24,21 @@ SCORES = st.one_of(st.floats(min_value=-2.0, max_value=50.0, allow_nan=False),
                    st.sampled_from([0.0, -0.0, 1e-300, 5e-324, 1.0]))
 SHARPNESS = st.one_of(st.integers(min_value=1, max_value=16).map(float),
                       st.floats(min_value=0.1, max_value=16.0))
+
+
+def _relative_segments(values: Float64s, best: Float64s, sharpness: float) -> Float64s:
+    """The one-row reference for ``_relative_rows``: every value against its segment's ``best``
+    (repeated per value), with the same operations per value, ``clamp((max(0, value) / best)
+    ** sharpness)``; +0.0 where the best is not positive. float64 ``(len(values),)``."""
+    positive = best > 0.0
+    # max(0.0, -0.0) is +0.0 in Python; numpy may keep -0.0, and adding +0.0 makes it +0.0
+    ratio = np.divide(np.maximum(0.0, values) + 0.0, best,
+                      out=np.zeros(values.shape[0], dtype=np.float64), where=positive)
+    # clamp_unit's bounds (the ratio is already in [0, 1] where the best is the segment's
+    # largest value); +0.0 where the best is not positive, as _relative gives
+    powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
+    powered = np.minimum(1.0, np.maximum(0.0, powered) + 0.0)
+    return np.where(positive, powered, 0.0)
 
 
 def _relative_reference(values: list[float], sharpness: float) -> list[float]:
