@@ -176,6 +176,11 @@ class Partition:
         """The stored vectors of ``rows`` (int64 ``(m,)``), float32 ``(m, dim)``, bit for bit."""
         return np.asarray(self.stored[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
 
+    def version_extent(self) -> tuple[int, int]:
+        """The smallest and the largest version id of the rows (the segment is not empty)."""
+        ordered = self._by_version[0]
+        return int(ordered[0]), int(ordered[-1])
+
     def rows_of(self, version_ids: Int64s) -> tuple[Int64s, Int64s]:
         """``(positions in version_ids, rows)`` of the given versions held by this segment."""
         ordered, order = self._by_version
