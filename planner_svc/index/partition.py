@@ -154,9 +154,10 @@ class Partition:
                 params.nprobe = int(self.index.nprobe)
             params.sel = selector
             sims, rows = self.index.search(query, fetch, params=params)
-        keep = rows[0] >= 0
-        if rows.dtype == np.int64 and keep.all():  # every row wanted was found
+        # FAISS lays the rows it found first, then -1 for each one it did not find
+        if rows.dtype == np.int64 and rows.shape[1] and rows[0, -1] >= 0:  # all found
             return sims[0], rows[0]
+        keep = rows[0] >= 0
         return sims[0][keep], rows[0][keep].astype(np.int64)
 
     def scan(self, query: Float32s, fetch: int, prefix: int) -> tuple[Float32s, Int64s]:

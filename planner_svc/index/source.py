@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -38,10 +38,13 @@ class VectorHit:
     vector: npt.NDArray[np.float32]
 
 
-@dataclass(frozen=True, slots=True)
 class VectorHits:
     """A search's hits as columns, in the search's order (score descending, ties by node id):
     what recall reads of them without building one object per hit.
+
+    Each hit's node id and vector are given either as they are (``node_ids``, ``vectors``) or
+    as the index holds them (``encoded_node_ids``: UTF-8 bytes; ``matrix`` and ``rows``: the
+    hit's vector is ``matrix[rows[i]]``), and then decoded or copied on first read.
 
     Attributes:
         node_ids: each hit's node.
@@ -52,16 +55,58 @@ class VectorHits:
             (made read-only here: pass a copy of an array that must stay writable).
     """
 
-    node_ids: tuple[str, ...]
-    version_ids: npt.NDArray[np.int64]
-    scores: npt.NDArray[np.float32]
-    vectors: npt.NDArray[np.float32]
+    __slots__ = ("_encoded", "_matrix", "_node_ids", "_rows", "_vectors", "scores",
+                 "version_ids")
 
-    def __post_init__(self) -> None:
-        self.vectors.setflags(write=False)  # the index's rows: read, never written
+    def __init__(self, *, version_ids: npt.NDArray[np.int64], scores: npt.NDArray[np.float32],
+                 node_ids: Sequence[str] | None = None,
+                 encoded_node_ids: Sequence[bytes] | None = None,
+                 vectors: npt.NDArray[np.float32] | None = None,
+                 matrix: npt.NDArray[np.float32] | None = None,
+                 rows: npt.NDArray[np.int64] | None = None) -> None:
+        if (node_ids is None) == (encoded_node_ids is None):
+            raise TypeError("VectorHits needs one of node_ids and encoded_node_ids")
+        if (vectors is None) == (matrix is None or rows is None):
+            raise TypeError("VectorHits needs vectors, or a matrix and rows")
+        self.version_ids = version_ids
+        self.scores = scores
+        self._node_ids = None if node_ids is None else tuple(node_ids)
+        self._encoded = encoded_node_ids
+        if vectors is not None:
+            vectors.setflags(write=False)  # the index's rows: read, never written
+        self._vectors = vectors
+        self._matrix = matrix
+        self._rows = rows
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        """Each hit's node."""
+        found = self._node_ids
+        if found is None:
+            found = self._node_ids = tuple(map(bytes.decode,  # UTF-8, strict
+                                               cast("Sequence[bytes]", self._encoded)))
+        return found
+
+    @property
+    def vectors(self) -> npt.NDArray[np.float32]:
+        """float32 ``(n, dim)``, each hit's indexed unit vector (read-only)."""
+        found = self._vectors
+        if found is None:
+            found = cast("npt.NDArray[np.float32]", self._matrix)[
+                cast("npt.NDArray[np.int64]", self._rows)]
+            found.setflags(write=False)
+            self._vectors = found
+        return found
+
+    def located(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """``(matrix, rows)``: hit ``i``'s vector is ``matrix[rows[i]]``, bit for bit (the
+        index's own matrix when the search gave it, else :attr:`vectors`)."""
+        if self._matrix is not None and self._rows is not None:
+            return self._matrix, self._rows
+        return self.vectors, np.arange(len(self), dtype=np.int64)
 
     def __len__(self) -> int:
-        return len(self.node_ids)
+        return int(self.version_ids.shape[0])
 
     def hits(self) -> list[VectorHit]:
         """One :class:`VectorHit` per hit, in order."""

@@ -865,19 +865,20 @@ class IndexView:
                                  or chosen[-1] == len(chosen) - 1
                                  else np.asarray(chosen, dtype=np.int64))
         settled = at[picks]
+        # node ids decoded, vectors copied only when read (recall reads the vectors in place)
+        encoded = (node_list[:len(chosen)] if isinstance(picks, slice)
+                   else list(map(node_list.__getitem__, chosen)))
         if single:
-            vectors = eligible[0][0].stored[settled]
+            found = VectorHits(encoded_node_ids=encoded, version_ids=versions[settled],
+                               scores=ranked[picks], matrix=eligible[0][0].stored, rows=settled)
         else:
             vectors = np.zeros((settled.shape[0], q.shape[1]), dtype=np.float32)
             segment = where[settled]
             for index in np.unique(segment).tolist():  # only the segments holding a hit
                 mine = np.flatnonzero(segment == index)
                 vectors[mine] = eligible[index][0].stored[rows[settled[mine]]]
-        found = VectorHits(node_ids=tuple(map(bytes.decode,  # UTF-8, strict
-                                              node_list[:len(chosen)] if isinstance(picks, slice)
-                                              else map(node_list.__getitem__, chosen))),
-                           version_ids=versions[settled], scores=ranked[picks],
-                           vectors=vectors)
+            found = VectorHits(encoded_node_ids=encoded, version_ids=versions[settled],
+                               scores=ranked[picks], vectors=vectors)
         if len(found) == k:
             return found, True
         return found, complete and threshold == -math.inf

@@ -901,10 +901,9 @@ class _Recall:
         if not hits:
             return {}, None
         raw: dict[str, float] = {}
-        version_of = self.catalog.version
         fused = self.query.alpha != 1.0  # _semantic_score is clamp_unit alone at alpha 1
-        for version_id, sim in hits:
-            version = version_of(version_id)
+        for (version_id, sim), version in zip(
+                hits, self.catalog.versions(map(_VERSION_ID, hits)), strict=True):
             if version is None or (source := version.source) is None:
                 self.unsourced.add(version_id)
                 continue
@@ -1311,6 +1310,7 @@ def _shares(held: npt.NDArray[np.bool_], weights: Sequence[float], total: float
 
 
 _SCORE = attrgetter("score")
+_VERSION_ID = itemgetter(0)
 _SIMILARITY = itemgetter(1)
 
 

@@ -48,7 +48,7 @@ from planner_svc.core.weigh import prior_lookup
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
 from planner_svc.index.source import VectorRows, VersionIds
-from planner_svc.recall.dots import compile_kernel
+from planner_svc.recall.dots import compile_kernel, ordered_dots
 from planner_svc.recall.engine import (
     DocumentScore,
     EngineQuery,
@@ -60,7 +60,7 @@ from planner_svc.recall.engine import (
 )
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import EvidenceQuery, question_query
-from planner_svc.recall.semantic import CANDIDATE_MARGIN, exact_similarities, query_vector
+from planner_svc.recall.semantic import CANDIDATE_MARGIN, query_vector
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.slots import PlanSlots
 from planner_svc.recall.span_texts import DEFAULT_SPAN_TEXT_BYTES, SpanTexts
@@ -205,7 +205,9 @@ class _Semantic:
                                             live=self._catalog, unit=True)
         if not len(hits):
             return []
-        exact = exact_similarities(vector, hits.vectors)
+        # exact_similarities(vector, hits.vectors)'s bits, read where the index holds them
+        matrix, rows = hits.located()
+        exact = ordered_dots(matrix, rows, np.asarray(vector, dtype=np.float32))
         order = (-exact).argsort(kind="stable")
         ordered = exact[order]
         if bool((ordered[1:] == ordered[:-1]).any()):  # equal similarities: by node id

@@ -22,6 +22,7 @@ from planner_svc.index import (
     INDEX_DIRNAME,
     FreshIndex,
     VectorHit,
+    VectorHits,
     VectorIndex,
     VectorRecord,
     persist,
@@ -146,6 +147,34 @@ def test_search_columns_are_exact_with_each_hits_live_version_and_vector() -> No
             assert version.node_id == node and version.live_at(valid_us, 10**9)
             expected = normalize_rows(np.asarray([version.vector], dtype=np.float32))[0]
             assert np.array_equal(row, expected)
+        matrix, rows = columns.located()  # where the vectors sit: the same bits
+        assert np.array_equal(matrix[rows], columns.vectors)
+
+
+def test_search_columns_of_one_segment_read_vectors_in_place() -> None:
+    """Over one segment, the hits name the segment's own matrix and rows; node ids are
+    decoded and vectors copied when first read, the same as given outright."""
+    src = MemoryVectorSource()
+    rng = np.random.default_rng(8)
+    for i in range(40):  # some nodes with two live versions
+        src.add(f"n{i % 25:02d}\u00e9", rng.standard_normal(DIM), valid_from_us=i, tx_from_us=0)
+    index = VectorIndex.build_in_memory(src, embedder_name="t", dim=DIM, bucket_us=BUCKET)
+    assert index.segment_count == 1
+    view = index.view()
+    query = rng.standard_normal(DIM)
+    columns = view.search_columns(query, 7, valid_us=10**12, tx_us=10**9, live=src)
+    matrix, rows = columns.located()
+    assert matrix is view._partitions[0].stored
+    given = VectorHits(node_ids=columns.node_ids, version_ids=columns.version_ids,
+                       scores=columns.scores, vectors=np.array(matrix[rows]))
+    assert given.node_ids == columns.node_ids and len(given) == len(columns) == 7
+    assert np.array_equal(given.vectors, columns.vectors)
+    assert not columns.vectors.flags.writeable
+    given_matrix, given_rows = given.located()
+    assert given_rows.tolist() == list(range(7)) and given_matrix is given.vectors
+    with pytest.raises(TypeError):
+        VectorHits(version_ids=columns.version_ids, scores=columns.scores,
+                   vectors=columns.vectors)
 
 
 # ---------------------------------------------------------------- exactness
