@@ -103,6 +103,7 @@ class Partition:
     _by_version: tuple[Int64s, Int64s] = field(init=False, repr=False, compare=False)
     _rows: int = field(init=False, repr=False, compare=False)
     _latest_us: int | None = field(init=False, repr=False, compare=False)
+    _node_codes: Int64s | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_version", _sequence_sorted(self.version_ids))
@@ -110,6 +111,7 @@ class Partition:
         object.__setattr__(self, "_rows", rows)
         # the last row's valid-from (the largest): from it on, every row is eligible
         object.__setattr__(self, "_latest_us", int(self.valid_from_us[-1]) if rows else None)
+        object.__setattr__(self, "_node_codes", None)
 
     @property
     def size(self) -> int:
@@ -176,6 +178,18 @@ class Partition:
     def row_vectors(self, rows: Int64s) -> Float32s:
         """The stored vectors of ``rows`` (int64 ``(m,)``), float32 ``(m, dim)``, bit for bit."""
         return np.asarray(self.stored[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+
+    def node_codes(self) -> Int64s:
+        """int64 ``(n,)``: each row's node as a number, equal for two rows exactly when their
+        nodes are (the node's rank among the segment's node ids). Computed on first use and
+        kept (8 bytes a row); computing it twice (two threads at once) gives the same."""
+        codes = self._node_codes
+        if codes is None:
+            codes = np.unique(self.node_ids, return_inverse=True)[1].astype(np.int64)
+            codes = codes.reshape(-1)
+            codes.setflags(write=False)
+            object.__setattr__(self, "_node_codes", codes)
+        return codes
 
     def version_extent(self) -> tuple[int, int]:
         """The smallest and the largest version id of the rows (the segment is not empty)."""

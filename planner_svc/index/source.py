@@ -43,8 +43,9 @@ class VectorHits:
     what recall reads of them without building one object per hit.
 
     Each hit's node id and vector are given either as they are (``node_ids``, ``vectors``) or
-    as the index holds them (``encoded_node_ids``: UTF-8 bytes; ``matrix`` and ``rows``: the
-    hit's vector is ``matrix[rows[i]]``), and then decoded or copied on first read.
+    as the index holds them (``encoded_node_ids``: UTF-8 bytes, or a numpy bytes array of
+    them; ``matrix`` and ``rows``: the hit's vector is ``matrix[rows[i]]``), and then
+    decoded or copied on first read.
 
     Attributes:
         node_ids: each hit's node.
@@ -60,7 +61,7 @@ class VectorHits:
 
     def __init__(self, *, version_ids: npt.NDArray[np.int64], scores: npt.NDArray[np.float32],
                  node_ids: Sequence[str] | None = None,
-                 encoded_node_ids: Sequence[bytes] | None = None,
+                 encoded_node_ids: Sequence[bytes] | npt.NDArray[np.bytes_] | None = None,
                  vectors: npt.NDArray[np.float32] | None = None,
                  matrix: npt.NDArray[np.float32] | None = None,
                  rows: npt.NDArray[np.int64] | None = None) -> None:
@@ -83,8 +84,11 @@ class VectorHits:
         """Each hit's node."""
         found = self._node_ids
         if found is None:
+            encoded = self._encoded
+            if isinstance(encoded, np.ndarray):
+                encoded = encoded.tolist()
             found = self._node_ids = tuple(map(bytes.decode,  # UTF-8, strict
-                                               cast("Sequence[bytes]", self._encoded)))
+                                               cast("Sequence[bytes]", encoded)))
         return found
 
     @property

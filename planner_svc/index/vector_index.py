@@ -827,29 +827,38 @@ class IndexView:
         # in chunks (the larger of k and _MIN_LIVE_CHUNK, then doubled) of the versions not
         # known from an earlier round
         chosen: list[int] = []
-        node_list: list[bytes] = []
         seen: set[bytes] = set()
         asked: list[tuple[list[int], set[int]]] = []
+        # one segment: its nodes as numbers, to tell a chunk's nodes apart without their ids
+        node_codes = eligible[0][0].node_codes() if single else None
         stop, chunk = 0, max(k, _MIN_LIVE_CHUNK)
         while stop < kept and len(chosen) < k:
             start, stop = stop, min(stop + chunk, kept)
             chunk *= 2
-            part_ids: list[int] = versions[at[start:stop]].tolist()
-            part_nodes: list[bytes] = nodes[at[start:stop]].tolist()
-            node_list += part_nodes
+            window = at[start:stop]
+            part_ids: list[int] = versions[window].tolist()
+            part_nodes: list[bytes] | None = None
             unknown = [v for v in part_ids if v not in known] if known else part_ids
             answer: set[int] = set()
             if unknown:
                 answer = live.live_version_ids(unknown, valid_us, tx_us)
                 asked.append((unknown, answer))
                 if (unknown is part_ids and len(answer) >= len(part_ids)
-                        and answer.issuperset(part_ids)
-                        and len(fresh := set(part_nodes)) == stop - start
-                        and seen.isdisjoint(fresh)):
-                    # every version of the chunk live, each of a node not seen yet; the chunk
-                    # holds the k - len(chosen) wanted (chunk >= k), or the last candidates
-                    chosen += range(start, min(stop, start + k - len(chosen)))
-                    break
+                        and answer.issuperset(part_ids)):
+                    if node_codes is not None and not seen:
+                        fresh_nodes = len(set(node_codes[window].tolist())) == stop - start
+                    else:
+                        part_nodes = nodes[window].tolist()
+                        fresh_nodes = (len(fresh := set(part_nodes)) == stop - start
+                                       and seen.isdisjoint(fresh))
+                    if fresh_nodes:
+                        # every version of the chunk live, each of a node not seen yet; the
+                        # chunk holds the k - len(chosen) wanted (chunk >= k), or the last
+                        # candidates
+                        chosen += range(start, min(stop, start + k - len(chosen)))
+                        break
+            if part_nodes is None:
+                part_nodes = nodes[window].tolist()
             for offset, version in enumerate(part_ids):
                 if known.get(version, version in answer) and (
                         node := part_nodes[offset]) not in seen:
@@ -866,8 +875,7 @@ class IndexView:
                                  else np.asarray(chosen, dtype=np.int64))
         settled = at[picks]
         # node ids decoded, vectors copied only when read (recall reads the vectors in place)
-        encoded = (node_list[:len(chosen)] if isinstance(picks, slice)
-                   else list(map(node_list.__getitem__, chosen)))
+        encoded = nodes[settled]
         if single:
             found = VectorHits(encoded_node_ids=encoded, version_ids=versions[settled],
                                scores=ranked[picks], matrix=eligible[0][0].stored, rows=settled)

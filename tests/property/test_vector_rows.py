@@ -1,5 +1,6 @@
-"""Property: the version map of an index state (:class:`~planner_svc.index.vector_index.
-VersionRows`) reads the same rows as a search of each segment's sorted version ids."""
+"""Properties: the version map of an index state (:class:`~planner_svc.index.vector_index.
+VersionRows`) reads the same rows as a search of each segment's sorted version ids; a
+segment's node codes are equal exactly when the node ids are."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from planner_svc.index.vector_index import IndexView
 DIM = 4
 
 
-def _view(segments: list[list[int]]) -> IndexView:
+def _view(segments: list[list[int]], nodes: list[str] | None = None) -> IndexView:
     rng = np.random.default_rng(len(segments))
     parts = []
     for ids in segments:
@@ -26,7 +27,7 @@ def _view(segments: list[list[int]]) -> IndexView:
             bucket=0, bucket_us=1000, dim=DIM,
             version_ids=np.asarray(ids, dtype=np.int64),
             valid_from_us=rng.integers(0, 1000, len(ids)).astype(np.int64),
-            node_ids=encode_node_ids([f"n{i}" for i in ids]),
+            node_ids=encode_node_ids([f"n{i}" for i in ids] if nodes is None else nodes),
             vectors=vectors, kind="fp16"))
     return IndexView(tuple(parts), dim=DIM, covered_version_id=0)
 
@@ -62,3 +63,16 @@ def test_the_version_map_reads_what_a_search_of_each_segment_reads(
     else:
         assert [id(b) for b in got.blocks] == [id(b) for b in want.blocks]
     assert np.array_equal(got.matrix, want.matrix)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes=st.lists(st.sampled_from(["a", "b", "a\u00e9", "z", "ab", "b\u00ff", "\u4e2d"]),
+                      min_size=1, max_size=30))
+def test_node_codes_are_equal_exactly_when_the_node_ids_are(nodes: list[str]) -> None:
+    ids = list(range(1, len(nodes) + 1))
+    part = _view([ids], nodes)._partitions[0]
+    by_row = [part.node_ids[r].decode() for r in range(part.size)]
+    codes = part.node_codes().tolist()
+    for i in range(part.size):
+        for j in range(part.size):
+            assert (codes[i] == codes[j]) == (by_row[i] == by_row[j])
