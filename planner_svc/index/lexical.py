@@ -31,7 +31,7 @@ import functools
 import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import attrgetter
 from typing import cast
 
@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.exactmath import ln
+from planner_svc.index.postings import held_by_groups, map_positions, postings_table
 
 __all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView", "cached_ln"]
 
@@ -623,25 +624,26 @@ class LexicalView:
     def positions(self, row_ids: Sequence[int] | Int64s) -> Int64s:
         """The view's positions of ``row_ids``, in their order: int64 ``(len(row_ids),)``, -1
         for a row unknown, outside the view's snapshot or not live in the view."""
+        return self._mapped(row_ids, live_only=True)
+
+    def _mapped(self, row_ids: Sequence[int] | Int64s, *, live_only: bool) -> Int64s:
+        """:meth:`positions`, or without ``live_only`` the snapshot's positions of ``row_ids``
+        whether live or not (-1 for a row unknown or outside the snapshot)."""
         ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)
-        dense = self._index._position_of
-        # as unsigned, a negative id is past the map's end, as is a position of -1 past the
-        # snapshot's below
-        inside_map = ids.view(np.uint64) < dense.shape[0]
-        if np.logical_and.reduce(inside_map):
-            out = dense[ids]
-        else:
-            out = np.full(ids.shape[0], -1, dtype=np.int64)
-            out[inside_map] = dense[ids[inside_map]]
-        missing = (out < 0).nonzero()[0]
-        if missing.shape[0]:  # not indexed, or a row id the dense map does not hold
-            known = self._index._positions
-            for j in missing.tolist():
-                out[j] = known.get(int(ids[j]), -1)
-        # -1 and positions past the snapshot read the False after its mask
-        live = self._stats.live_or_past[np.minimum(out.view(np.uint64), self._snap.size)]
-        found: Int64s = np.where(live, out, -1)
-        return found
+        if not ids.flags.c_contiguous:
+            ids = ids.copy()
+        out = np.empty(ids.shape[0], dtype=np.int64)
+        # the dense map, then the snapshot's size and the live mask
+        live = self._stats.live_or_past
+        if map_positions(ids, self._index._position_of, live, live_only, out):
+            # not indexed, or a row id the dense map does not hold (a position the map holds
+            # that is outside or not live reads the same position here, and stays -1)
+            known, size = self._index._positions, self._snap.size
+            for j in (out < 0).nonzero()[0].tolist():
+                position = known.get(int(ids[j]), -1)
+                out[j] = (position if 0 <= position < size and (live[position] or not live_only)
+                          else -1)
+        return out
 
     def contributions(self, terms: Iterable[str], positions: Int64s
                       ) -> list[tuple[str, Float64s]]:
@@ -668,19 +670,25 @@ class LexicalView:
         0.0 where the row does not hold the term or the position is -1), and whether the row
         holds it: float64 and bool, both ``(len(terms), len(positions))``. The contributions
         are read from the terms' postings, so they are the values :meth:`search` adds."""
+        if not positions.flags.c_contiguous or positions.dtype != np.int64:
+            positions = np.ascontiguousarray(positions, dtype=np.int64)
         postings = list(map(_ROWS, terms))
-        if _joined(postings):
-            at, hit = self._lookup(postings, positions)
-            values = (terms[0].values if len(terms) == 1
-                      else np.concatenate([term.values for term in terms]))
-            return np.where(hit, values[at], 0.0), hit
-        table = np.zeros((len(terms), positions.shape[0]), dtype=np.float64)
-        held = np.zeros((len(terms), positions.shape[0]), dtype=np.bool_)
-        for i, term in enumerate(terms):
-            at, hit = self._lookup([term.rows], positions)
-            table[i] = np.where(hit[0], term.values[at[0]], 0.0)
-            held[i] = hit[0]
-        return table, held
+        table = np.empty((len(terms), positions.shape[0]), dtype=np.float64)
+        hit = np.empty((len(terms), positions.shape[0]), dtype=np.bool_)
+        if len(terms) == 1:
+            postings_table(postings[0], np.asarray((0, postings[0].shape[0]), dtype=np.int64),
+                           terms[0].values, positions, table, hit)
+        elif _joined(postings):  # one search of the lists laid end to end
+            starts = np.fromiter(accumulate(map(len, postings), initial=0), dtype=np.int64,
+                                 count=len(terms) + 1)
+            postings_table(np.concatenate(postings), starts,
+                           np.concatenate([term.values for term in terms]), positions,
+                           table, hit)
+        else:  # long lists: one at a time, not copied
+            for i, term in enumerate(terms):
+                postings_table(term.rows, np.asarray((0, term.rows.shape[0]), dtype=np.int64),
+                               term.values, positions, table[i:i + 1], hit[i:i + 1])
+        return table, hit
 
     def _lookup(self, postings: Sequence[Int64s], positions: Int64s
                 ) -> tuple[Int64s, npt.NDArray[np.bool_]]:
@@ -760,6 +768,33 @@ class LexicalView:
             ids = map(self._index._terms.get, wanted, repeat(-1))
             return set(compress(wanted, map(held.__contains__, ids)))
         return set(map(self._index._names.__getitem__, held))
+
+    def held_terms_many(self, groups: Sequence[Int64s], among: Collection[str]
+                        ) -> list[set[str]]:
+        """:meth:`held_terms` of each group of row ids (int64 arrays) with ``among``, in
+        their order: one compiled pass over the groups' rows per segment, each row's terms
+        looked up among the wanted ones."""
+        if not groups:
+            return []
+        wanted = list(among)
+        tids = list(map(self._index._terms.get, wanted, repeat(-1)))
+        known = sorted(set(tids).difference((-1,)))
+        if not known:
+            return [set() for _group in groups]
+        row_ids = np.concatenate(groups) if len(groups) > 1 else groups[0]
+        positions = self._mapped(row_ids, live_only=False)
+        offsets = np.fromiter(accumulate(map(len, groups), initial=0), dtype=np.int64,
+                              count=len(groups) + 1)
+        target = np.asarray(known, dtype=np.int64)
+        out = np.zeros((len(groups), len(known)), dtype=np.bool_)
+        for segment in self._snap.segments:
+            held_by_groups(segment.first, segment.row_ptr, segment.row_terms, positions,
+                           offsets, target, out)
+        found: list[set[str]] = []
+        for flags in out.tolist():
+            held = set(compress(known, flags))
+            found.append(set(compress(wanted, map(held.__contains__, tids))))
+        return found
 
     def _held_term_ids(self, row_ids: Iterable[int]) -> set[int]:
         """The ids of the distinct terms ``row_ids`` hold together (rows outside the view's

@@ -1045,15 +1045,19 @@ class _Recall:
         settings = self.settings
         sources = _best_first(scores, settings.hop_sources)
         words = self._words(question)
-        self.entries([source for source, score in sources if score > 0.0])  # one catalog read
-        steps: list[tuple[str, float, Mapping[str, float], tuple[str, ...], str]] = []
-        for source, score in sources:
-            if not score > 0.0:
-                continue
+        positive = [(source, score) for source, score in sources if score > 0.0]
+        entries = self.entries(list(map(itemgetter(0), positive)))  # one catalog read
+        linked: list[tuple[str, float, Mapping[str, float]]] = []
+        groups: list[npt.NDArray[np.int64]] = []
+        for (source, score), entry in zip(positive, entries, strict=True):
             links = self.links(source)
-            if not links:
-                continue
-            held = self.passages.held_terms(self.entry(source).ids, words.wanted)
+            if links:
+                linked.append((source, score, links))
+                groups.append(entry.id_array)
+        steps: list[tuple[str, float, Mapping[str, float], tuple[str, ...], str]] = []
+        # the terms each source holds, every source in one lexical call
+        for (source, score, links), held in zip(
+                linked, self.passages.held_terms_many(groups, words.wanted), strict=True):
             # the question's terms the source lacks; the words none of whose terms it holds
             terms = tuple(filterfalse(held.__contains__, question.terms))
             kept = " ".join(compress(words.words, map(held.isdisjoint, words.terms)))

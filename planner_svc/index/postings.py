@@ -1,0 +1,193 @@
+"""Compiled lookups in a lexical index's postings and position maps.
+
+A plan asks the passage index, a few times each, where a few hundred positions sit in the
+postings of ten or so terms (the terms' BM25 contributions there), which positions the row ids
+of its documents have, and which of the question's terms the rows of a document hold. In numpy
+each is a chain of ten or more calls on small arrays (a search of the postings laid end to end,
+shifted apart, then a gather, a comparison and a selection); each function here is the same
+lookup as one compiled loop. They move and compare integers and copy float64 values: no
+arithmetic on a score, so a result has the bits of the numpy chain it replaces (tests compare
+them).
+
+numba is imported, and a loop compiled or loaded from its cache beside this module, on first
+use (:class:`~planner_svc.jit.Kernel`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from planner_svc.jit import Kernel
+
+__all__ = ["held_by_groups", "map_positions", "postings_table"]
+
+Int64s = npt.NDArray[np.int64]
+Float64s = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
+
+
+def _int64s(types: Any, readonly: bool) -> Any:
+    return types.Array(types.int64, 1, "C", readonly=readonly)
+
+
+def _table_signatures(types: Any) -> list[Any]:
+    # the postings read-only (shared by plans) or writable (laid end to end by the caller);
+    # the positions writable, or read-only
+    return [types.void(_int64s(types, postings), types.int64[::1],
+                       types.Array(types.float64, 1, "C", readonly=postings),
+                       _int64s(types, positions), types.float64[:, ::1],
+                       types.boolean[:, ::1])
+            for postings, positions in ((False, False), (True, False), (True, True))]
+
+
+def _table_into(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64s,
+                table: Float64s, hit: Bools) -> None:
+    n = positions.shape[0]
+    for t in range(starts.shape[0] - 1):
+        first, end = starts[t], starts[t + 1]
+        for i in range(n):
+            p = positions[i]
+            lo, hi = first, end
+            while lo < hi:  # the first key at or above p (searchsorted, side "left")
+                mid = (lo + hi) >> 1
+                if keys[mid] < p:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < end and keys[lo] == p:
+                table[t, i] = values[lo]
+                hit[t, i] = True
+            else:
+                table[t, i] = 0.0
+                hit[t, i] = False
+
+
+_TABLE: Kernel[Callable[[Int64s, Int64s, Float64s, Int64s, Float64s, Bools], None]] = Kernel(
+    _table_into, _table_signatures, name="postings_table")
+
+
+def postings_table(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64s,
+                   table: Float64s, hit: Bools) -> None:
+    """Each term's value at each position, and whether its postings hold the position, into
+    ``table`` and ``hit``.
+
+    Args:
+        keys: int64, C-contiguous: the terms' postings laid end to end, term ``t``'s at
+            ``keys[starts[t]:starts[t + 1]]``, each term's ascending (distinct).
+        starts: int64 ``(terms + 1,)``, C-contiguous: 0 first, ascending, ``len(keys)`` last.
+        values: float64 aligned with ``keys``, C-contiguous.
+        positions: int64 ``(n,)``, C-contiguous, in any order (-1 is held by no term).
+        table: float64 ``(terms, n)``, C-contiguous: row ``t`` receives ``values[j]`` where
+            ``keys[j]`` is position ``i`` in term ``t``'s postings, else +0.0.
+        hit: bool ``(terms, n)``, C-contiguous: whether it is there.
+    """
+    _TABLE.compiled()(keys, starts, values, positions, table, hit)
+
+
+def _map_signatures(types: Any) -> list[Any]:
+    # the ids writable or read-only (an entry's); the map and the mask as an index holds
+    # them (writable), or read-only
+    return [types.int64(_int64s(types, ids), _int64s(types, rest),
+                        types.Array(types.boolean, 1, "C", readonly=rest), types.boolean,
+                        types.int64[::1])
+            for ids, rest in ((False, False), (True, False), (True, True))]
+
+
+def _map_into(ids: Int64s, dense: Int64s, live_or_past: Bools, live_only: bool,
+              out: Int64s) -> int:
+    size = live_or_past.shape[0] - 1
+    unknown = 0
+    for i in range(ids.shape[0]):
+        row = ids[i]
+        position = dense[row] if 0 <= row < dense.shape[0] else -1
+        if position < 0:
+            unknown += 1
+            out[i] = -1
+        elif position < size and (live_or_past[position] or not live_only):
+            out[i] = position
+        else:
+            out[i] = -1
+    return unknown
+
+
+_MAP: Kernel[Callable[[Int64s, Int64s, Bools, bool, Int64s], int]] = Kernel(
+    _map_into, _map_signatures, name="position_map")
+
+
+def map_positions(ids: Int64s, dense: Int64s, live_or_past: Bools, live_only: bool,
+                  out: Int64s) -> int:
+    """Each row id's position in a snapshot (with ``live_only``, its live position), from a
+    dense map, into ``out``; the number of ids the map does not hold (their ``out`` is -1:
+    the caller looks them up elsewhere).
+
+    Args:
+        ids: int64 ``(n,)``, C-contiguous row ids (any value).
+        dense: int64, C-contiguous, writable: row id -> position, -1 for an id not indexed
+            (an id outside ``[0, len(dense))`` is not held).
+        live_or_past: bool ``(size + 1,)``, C-contiguous: whether each position of the
+            snapshot is live, then False.
+        live_only: whether a position must be live (else any below ``size`` is kept).
+        out: int64 ``(n,)``, C-contiguous: the position where it is below ``size`` (and
+            live, with ``live_only``), else -1.
+    """
+    found: int = _MAP.compiled()(ids, dense, live_or_past, live_only, out)
+    return found
+
+
+def _held_signatures(types: Any) -> list[Any]:
+    # the segment's arrays as an index holds them (writable), or read-only
+    return [types.void(types.int64, _int64s(types, readonly), _int64s(types, readonly),
+                       _int64s(types, readonly), types.int64[::1], types.int64[::1],
+                       types.boolean[:, ::1])
+            for readonly in (False, True)]
+
+
+def _held_into(first: int, row_ptr: Int64s, row_terms: Int64s, positions: Int64s,
+               offsets: Int64s, wanted: Int64s, out: Bools) -> None:
+    rows = row_ptr.shape[0] - 1
+    count = wanted.shape[0]
+    for g in range(offsets.shape[0] - 1):
+        for k in range(offsets[g], offsets[g + 1]):
+            i = positions[k] - first
+            if i < 0 or i >= rows:
+                continue
+            for j in range(row_ptr[i], row_ptr[i + 1]):
+                term = row_terms[j]
+                lo, hi = 0, count
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if wanted[mid] < term:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < count and wanted[lo] == term:
+                    out[g, lo] = True
+
+
+_HELD: Kernel[Callable[[int, Int64s, Int64s, Int64s, Int64s, Int64s, Bools], None]] = Kernel(
+    _held_into, _held_signatures, name="held_terms")
+
+
+def held_by_groups(first: int, row_ptr: Int64s, row_terms: Int64s, positions: Int64s,
+                   offsets: Int64s, wanted: Int64s, out: Bools) -> None:
+    """Mark in ``out`` the wanted terms each group of positions holds in one segment.
+
+    Args:
+        first: the segment's first position; its rows are ``len(row_ptr) - 1``.
+        row_ptr, row_terms: the segment's terms by row (CSR: position ``p``'s term ids are
+            ``row_terms[row_ptr[p - first]:row_ptr[p - first + 1]]``).
+        positions: int64, C-contiguous; a position outside the segment (-1 among them) is
+            skipped.
+        offsets: int64 ``(groups + 1,)``, C-contiguous: group ``g``'s positions are
+            ``positions[offsets[g]:offsets[g + 1]]`` (0 first, ascending, ``len(positions)``
+            last).
+        wanted: int64, C-contiguous, ascending distinct term ids.
+        out: bool ``(groups, len(wanted))``, C-contiguous: ``out[g, w]`` set True when a
+            position of group ``g`` holds ``wanted[w]`` (never cleared: the segments of a
+            snapshot accumulate).
+    """
+    _HELD.compiled()(first, row_ptr, row_terms, positions, offsets, wanted, out)

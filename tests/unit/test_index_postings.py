@@ -1,0 +1,110 @@
+"""The compiled postings lookups give what their numpy formulations give, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner_svc.index.lexical import LexicalIndex, LexicalRow
+from planner_svc.index.postings import held_by_groups, map_positions, postings_table
+
+Int64s = npt.NDArray[np.int64]
+
+
+def _reference_table(lists: list[Int64s], values: list[npt.NDArray[np.float64]],
+                     positions: Int64s) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """The numpy formulation: searchsorted per list, a gather, a comparison, a selection."""
+    table = np.zeros((len(lists), positions.shape[0]), dtype=np.float64)
+    hit = np.zeros((len(lists), positions.shape[0]), dtype=np.bool_)
+    for t, (keys, vals) in enumerate(zip(lists, values, strict=True)):
+        if not keys.shape[0]:
+            continue
+        at = np.minimum(keys.searchsorted(positions), keys.shape[0] - 1)
+        hit[t] = keys[at] == positions
+        table[t] = np.where(hit[t], vals[at], 0.0)
+    return table, hit
+
+
+_LISTS = st.lists(st.lists(st.integers(0, 60), unique=True, max_size=30), min_size=1,
+                  max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lists=_LISTS, positions=st.lists(st.integers(-1, 62), max_size=40),
+       seed=st.integers(0, 2**32 - 1))
+def test_postings_table_is_the_search_gather_and_select(lists: list[list[int]],
+                                                       positions: list[int],
+                                                       seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    keys = [np.asarray(sorted(rows), dtype=np.int64) for rows in lists]
+    values = [rng.standard_normal(k.shape[0]) for k in keys]
+    wanted = np.asarray(positions, dtype=np.int64)
+    starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
+    table = np.empty((len(keys), wanted.shape[0]), dtype=np.float64)
+    hit = np.empty((len(keys), wanted.shape[0]), dtype=np.bool_)
+    postings_table(np.concatenate(keys), starts, np.concatenate(values), wanted, table, hit)
+    expected, expected_hit = _reference_table(keys, values, wanted)
+    assert np.array_equal(hit, expected_hit)
+    assert np.array_equal(table.view(np.int64), expected.view(np.int64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(dense=st.lists(st.integers(-1, 40), max_size=50),
+       live=st.lists(st.booleans(), max_size=40),
+       ids=st.lists(st.integers(-5, 60), max_size=30), live_only=st.booleans())
+def test_map_positions_is_the_masked_lookup(dense: list[int], live: list[bool],
+                                            ids: list[int], live_only: bool) -> None:
+    table = np.asarray(dense, dtype=np.int64)
+    mask = np.asarray([*live, False], dtype=np.bool_)
+    size = len(live)
+    wanted = np.asarray(ids, dtype=np.int64)
+    out = np.empty(wanted.shape[0], dtype=np.int64)
+    unknown = map_positions(wanted, table, mask, live_only, out)
+    expected, missing = [], 0
+    for row in ids:
+        position = dense[row] if 0 <= row < len(dense) else -1
+        missing += position < 0
+        keep = 0 <= position < size and (live[position] or not live_only)
+        expected.append(position if keep else -1)
+    assert unknown == missing
+    assert out.tolist() == expected
+
+
+def _index(rows: list[list[str]]) -> LexicalIndex:
+    index = LexicalIndex()
+    for i, terms in enumerate(rows):  # one batch per row: several segments
+        index.add([LexicalRow(row_id=10 + 3 * i, terms=terms, valid_from_us=0,
+                              valid_to_us=None, tx_from_us=0, tx_to_us=None)])
+    return index
+
+
+_WORDS = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.lists(_WORDS, max_size=5), min_size=1, max_size=12),
+       groups=st.lists(st.lists(st.integers(0, 40), max_size=5), max_size=5),
+       among=st.sets(st.sampled_from(["a", "b", "c", "x", "f"])))
+def test_held_terms_many_is_held_terms_of_each_group(rows: list[list[str]],
+                                                     groups: list[list[int]],
+                                                     among: set[str]) -> None:
+    index = _index(rows)
+    view = index.view(valid_us=1, tx_us=1)
+    asked = [np.asarray([10 + 3 * (g % (len(rows) + 2)) for g in group], dtype=np.int64)
+             for group in groups]
+    got = view.held_terms_many(asked, among)
+    assert got == [view.held_terms(group.tolist(), among) for group in asked]
+
+
+def test_held_by_groups_marks_each_groups_terms() -> None:
+    row_ptr = np.asarray([0, 2, 3, 5], dtype=np.int64)  # positions 4, 5, 6 of a segment at 4
+    row_terms = np.asarray([1, 7, 3, 1, 9], dtype=np.int64)
+    positions = np.asarray([4, -1, 6, 5, 99], dtype=np.int64)
+    offsets = np.asarray([0, 2, 4, 5], dtype=np.int64)
+    wanted = np.asarray([1, 3, 9], dtype=np.int64)
+    out = np.zeros((3, 3), dtype=np.bool_)
+    held_by_groups(4, row_ptr, row_terms, positions, offsets, wanted, out)
+    assert out.tolist() == [[True, False, False], [True, True, True], [False, False, False]]
+
