@@ -183,7 +183,9 @@ against one at a time: 27 against 27 µs a call at 250 positions a term, 38 agai
 allocator's small blocks) and 729 against 135 at 16,000. Up to about 1,000 the two are within
 a few percent, and joining runs fewer instructions (0.5 M a plan on the demo corpus, whose
 lists hold a median of 156 positions, 1,086 at the 90th percentile); past it, one at a time is
-faster, as for the common terms of a million passages."""
+faster, as for the common terms of a million passages. (Timed with the numpy search; the
+compiled table of :func:`~planner_svc.index.postings.postings_table` keeps the rule, and a
+plan's passage table joins the lists of at most this many positions, each term's alone.)"""
 
 
 def _joined(postings: Sequence[Int64s]) -> bool:
@@ -663,6 +665,15 @@ class LexicalView:
             return out
         table, _hit = self._table([scores for _term, scores in found], positions)
         return [(term, table[i]) for i, (term, _scores) in enumerate(found)]
+
+    def postings(self, terms: Iterable[str]) -> list[tuple[str, Int64s, Float64s]]:
+        """Each query term's live postings and their BM25 contributions: ``(term, positions
+        (ascending), contributions)`` for the distinct terms a live row holds, in code point
+        order (the order :meth:`search` adds them); both arrays read-only, shared."""
+        if self._stats.count == 0:
+            return []
+        return [(term, scores.rows, scores.values) for term, tid in self._term_ids(terms)
+                if (scores := self._scores(tid)).rows.shape[0]]
 
     def _table(self, terms: Sequence[_TermScores], positions: Int64s
                ) -> tuple[Float64s, npt.NDArray[np.bool_]]:

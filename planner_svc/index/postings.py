@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["held_by_groups", "map_positions", "postings_table"]
+__all__ = ["held_by_groups", "map_positions", "postings_sums", "postings_table"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -191,3 +191,70 @@ def held_by_groups(first: int, row_ptr: Int64s, row_terms: Int64s, positions: In
             snapshot accumulate).
     """
     _HELD.compiled()(first, row_ptr, row_terms, positions, offsets, wanted, out)
+
+
+def _sums_signatures(types: Any) -> list[Any]:
+    # the postings read-only (one term's, shared by plans) or writable (laid end to end)
+    return [types.void(_int64s(types, postings), types.int64[::1],
+                       types.Array(types.float64, 1, "C", readonly=postings),
+                       types.int64[::1], types.int64[::1], types.int64[::1], types.boolean,
+                       types.float64[::1])
+            for postings in (False, True)]
+
+
+def _sums_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
+               positions: Int64s, rows: Int64s, fresh: bool, out: Float64s) -> None:
+    count = terms.shape[0]
+    for t in range(count):
+        if terms[t] < 0 or terms[t] + 1 >= starts.shape[0]:
+            raise IndexError("term out of range")
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if r < 0 or r >= positions.shape[0]:
+            raise IndexError("row out of range")
+        p = positions[r]
+        total = 0.0 if fresh else out[i]
+        for k in range(count):
+            first, end = starts[terms[k]], starts[terms[k] + 1]
+            lo, hi = first, end
+            while lo < hi:  # the first key at or above p (searchsorted, side "left")
+                mid = (lo + hi) >> 1
+                if keys[mid] < p:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            value = values[lo] if lo < end and keys[lo] == p else 0.0
+            if k == 0 and fresh:
+                total = value  # the sum starts from the first term's value
+            else:
+                total += value
+        out[i] = total
+
+
+_SUMS: Kernel[Callable[[Int64s, Int64s, Float64s, Int64s, Int64s, Int64s, bool, Float64s],
+                       None]] = Kernel(_sums_into, _sums_signatures, name="postings_sums")
+
+
+def postings_sums(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
+                  positions: Int64s, rows: Int64s, fresh: bool, out: Float64s) -> None:
+    """The terms' values at each row's position added in the terms' order, into ``out``:
+    ``out[i] = v[0] + v[1] + ...`` (``fresh``: the sum starts from ``v[0]``) or ``out[i] +
+    v[0] + v[1] + ...`` (not ``fresh``: the runs of terms of several calls add up in call
+    order), one correctly rounded addition at a time, where ``v[k]`` is the value of term
+    ``terms[k]`` at position ``positions[rows[i]]`` (+0.0 where its postings lack it). With no
+    term, ``fresh`` leaves 0.0.
+
+    Args:
+        keys, starts, values: the terms' postings laid end to end, as :func:`postings_table`
+            takes them.
+        terms: int64, C-contiguous: indices into ``starts`` (its runs), in the order their
+            values are added.
+        positions: int64, C-contiguous: each table row's position (-1: held by no term).
+        rows: int64, C-contiguous: rows of ``positions``.
+        fresh: whether the sums start from the first term (else from ``out``).
+        out: float64 ``(len(rows),)``, C-contiguous.
+
+    Raises:
+        IndexError: a term outside ``starts`` or a row outside ``positions``.
+    """
+    _SUMS.compiled()(keys, starts, values, terms, positions, rows, fresh, out)

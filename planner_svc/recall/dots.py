@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["compile_kernel", "ordered_dots", "ordered_dots_many"]
+__all__ = ["compile_kernel", "gathered_dots", "ordered_dots", "ordered_dots_many"]
 
 _Kernel = Callable[[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.float64],
                     npt.NDArray[np.int64], npt.NDArray[np.float64]], None]
@@ -146,3 +146,96 @@ def ordered_dots_many(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int
 
 
 _KERNEL: Kernel[_Kernel] = Kernel(_ordered_dots_into, _signatures, name="similarity")
+
+
+def _gathered_signatures(types: Any) -> list[Any]:
+    # the vectors writable, or read-only (an index segment mapped from its file)
+    return [types.void(types.Array(types.float32, 2, "C", readonly=readonly),
+                       types.int64[::1], types.int64[::1], types.int64[::1], types.int64[::1],
+                       types.float64[:, ::1], types.int64, types.float64[::1])
+            for readonly in (False, True)]
+
+
+def _gathered_dots_into(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.int64],
+                        block_rows: npt.NDArray[np.int64], rows: npt.NDArray[np.int64],
+                        offsets: npt.NDArray[np.int64], queries: npt.NDArray[np.float64],
+                        number: int, out: npt.NDArray[np.float64]) -> None:
+    n = rows.shape[0]
+    dim = queries.shape[1]
+    if offsets.shape[0] != queries.shape[0] + 1 or offsets[0] != 0 or offsets[-1] != n:
+        raise ValueError("offsets do not cut the rows into one run per query")
+    picked = np.empty(n, dtype=np.int64)  # the rows of the block, with their vector row
+    slot = np.empty(n, dtype=np.int64)
+    asked = np.empty(n, dtype=np.int64)
+    count = 0
+    for q in range(queries.shape[0]):
+        if offsets[q + 1] < offsets[q]:
+            raise ValueError("offsets do not ascend")
+        for i in range(offsets[q], offsets[q + 1]):
+            r = rows[i]
+            if r < 0 or r >= block.shape[0] or r >= block_rows.shape[0]:
+                raise IndexError("table row out of range")
+            if block[r] == number:
+                v = block_rows[r]
+                if v < 0 or v >= vectors.shape[0]:
+                    raise IndexError("vector row out of range")
+                picked[count] = i
+                slot[count] = v
+                asked[count] = q
+                count += 1
+    k = 0
+    while k + 4 <= count:  # four rows at once: their running sums overlap in the pipeline
+        r0, r1, r2, r3 = slot[k], slot[k + 1], slot[k + 2], slot[k + 3]
+        q0, q1, q2, q3 = asked[k], asked[k + 1], asked[k + 2], asked[k + 3]
+        a0 = np.float64(vectors[r0, 0]) * queries[q0, 0]
+        a1 = np.float64(vectors[r1, 0]) * queries[q1, 0]
+        a2 = np.float64(vectors[r2, 0]) * queries[q2, 0]
+        a3 = np.float64(vectors[r3, 0]) * queries[q3, 0]
+        for j in range(1, dim):
+            a0 += np.float64(vectors[r0, j]) * queries[q0, j]
+            a1 += np.float64(vectors[r1, j]) * queries[q1, j]
+            a2 += np.float64(vectors[r2, j]) * queries[q2, j]
+            a3 += np.float64(vectors[r3, j]) * queries[q3, j]
+        out[picked[k]], out[picked[k + 1]] = a0, a1
+        out[picked[k + 2]], out[picked[k + 3]] = a2, a3
+        k += 4
+    while k < count:
+        r, q = slot[k], asked[k]
+        a = np.float64(vectors[r, 0]) * queries[q, 0]
+        for j in range(1, dim):
+            a += np.float64(vectors[r, j]) * queries[q, j]
+        out[picked[k]] = a
+        k += 1
+
+
+def gathered_dots(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.int64],
+                  block_rows: npt.NDArray[np.int64], rows: npt.NDArray[np.int64],
+                  offsets: npt.NDArray[np.int64], queries: npt.NDArray[np.float64],
+                  number: int, out: npt.NDArray[np.float64]) -> None:
+    """:func:`ordered_dots_many` of the rows of one matrix among rows of a table, written in
+    place: for each ``i`` with ``block[rows[i]] == number``, ``out[i]`` receives the inner
+    product of ``vectors[block_rows[rows[i]]]`` with the query of ``i``'s run (the bits
+    :func:`ordered_dots` gives it); every other ``out[i]`` is left as it is. One call does
+    the gathers, the selection and the products.
+
+    Args:
+        vectors: float32 ``(n, dim)``, ``dim >= 1``, C-contiguous, writable or read-only.
+        block: int64, C-contiguous: each table row's matrix number (-1: no vector).
+        block_rows: int64, C-contiguous: each table row's row in its matrix.
+        rows: int64, C-contiguous: table rows, one run per query.
+        offsets: int64 ``(m + 1,)``, C-contiguous: query ``q``'s rows are
+            ``rows[offsets[q]:offsets[q + 1]]`` (0 first, ascending, ``len(rows)`` last).
+        queries: float64 ``(m, dim)``, C-contiguous.
+        number: the matrix number of ``vectors``.
+        out: float64 ``(len(rows),)``, C-contiguous.
+
+    Raises:
+        IndexError: a table row outside ``block`` or ``block_rows``, or a vector row of the
+            matrix outside ``[0, n)``.
+        ValueError: ``offsets`` do not cut ``rows`` into one run per query.
+    """
+    _GATHERED.compiled()(vectors, block, block_rows, rows, offsets, queries, number, out)
+
+
+_GATHERED: Kernel[Callable[..., None]] = Kernel(_gathered_dots_into, _gathered_signatures,
+                                                name="gathered_similarity")

@@ -45,7 +45,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from itertools import accumulate, chain, compress, filterfalse, repeat
+from itertools import accumulate, chain, compress, filterfalse, groupby, repeat
 from operator import add, attrgetter, ge, is_not, itemgetter, lt, sub, truediv
 from typing import NamedTuple, Protocol, cast
 
@@ -55,9 +55,11 @@ import numpy.typing as npt
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry, group_columns
-from planner_svc.index.lexical import LexicalView, cached_ln
+from planner_svc.index.lexical import JOINED_POSTINGS_PER_TERM, LexicalView, cached_ln
+from planner_svc.index.postings import postings_sums
 from planner_svc.index.source import VectorRows, VersionIds
-from planner_svc.recall.dots import ordered_dots_many
+from planner_svc.recall.dots import gathered_dots, ordered_dots_many
+from planner_svc.recall.hopscore import hop_values
 from planner_svc.recall.question import Question, analyze_question
 from planner_svc.recall.semantic import confidence_decay
 from planner_svc.recall.settings import RecallSettings
@@ -452,6 +454,27 @@ def _relative_rows(values: Float64s, best: Float64s, sharpness: Sequence[float])
     return np.where(positive, powered, 0.0)
 
 
+def _hop_values(lexical: Float64s, cosine: Float64s, targets: npt.NDArray[np.int64],
+                per_step: npt.NDArray[np.int64], probed: npt.NDArray[np.bool_],
+                scores: Float64s, weights: Float64s, decay: float, sharpness: float
+                ) -> Float64s:
+    """:func:`~planner_svc.recall.hopscore.hop_values` in numpy, for any sharpness: each
+    target's best node (row 0 BM25, row 1 cosine), each step's best target, every target
+    relative to it (:func:`_relative_rows`; the cosine sharpened, and counted only for a
+    step with a probe), and ``step score x weight x decay x relevance``."""
+    nodes = np.concatenate((lexical, cosine)).reshape(2, -1)
+    best_node = _segment_max(nodes, targets)
+    best_target = _segment_max(best_node, per_step).repeat(per_step, axis=1)
+    relative = _relative_rows(best_node, best_target, (1.0, sharpness))
+    if np.logical_and.reduce(probed):  # every step's cosine counts
+        relevance = np.maximum(relative[0], relative[1])
+    else:
+        relevance = np.maximum(relative[0],
+                               np.where(probed.repeat(per_step), relative[1], 0.0))
+    values: Float64s = scores.repeat(per_step) * weights * decay * relevance
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class _Step:
     """One hop step: the document it starts from, the question's residual there (its terms
@@ -489,13 +512,17 @@ class _Hop(NamedTuple):
         return self.step.scored
 
 
-_UNKNOWN: tuple[int, None] = (0, None)
 _PENDING = np.zeros(0, dtype=np.float64)  # a place cosine_arrays fills before returning
 _IDS = attrgetter("ids")
 _ID_ARRAY = attrgetter("id_array")
 _IS_POSITIVE = partial(lt, 0.0)  # x > 0.0
-_VALUES = itemgetter(1)
 _IS_NOT_NONE = partial(is_not, None)
+_FIRST_RUN = np.zeros(1, dtype=np.int64)  # the one run of a list searched alone
+
+
+def _is_short(postings: tuple[int, npt.NDArray[np.int64], Float64s]) -> bool:
+    """Whether a term's postings of :class:`_PassageTable` are among its joined short lists."""
+    return postings[0] >= 0
 
 
 def _best_positive(keys: Sequence[str], values: Sequence[float], positive: Sequence[bool]
@@ -559,8 +586,9 @@ def _analysed_word(word: str) -> frozenset[str] | None:
 class _PassageTable:
     """The passages (node versions) one plan scores, loaded once each, by the document (a
     key) they belong to: their positions in the passage BM25 view and where their stored
-    vectors sit in the index (float32, read in place), with each query term's BM25
-    contribution over them computed once."""
+    vectors sit in the index (float32, read in place); and each query term's live postings
+    with their BM25 contributions (read once; the short lists laid end to end, so the BM25
+    of an ask's rows is one compiled lookup)."""
 
     def __init__(self, view: LexicalView, semantic: SemanticAccess | None) -> None:
         self._view = view
@@ -571,9 +599,11 @@ class _PassageTable:
         self._numbers: dict[int, int] = {}  # id() of each of them (held above) -> its number
         self._block = np.zeros(0, dtype=np.int64)  # each row's block (-1: no vector)
         self._block_rows = np.zeros(0, dtype=np.int64)  # its row in that block
-        self._terms: dict[str, tuple[int, npt.NDArray[np.float64] | None]] = {}
-        self._current: set[str] = set()  # terms of _terms up to every loaded row (or None)
-        self._absent: set[str] = set()  # terms no live passage holds (None in _terms)
+        # each term looked up -> its run in the joined short lists (-1: a long list, kept
+        # apart), its live positions and their contributions; None: no live passage holds it
+        self._postings: dict[str, tuple[int, npt.NDArray[np.int64], Float64s] | None] = {}
+        self._short: list[tuple[npt.NDArray[np.int64], Float64s]] = []
+        self._joined: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Float64s] | None = None
 
     def rows(self, keys: Sequence[str], groups: Sequence[npt.NDArray[np.int64]]
              ) -> npt.NDArray[np.int64]:
@@ -604,7 +634,6 @@ class _PassageTable:
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
         """Load ``ids`` as the next table rows."""
         self._positions = np.concatenate([self._positions, self._view.positions(ids)])
-        self._current = set(self._absent)  # the others now lack the new rows
         if self._semantic is None:
             block = np.full(ids.shape[0], -1, dtype=np.int64)
             rows = np.zeros(ids.shape[0], dtype=np.int64)
@@ -627,57 +656,72 @@ class _PassageTable:
             self._blocks.append(matrix)
         return number
 
-    def _contributions(self, terms: list[str]) -> None:
-        """Bring each of ``terms``' BM25 contribution up to every loaded row (one lexical
-        call per run of rows the terms lack; a term no live passage holds stays None)."""
-        size = self._positions.shape[0]
-        if size == 0:  # nothing to score yet: an empty answer says nothing about a term
+    def _look_up(self, terms: list[str]) -> None:
+        """Read the live postings of each of ``terms`` not read yet (one lexical call)."""
+        known = self._postings
+        new = list(filterfalse(known.__contains__, terms))
+        if not new:
             return
-        current = self._current
-        if current.issuperset(terms):
-            return
-        stale: dict[int, list[str]] = {}  # first row a term lacks -> the terms
-        for term in terms:
-            done = self._terms.get(term)
-            if done is None:
-                stale.setdefault(0, []).append(term)
-            elif done[1] is not None and done[0] != size:
-                stale.setdefault(done[0], []).append(term)
-        for start, group in stale.items():
-            found = dict(self._view.contributions(group, self._positions[start:]))
-            for term in group:
-                done = self._terms.get(term)
-                values = found.get(term)
-                if done is None or done[1] is None:
-                    self._terms[term] = (size, values)
-                else:
-                    extra = values if values is not None else np.zeros(size - start)
-                    self._terms[term] = (size, np.concatenate([done[1], extra]))
-                if self._terms[term][1] is None:
-                    self._absent.add(term)
-        current.update(terms)
+        found = {term: (rows, values) for term, rows, values in self._view.postings(new)}
+        for term in new:
+            got = found.get(term)
+            if got is None:
+                known[term] = None
+            elif got[0].shape[0] <= JOINED_POSTINGS_PER_TERM:
+                known[term] = (len(self._short), *got)
+                self._short.append(got)
+                self._joined = None
+            else:
+                known[term] = (-1, *got)
+
+    def _joined_lists(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Float64s]:
+        """The short lists laid end to end: positions, where each list starts (and the end),
+        contributions (built again after a short list is added)."""
+        if self._joined is None:
+            short = self._short
+            self._joined = (np.concatenate(list(map(itemgetter(0), short))),
+                            np.fromiter(accumulate(map(len, map(itemgetter(0), short)),
+                                                   initial=0),
+                                        dtype=np.int64, count=len(short) + 1),
+                            np.concatenate(list(map(itemgetter(1), short))))
+        return self._joined
 
     def prepare(self, terms: Iterable[str]) -> None:
-        """Bring each of ``terms``' BM25 contribution up to every loaded row now (the terms
-        of several :meth:`bm25` calls to come, in one lexical call)."""
-        self._contributions(sorted(set(terms)))
+        """Read the live postings of each of ``terms`` now (the terms of several :meth:`bm25`
+        calls to come, in one lexical call)."""
+        self._look_up(sorted(set(terms)))
 
     def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """BM25 of ``terms`` at ``rows``: the terms' contributions added in code point order
         (:meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s bits; 0.0 for a passage
-        holding no term)."""
+        holding no term), by :func:`~planner_svc.index.postings.postings_sums`: the short
+        lists' terms in one call, a long list's term in a call of its own, in term order."""
         ordered = sorted(set(terms))
-        self._contributions(ordered)
-        held: list[Float64s] = list(filter(_IS_NOT_NONE, map(_VALUES, map(
-            self._terms.get, ordered, repeat(_UNKNOWN)))))
-        if not held:
-            return np.zeros(rows.shape[0], dtype=np.float64)
-        # 0.0 + a contribution is the contribution (none is -0.0): the sum starts from the
-        # first (a copy: fancy indexing)
-        total = held[0][rows]
-        for values in held[1:]:
-            total += values[rows]
-        return total
+        self._look_up(ordered)
+        held = cast("list[tuple[int, npt.NDArray[np.int64], Float64s]]", list(filter(
+            _IS_NOT_NONE, map(self._postings.__getitem__, ordered))))
+        out = np.zeros(rows.shape[0], dtype=np.float64)
+        if not held or not rows.shape[0]:
+            return out
+        if not rows.flags.c_contiguous or rows.dtype != np.int64:
+            rows = np.ascontiguousarray(rows, dtype=np.int64)
+        runs = ([held] if min(map(itemgetter(0), held)) >= 0
+                else [list(run) for _short, run in groupby(held, key=_is_short)])
+        fresh = True  # 0.0 + the first contribution is the contribution (none is -0.0)
+        for run in runs:
+            if run[0][0] >= 0:  # short lists: one call
+                keys, starts, values = self._joined_lists()
+                postings_sums(keys, starts, values,
+                              np.fromiter(map(itemgetter(0), run), dtype=np.int64,
+                                          count=len(run)),
+                              self._positions, rows, fresh, out)
+                fresh = False
+                continue
+            for _at, positions, values in run:  # a long list: alone, not copied
+                postings_sums(positions, np.asarray((0, positions.shape[0]), dtype=np.int64),
+                              values, _FIRST_RUN, self._positions, rows, fresh, out)
+                fresh = False
+        return out
 
     def stored(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Whether each of ``rows`` has a stored vector."""
@@ -689,7 +733,9 @@ class _PassageTable:
         """Exact cosine of each ask's vector with the stored vector of each of its rows, as
         float64 ``(len(rows),)``: 0.0 for a row without a stored vector (:meth:`stored`) and
         for an ask without a vector. Every ask's rows go through one
-        :func:`~planner_svc.recall.dots.ordered_dots_many` call per matrix they sit in."""
+        :func:`~planner_svc.recall.dots.gathered_dots` call when the table has met one
+        matrix, else one :func:`~planner_svc.recall.dots.ordered_dots_many` call per matrix
+        they sit in (the same bits)."""
         scored = [(a, vector, rows) for a, (vector, rows) in enumerate(asks)
                   if vector is not None and rows.shape[0]]
         if not scored:
@@ -699,19 +745,27 @@ class _PassageTable:
                                else np.zeros(rows.shape[0], dtype=np.float64)
                                for vector, rows in asks]
         # every ask at once: its rows laid end to end, each with its ask's query
-        rows = np.concatenate([rows for _a, _v, rows in scored])
+        rows = (np.concatenate([rows for _a, _v, rows in scored]) if len(scored) > 1
+                else scored[0][2])
         counts = [rows_of.shape[0] for _a, _v, rows_of in scored]
+        queries = np.array([vector for _a, vector, _r in scored], dtype=np.float64)
+        if len(self._blocks) == 1:  # every stored vector the table has met sits in one matrix
+            if not rows.flags.c_contiguous:
+                rows = rows.copy()
+            values = np.zeros(rows.shape[0], dtype=np.float64)
+            # gathers, the rows with a vector and their products in one call (0.0 stays for
+            # a row without a vector)
+            gathered_dots(np.ascontiguousarray(self._blocks[0], dtype=np.float32),
+                          self._block, self._block_rows, rows,
+                          np.fromiter(accumulate(counts, initial=0), dtype=np.int64,
+                                      count=len(counts) + 1), queries, 0, values)
+            return self._split(out, scored, values, counts)
         which = np.arange(len(scored), dtype=np.int64).repeat(counts)
-        queries = np.array([vector for _a, vector, _r in scored])
         block = self._block[rows]
         held = (block >= 0).nonzero()[0]
         if not held.shape[0]:
             return [np.zeros(rows.shape[0], dtype=np.float64) for _v, rows in asks]
         values = np.zeros(rows.shape[0], dtype=np.float64)
-        if len(self._blocks) == 1:  # every stored vector the table has met sits in one matrix
-            values[held] = ordered_dots_many(self._blocks[0], self._block_rows[rows[held]],
-                                             queries, which[held])
-            return self._split(out, scored, values, counts)
         # one kernel call per block the rows sit in (not one pass per block the table has
         # met: an index may hold hundreds of segments)
         held = held[np.argsort(block[held], kind="stable")]
@@ -1076,22 +1130,22 @@ class _Recall:
                               dtype=np.int64)
         per_step = np.asarray([len(links) for _s, _v, links, _t, _x in steps],
                               dtype=np.int64)
-        # row 0 BM25, row 1 cosine: each target's best node, each step's best target
-        nodes = np.concatenate([*(found.lexical for found in scored),
-                                *(found.cosine for found in scored)]).reshape(2, -1)
-        best_node = _segment_max(nodes, targets)
-        best_target = _segment_max(best_node, per_step).repeat(per_step, axis=1)
-        relative = _relative_rows(best_node, best_target, (1.0, settings.local_sharpness))
-        probed = [p is not None for p in probes]
-        if all(probed):  # every step's cosine counts
-            relevance = np.maximum(relative[0], relative[1])
-        else:
-            with_probe = np.asarray(probed).repeat(per_step)
-            relevance = np.maximum(relative[0], np.where(with_probe, relative[1], 0.0))
-        steps_score = np.asarray([score for _s, score, *_ in steps]).repeat(per_step)
+        probed = np.asarray([p is not None for p in probes], dtype=np.bool_)
+        step_scores = np.asarray([score for _s, score, *_ in steps], dtype=np.float64)
         weights = np.fromiter(chain.from_iterable(links.values() for _s, _v, links, _t, _x
                                                   in steps), dtype=np.float64)
-        values = steps_score * weights * settings.hop_decay * relevance
+        lexical = (np.concatenate([found.lexical for found in scored]) if len(scored) > 1
+                   else scored[0].lexical)
+        cosine = (np.concatenate([found.cosine for found in scored]) if len(scored) > 1
+                  else scored[0].cosine)
+        sharpness = float(settings.local_sharpness)
+        if sharpness.is_integer() and 0.0 <= sharpness <= 1024.0:  # unit_power's chain
+            values = hop_values(np.ascontiguousarray(lexical), np.ascontiguousarray(cosine),
+                                targets, per_step, probed, step_scores, weights,
+                                float(settings.hop_decay), int(sharpness))
+        else:
+            values = _hop_values(lexical, cosine, targets, per_step, probed, step_scores,
+                                 weights, settings.hop_decay, sharpness)
         made = [_Step(source=source, terms=terms, vector=probe, scored=found)
                 for (source, _score, _links, terms, _text), probe, found
                 in zip(steps, probes, scored, strict=True)]

@@ -8,7 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner_svc.index.lexical import LexicalIndex, LexicalRow
-from planner_svc.index.postings import held_by_groups, map_positions, postings_table
+from planner_svc.index.postings import (
+    held_by_groups,
+    map_positions,
+    postings_sums,
+    postings_table,
+)
 
 Int64s = npt.NDArray[np.int64]
 
@@ -108,3 +113,41 @@ def test_held_by_groups_marks_each_groups_terms() -> None:
     held_by_groups(4, row_ptr, row_terms, positions, offsets, wanted, out)
     assert out.tolist() == [[True, False, False], [True, True, True], [False, False, False]]
 
+
+@settings(max_examples=200, deadline=None)
+@given(lists=_LISTS, positions=st.lists(st.integers(-1, 62), min_size=1, max_size=30),
+       picks=st.lists(st.integers(0, 5), max_size=6), rows=st.lists(st.integers(0, 29),
+                                                                    max_size=20),
+       split=st.integers(0, 6), seed=st.integers(0, 2**32 - 1))
+def test_postings_sums_add_the_table_rows_in_term_order(
+        lists: list[list[int]], positions: list[int], picks: list[int], rows: list[int],
+        split: int, seed: int) -> None:
+    """The sums against the numpy formulation they replace: each term's row of the table
+    gathered at the rows, added term by term from the first (0.0 for no term); the same sums
+    from two calls, the second adding to the first."""
+    rng = np.random.default_rng(seed)
+    keys = [np.asarray(sorted(r), dtype=np.int64) for r in lists]
+    values = [rng.standard_normal(k.shape[0]) * 10.0 ** rng.integers(-8, 8) for k in keys]
+    terms = np.asarray([p % len(keys) for p in picks], dtype=np.int64)
+    table_positions = np.asarray(positions, dtype=np.int64)
+    asked = np.asarray([r % len(positions) for r in rows], dtype=np.int64)
+    starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
+    joined, contributions = np.concatenate(keys), np.concatenate(values)
+    table, _hit = _reference_table(keys, values, table_positions)
+    if terms.shape[0]:
+        expected = table[terms[0]][asked]
+        for t in terms[1:].tolist():
+            expected = expected + table[t][asked]
+    else:
+        expected = np.zeros(asked.shape[0])
+    out = np.full(asked.shape[0], 3.0) if terms.shape[0] else np.zeros(asked.shape[0])
+    postings_sums(joined, starts, contributions, terms, table_positions, asked, True, out)
+    assert np.array_equal(out.view(np.int64), expected.view(np.int64))
+    cut = min(split, terms.shape[0])
+    if cut:
+        parts = np.full(asked.shape[0], 5.0)
+        postings_sums(joined, starts, contributions, terms[:cut].copy(), table_positions,
+                      asked, True, parts)
+        postings_sums(joined, starts, contributions, terms[cut:].copy(), table_positions,
+                      asked, False, parts)
+        assert np.array_equal(parts.view(np.int64), expected.view(np.int64))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner_svc.embed.base import ordered_sum
-from planner_svc.recall.dots import ordered_dots, ordered_dots_many
+from planner_svc.recall.dots import gathered_dots, ordered_dots, ordered_dots_many
 from planner_svc.recall.semantic import exact_similarities
 
 
@@ -178,3 +178,44 @@ def test_vectors_without_dimensions_are_refused() -> None:
     with pytest.raises(ValueError, match="at least one dimension"):
         ordered_dots(np.ones((5, 0), dtype=np.float32), np.arange(5),
                      np.ones(0, dtype=np.float32))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), dim=st.integers(1, 20), n=st.integers(1, 8), table=st.integers(1, 12),
+       runs=st.lists(st.integers(0, 9), min_size=1, max_size=4), read_only=st.booleans())
+def test_gathered_dots_are_the_gather_then_ordered_dots_many(
+        data: st.DataObject, dim: int, n: int, table: int, runs: list[int],
+        read_only: bool) -> None:
+    """gathered_dots against the numpy formulation it replaces: the table's rows with a vector
+    in the matrix picked, their vector rows gathered, ordered_dots_many of them; the other
+    values left as they were."""
+    vectors = data.draw(hnp.arrays(np.float32, (n, dim), elements=finite32))
+    vectors.setflags(write=not read_only)
+    block = data.draw(hnp.arrays(np.int64, (table,), elements=st.integers(-1, 1)))
+    block_rows = data.draw(hnp.arrays(np.int64, (table,), elements=st.integers(0, n - 1)))
+    rows = data.draw(hnp.arrays(np.int64, (sum(runs),), elements=st.integers(0, table - 1)))
+    queries = data.draw(hnp.arrays(np.float32, (len(runs), dim), elements=finite32))
+    offsets = np.asarray([0, *np.cumsum(runs)], dtype=np.int64)
+    which = np.arange(len(runs), dtype=np.int64).repeat(runs)
+    out = np.full(rows.shape[0], 7.0)
+    gathered_dots(vectors, block, block_rows, rows, offsets, queries.astype(np.float64), 1, out)
+    expected = np.full(rows.shape[0], 7.0)
+    mine = (block[rows] == 1).nonzero()[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected[mine] = ordered_dots_many(vectors, block_rows[rows[mine]], queries, which[mine])
+    assert same_bits(out, expected)
+
+
+def test_gathered_dots_refuse_rows_outside_the_table_and_bad_runs() -> None:
+    vectors = np.ones((2, 3), dtype=np.float32)
+    block, block_rows = np.zeros(2, dtype=np.int64), np.asarray([0, 5], dtype=np.int64)
+    queries = np.ones((1, 3))
+    out = np.zeros(1)
+    offsets = np.asarray([0, 1], dtype=np.int64)
+    with pytest.raises(IndexError, match="table row"):
+        gathered_dots(vectors, block, block_rows, np.asarray([2]), offsets, queries, 0, out)
+    with pytest.raises(IndexError, match="vector row"):
+        gathered_dots(vectors, block, block_rows, np.asarray([1]), offsets, queries, 0, out)
+    with pytest.raises(ValueError, match="offsets"):
+        gathered_dots(vectors, block, block_rows, np.asarray([0]),
+                      np.asarray([0, 2], dtype=np.int64), queries, 0, out)

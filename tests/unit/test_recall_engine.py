@@ -284,11 +284,10 @@ class _OneTermView:
     def positions(self, row_ids: Sequence[int]) -> npt.NDArray[np.int64]:
         return np.asarray(row_ids, dtype=np.int64)
 
-    def contributions(self, terms: Sequence[str], positions: npt.NDArray[np.int64]
-                      ) -> list[tuple[str, npt.NDArray[np.float64]]]:
-        if not positions.shape[0]:
-            return []
-        return [(t, np.ones(positions.shape[0])) for t in sorted(set(terms)) if t == "t"]
+    def postings(self, terms: Sequence[str]
+                 ) -> list[tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+        return [(t, np.arange(10, dtype=np.int64), np.ones(10)) for t in sorted(set(terms))
+                if t == "t"]
 
 
 def test_a_bm25_ask_over_no_rows_does_not_hide_a_term_from_later_asks() -> None:
@@ -469,3 +468,27 @@ def test_evidence_counts_every_term_of_a_long_question() -> None:
     unheld = math.log(1.0 + (6 + 0.5) / 0.5)
     assert evidence.best_source == "moldova"
     assert evidence.coverage == pytest.approx(alone / (alone + 70 * unheld))
+
+
+def test_passage_bm25_has_the_bits_of_score_rows_with_long_and_short_lists() -> None:
+    """Terms whose postings are joined (short lists) and terms searched alone (lists longer
+    than JOINED_POSTINGS_PER_TERM), interleaved in code point order: the same sums."""
+    from planner_svc.index.lexical import JOINED_POSTINGS_PER_TERM, LexicalIndex, LexicalRow
+    from planner_svc.recall.engine import _PassageTable
+
+    count = JOINED_POSTINGS_PER_TERM + 300
+    index = LexicalIndex()
+    index.add([LexicalRow(row_id=100 + i, terms=[
+        "a", "zz", *(["aa"] * (i % 3 == 0)), *(["b", "b"] * (i % 7 == 0)),
+        *(["c"] * (i % 11 == 0)), *(["filler"] * (i % 5))],
+        valid_from_us=0, valid_to_us=None, tx_from_us=0, tx_to_us=None)
+        for i in range(count)])
+    view = index.view(valid_us=1, tx_us=1)
+    table = _PassageTable(view, None)
+    ids = np.arange(100, 100 + count, 13, dtype=np.int64)
+    rows = table.rows(["doc"], [ids])
+    for terms in (["zz", "b", "a", "aa", "c", "nothing"], ["b", "c"], ["a"], ["aa", "zz"]):
+        expected = view.score_rows(terms, ids.tolist())
+        got = table.bm25(terms, rows)
+        want = np.asarray([expected.get(i, 0.0) for i in ids.tolist()])
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))

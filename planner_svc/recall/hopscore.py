@@ -1,0 +1,163 @@
+"""A hop's target values, compiled: best node, best target, relative relevance, product.
+
+:meth:`~planner_svc.recall.engine._Recall.hops` scores every target of every step: a target's
+lexical (cosine) relevance is its best node's BM25 (cosine) relative to its step's best
+target, ``clamp((max(0, value) / best) ** sharpness)`` (0.0 where the best is not above 0.0;
+the BM25 is not sharpened), its relevance the larger of the two (the cosine only counts for a
+step with a probe vector), and its value ``step score x edge weight x hop decay x relevance``.
+In numpy that is some thirty calls on arrays of a few dozen values;
+:func:`hop_values` is the same operations per value as one compiled loop: the same maxima
+(NaN propagated, as ``np.maximum`` does), the same division, clamps and chain of
+multiplications for the power (:func:`~planner_svc.core.fusion.unit_power`'s, for an integral
+exponent), the same products in the same order (numba without fast-math: nothing is
+reordered or fused), so the bits are those of the numpy code (a test compares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from planner_svc.jit import Kernel
+
+__all__ = ["hop_values"]
+
+Float64s = npt.NDArray[np.float64]
+Int64s = npt.NDArray[np.int64]
+
+
+def _signatures(types: Any) -> list[Any]:
+    return [types.void(types.float64[::1], types.float64[::1], types.int64[::1],
+                       types.int64[::1], types.boolean[::1], types.float64[::1],
+                       types.float64[::1], types.float64, types.int64, types.float64[::1])]
+
+
+def _values_into(lexical: Float64s, cosine: Float64s, targets: Int64s, per_step: Int64s,
+                 probed: npt.NDArray[np.bool_], scores: Float64s, weights: Float64s,
+                 decay: float, exponent: int, out: Float64s) -> None:
+    count = targets.shape[0]
+    total = 0
+    for t in range(count):
+        if targets[t] < 0:
+            raise ValueError("a negative number of nodes")
+        total += targets[t]
+    if total != lexical.shape[0] or total != cosine.shape[0]:
+        raise ValueError("the targets' nodes are not the nodes given")
+    steps = per_step.shape[0]
+    if probed.shape[0] != steps or scores.shape[0] != steps:
+        raise ValueError("one probe flag and one score per step")
+    total = 0
+    for s in range(steps):
+        if per_step[s] < 0:
+            raise ValueError("a negative number of targets")
+        total += per_step[s]
+    if total != count or weights.shape[0] != count or out.shape[0] != count:
+        raise ValueError("the steps' targets are not the targets given")
+    best_lexical = np.empty(count, dtype=np.float64)
+    best_cosine = np.empty(count, dtype=np.float64)
+    # maxima as np.maximum takes them: NaN when either is NaN (the sign of an equal zero
+    # never counts here: a maximum is only compared with 0.0, or clipped at 0.0 and added to
+    # +0.0)
+    node = 0
+    for t in range(count):  # each target's best node (0.0 for a target without a node)
+        a = 0.0
+        c = 0.0
+        if targets[t] > 0:
+            a = lexical[node]
+            c = cosine[node]
+            for j in range(node + 1, node + targets[t]):
+                x = lexical[j]
+                a = a if a != a else x if x != x else a if a >= x else x
+                x = cosine[j]
+                c = c if c != c else x if x != x else c if c >= x else x
+        best_lexical[t] = a
+        best_cosine[t] = c
+        node += targets[t]
+    first = 0
+    for s in range(steps):
+        end = first + per_step[s]
+        if end > first:
+            top_lexical = best_lexical[first]  # the step's best target
+            top_cosine = best_cosine[first]
+            for t in range(first + 1, end):
+                x = best_lexical[t]
+                top_lexical = (top_lexical if top_lexical != top_lexical else x if x != x
+                               else top_lexical if top_lexical >= x else x)
+                x = best_cosine[t]
+                top_cosine = (top_cosine if top_cosine != top_cosine else x if x != x
+                              else top_cosine if top_cosine >= x else x)
+            for t in range(first, end):
+                # each relative to the step's best: 0.0 unless the best is above 0.0, else
+                # min(1, max(0, min(1, (max(0, value) + 0.0) / best) ** n) + 0.0), the
+                # minima and maxima NaN-propagating, the power unit_power's chain (the BM25
+                # not raised)
+                lexical_relevance = 0.0
+                if top_lexical > 0.0:
+                    x = best_lexical[t]
+                    ratio = (x if x != x or x > 0.0 else 0.0) + 0.0
+                    ratio = ratio / top_lexical
+                    ratio = ratio if ratio != ratio or ratio < 1.0 else 1.0
+                    ratio = (ratio if ratio != ratio or ratio > 0.0 else 0.0) + 0.0
+                    lexical_relevance = ratio if ratio != ratio or ratio < 1.0 else 1.0
+                cosine_relevance = 0.0
+                if probed[s] and top_cosine > 0.0:
+                    x = best_cosine[t]
+                    ratio = (x if x != x or x > 0.0 else 0.0) + 0.0
+                    ratio = ratio / top_cosine
+                    ratio = ratio if ratio != ratio or ratio < 1.0 else 1.0
+                    if exponent != 1:  # 1.0 for exponent 0; else the squares of the set bits
+                        n = exponent
+                        result = 1.0
+                        started = False
+                        square = ratio
+                        while n:
+                            if n & 1:
+                                if started:
+                                    result = result * square
+                                else:  # the chain starts from its first factor
+                                    result = square
+                                    started = True
+                            n >>= 1
+                            if n:
+                                square = square * square
+                        ratio = result
+                    ratio = (ratio if ratio != ratio or ratio > 0.0 else 0.0) + 0.0
+                    cosine_relevance = ratio if ratio != ratio or ratio < 1.0 else 1.0
+                relevance = (lexical_relevance if lexical_relevance != lexical_relevance
+                             else cosine_relevance if cosine_relevance != cosine_relevance
+                             else lexical_relevance if lexical_relevance >= cosine_relevance
+                             else cosine_relevance)
+                out[t] = scores[s] * weights[t] * decay * relevance
+        first = end
+
+
+_KERNEL: Kernel[Callable[..., None]] = Kernel(_values_into, _signatures, name="hop_values")
+
+
+def hop_values(lexical: Float64s, cosine: Float64s, targets: Int64s, per_step: Int64s,
+               probed: npt.NDArray[np.bool_], scores: Float64s, weights: Float64s,
+               decay: float, exponent: int) -> Float64s:
+    """Every target's hop value (see the module docstring), float64 ``(len(targets),)``.
+
+    Args:
+        lexical, cosine: float64, C-contiguous: the BM25 and the cosine of every node of
+            every target, laid end to end (target ``t`` has ``targets[t]`` nodes).
+        targets: int64, C-contiguous: nodes per target, targets laid end to end by step.
+        per_step: int64, C-contiguous: targets per step.
+        probed: bool, C-contiguous: whether each step has a probe vector (else its cosine
+            relevance is 0.0).
+        scores: float64, C-contiguous: each step's score.
+        weights: float64, C-contiguous: each target's edge weight.
+        decay: the hop decay.
+        exponent: the cosine's sharpness, an integer in ``[0, 1024]``.
+
+    Raises:
+        ValueError: the counts do not match the arrays.
+    """
+    out = np.empty(targets.shape[0], dtype=np.float64)
+    _KERNEL.compiled()(lexical, cosine, targets, per_step, probed, scores, weights, decay, exponent,
+              out)
+    return out
