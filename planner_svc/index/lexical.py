@@ -184,8 +184,7 @@ allocator's small blocks) and 729 against 135 at 16,000. Up to about 1,000 the t
 a few percent, and joining runs fewer instructions (0.5 M a plan on the demo corpus, whose
 lists hold a median of 156 positions, 1,086 at the 90th percentile); past it, one at a time is
 faster, as for the common terms of a million passages. (Timed with the numpy search; the
-compiled table of :func:`~planner_svc.index.postings.postings_table` keeps the rule, and a
-plan's passage table joins the lists of at most this many positions, each term's alone.)"""
+compiled table of :func:`~planner_svc.index.postings.postings_table` keeps the rule.)"""
 
 
 def _joined(postings: Sequence[Int64s]) -> bool:

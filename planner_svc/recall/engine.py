@@ -55,7 +55,7 @@ import numpy.typing as npt
 from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry, group_columns
-from planner_svc.index.lexical import JOINED_POSTINGS_PER_TERM, LexicalView, cached_ln
+from planner_svc.index.lexical import LexicalView, cached_ln
 from planner_svc.index.postings import postings_sums
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import gathered_dots, ordered_dots_many
@@ -583,12 +583,21 @@ def _analysed_word(word: str) -> frozenset[str] | None:
     return frozenset(query_terms(word))
 
 
+TABLE_JOINED_POSTINGS = 1 << 16
+"""A plan's passage table lays the postings of its terms end to end, once a plan, when they hold
+at most this many positions (a copy of at most 1 MB a term: positions and contributions), so an
+ask's BM25 is one compiled call; a longer list (the commonest terms of a million passages) is
+searched where it lies, in a call of its own. On the demo corpus every list is joined (the
+longest holds a few thousand positions)."""
+
+
 class _PassageTable:
     """The passages (node versions) one plan scores, loaded once each, by the document (a
     key) they belong to: their positions in the passage BM25 view and where their stored
     vectors sit in the index (float32, read in place); and each query term's live postings
-    with their BM25 contributions (read once; the short lists laid end to end, so the BM25
-    of an ask's rows is one compiled lookup)."""
+    with their BM25 contributions (read once; the lists of at most
+    :data:`TABLE_JOINED_POSTINGS` positions laid end to end, so the BM25 of an ask's rows is
+    one compiled lookup)."""
 
     def __init__(self, view: LexicalView, semantic: SemanticAccess | None) -> None:
         self._view = view
@@ -667,7 +676,7 @@ class _PassageTable:
             got = found.get(term)
             if got is None:
                 known[term] = None
-            elif got[0].shape[0] <= JOINED_POSTINGS_PER_TERM:
+            elif got[0].shape[0] <= TABLE_JOINED_POSTINGS:
                 known[term] = (len(self._short), *got)
                 self._short.append(got)
                 self._joined = None
@@ -873,7 +882,8 @@ class _Recall:
 
     def entry(self, source: str) -> SourceEntry:
         """The document's live nodes and their span groups (read once per plan)."""
-        return self.entries((source,))[0]
+        found = self._entries.get(source)
+        return found if found is not None else self.entries((source,))[0]
 
     def entries(self, sources: Sequence[str]) -> list[SourceEntry]:
         """:meth:`entry` of each of ``sources``, in their order; the ones this plan has not

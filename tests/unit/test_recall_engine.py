@@ -470,13 +470,16 @@ def test_evidence_counts_every_term_of_a_long_question() -> None:
     assert evidence.coverage == pytest.approx(alone / (alone + 70 * unheld))
 
 
-def test_passage_bm25_has_the_bits_of_score_rows_with_long_and_short_lists() -> None:
+def test_passage_bm25_has_the_bits_of_score_rows_with_long_and_short_lists(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Terms whose postings are joined (short lists) and terms searched alone (lists longer
-    than JOINED_POSTINGS_PER_TERM), interleaved in code point order: the same sums."""
-    from planner_svc.index.lexical import JOINED_POSTINGS_PER_TERM, LexicalIndex, LexicalRow
+    than TABLE_JOINED_POSTINGS), interleaved in code point order: the same sums."""
+    import planner_svc.recall.engine as engine
+    from planner_svc.index.lexical import LexicalIndex, LexicalRow
     from planner_svc.recall.engine import _PassageTable
 
-    count = JOINED_POSTINGS_PER_TERM + 300
+    monkeypatch.setattr(engine, "TABLE_JOINED_POSTINGS", 1024)
+    count = 1024 + 300
     index = LexicalIndex()
     index.add([LexicalRow(row_id=100 + i, terms=[
         "a", "zz", *(["aa"] * (i % 3 == 0)), *(["b", "b"] * (i % 7 == 0)),
