@@ -59,8 +59,8 @@ from planner_svc.index.lexical import LexicalView, cached_ln
 from planner_svc.index.postings import postings_sums
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import gathered_dots, ordered_dots_many
-from planner_svc.recall.hopscore import hop_values
 from planner_svc.recall.question import Question, analyze_question
+from planner_svc.recall.relevance import hop_values, relative_rows, segment_max
 from planner_svc.recall.semantic import confidence_decay
 from planner_svc.recall.settings import RecallSettings
 from planner_svc.recall.timing import StageClock
@@ -422,6 +422,13 @@ def _segment_max(values: Float64s, lengths: npt.NDArray[np.int64]) -> Float64s:
     0.0 for an empty segment. float64 ``values.shape[:-1] + (len(lengths),)``."""
     if not lengths.shape[0]:
         return np.zeros((*values.shape[:-1], 0), dtype=np.float64)
+    rows = values if values.ndim == 2 else values.reshape(1, -1)
+    if (rows.dtype == np.float64 and rows.flags.c_contiguous and lengths.dtype == np.int64
+            and lengths.flags.c_contiguous):
+        # one compiled pass (the same maxima); the lengths add up to the values' (else numpy)
+        found = np.empty((rows.shape[0], lengths.shape[0]), dtype=np.float64)
+        if segment_max(rows, lengths, found):
+            return found if values.ndim == 2 else found.reshape(-1)
     # -inf after the values: every start is then inside, the last segment's run ends on it
     # and max(x, -inf) is x (an empty segment's reduceat value is dropped below)
     pad = (_MINUS_INF if values.ndim == 1 else _MINUS_INF_ROWS if values.shape[0] == 2
@@ -442,7 +449,16 @@ def _relative_rows(values: Float64s, best: Float64s, sharpness: Sequence[float])
     ``clamp((max(0, value) / best) ** sharpness)`` and +0.0 where the best is not positive,
     row ``i`` sharpened by ``sharpness[i]``: the same operations per value, the rows in one
     pass each (a row sharpened by 1.0 is not raised: ``unit_power``
-    of exponent 1 is its base). float64, ``values``' shape."""
+    of exponent 1 is its base). float64, ``values``' shape. One compiled pass
+    (:func:`~planner_svc.recall.relevance.relative_rows`, the same operations) when every
+    exponent is an integer in [0, 1024]."""
+    exponents = [int(e) for e in sharpness if float(e).is_integer() and 0.0 <= e <= 1024.0]
+    if (len(exponents) == values.shape[0] and values.ndim == 2 and best.shape == values.shape
+            and values.dtype == np.float64 and best.dtype == np.float64):
+        out = np.empty(values.shape, dtype=np.float64)
+        relative_rows(np.ascontiguousarray(values), np.ascontiguousarray(best),
+                      np.asarray(exponents, dtype=np.int64), out)
+        return out
     positive = best > 0.0
     ratio = np.divide(np.maximum(0.0, values) + 0.0, best,
                       out=np.zeros(values.shape, dtype=np.float64), where=positive)
@@ -458,7 +474,7 @@ def _hop_values(lexical: Float64s, cosine: Float64s, targets: npt.NDArray[np.int
                 per_step: npt.NDArray[np.int64], probed: npt.NDArray[np.bool_],
                 scores: Float64s, weights: Float64s, decay: float, sharpness: float
                 ) -> Float64s:
-    """:func:`~planner_svc.recall.hopscore.hop_values` in numpy, for any sharpness: each
+    """:func:`~planner_svc.recall.relevance.hop_values` in numpy, for any sharpness: each
     target's best node (row 0 BM25, row 1 cosine), each step's best target, every target
     relative to it (:func:`_relative_rows`; the cosine sharpened, and counted only for a
     step with a probe), and ``step score x weight x decay x relevance``."""

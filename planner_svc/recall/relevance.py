@@ -1,4 +1,4 @@
-"""A hop's target values, compiled: best node, best target, relative relevance, product.
+"""Relevance relative to a best, compiled: a hop's target values, runs' maxima, relative rows.
 
 :meth:`~planner_svc.recall.engine._Recall.hops` scores every target of every step: a target's
 lexical (cosine) relevance is its best node's BM25 (cosine) relative to its step's best
@@ -11,6 +11,8 @@ In numpy that is some thirty calls on arrays of a few dozen values;
 multiplications for the power (:func:`~planner_svc.core.fusion.unit_power`'s, for an integral
 exponent), the same products in the same order (numba without fast-math: nothing is
 reordered or fused), so the bits are those of the numpy code (a test compares them).
+:func:`segment_max` and :func:`relative_rows` are the two steps alone, for a passage's
+relevance within its document (``engine._segment_max`` and ``engine._relative_rows``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["hop_values"]
+__all__ = ["hop_values", "relative_rows", "segment_max"]
 
 Float64s = npt.NDArray[np.float64]
 Int64s = npt.NDArray[np.int64]
@@ -161,3 +163,105 @@ def hop_values(lexical: Float64s, cosine: Float64s, targets: Int64s, per_step: I
     _KERNEL.compiled()(lexical, cosine, targets, per_step, probed, scores, weights, decay, exponent,
               out)
     return out
+
+
+def _segment_signatures(types: Any) -> list[Any]:
+    return [types.boolean(types.float64[:, ::1], types.int64[::1], types.float64[:, ::1])]
+
+
+def _segment_max_into(values: Float64s, lengths: Int64s, out: Float64s) -> bool:
+    total = 0
+    for i in range(lengths.shape[0]):
+        if lengths[i] < 0:
+            return False
+        total += lengths[i]
+    if total != values.shape[1]:
+        return False
+    for row in range(values.shape[0]):
+        start = 0
+        for i in range(lengths.shape[0]):
+            best = 0.0
+            if lengths[i] > 0:
+                best = values[row, start]
+                for j in range(start + 1, start + lengths[i]):
+                    x = values[row, j]  # np.maximum: NaN when either is NaN
+                    best = best if best != best else x if x != x else best if best >= x else x
+            out[row, i] = best
+            start += lengths[i]
+    return True
+
+
+_SEGMENT_MAX: Kernel[Callable[[Float64s, Int64s, Float64s], bool]] = Kernel(
+    _segment_max_into, _segment_signatures, name="segment_max")
+
+
+def segment_max(values: Float64s, lengths: Int64s, out: Float64s) -> bool:
+    """The largest value of each consecutive run of each row of ``values`` into ``out`` (run
+    ``i`` holds ``lengths[i]`` values; 0.0 for an empty run; NaN when a run holds a NaN, as
+    ``np.maximum`` propagates it). False, and ``out`` untouched, when the lengths are not
+    all non-negative or do not add up to the rows' length.
+
+    Args:
+        values: float64 ``(rows, n)``, C-contiguous.
+        lengths: int64 ``(runs,)``, C-contiguous.
+        out: float64 ``(rows, runs)``, C-contiguous.
+    """
+    done: bool = _SEGMENT_MAX.compiled()(values, lengths, out)
+    return done
+
+
+def _relative_signatures(types: Any) -> list[Any]:
+    return [types.void(types.float64[:, ::1], types.float64[:, ::1], types.int64[::1],
+                       types.float64[:, ::1])]
+
+
+def _relative_into(values: Float64s, best: Float64s, exponents: Int64s, out: Float64s) -> None:
+    for row in range(values.shape[0]):
+        exponent = exponents[row]
+        for i in range(values.shape[1]):
+            b = best[row, i]
+            if not b > 0.0:
+                out[row, i] = 0.0
+                continue
+            # min(1, max(0, min(1, (max(0, value) + 0.0) / best) ** n) + 0.0), the minima
+            # and maxima NaN-propagating (np.minimum, np.maximum), the power unit_power's chain
+            x = values[row, i]
+            ratio = (x if x != x or x > 0.0 else 0.0) + 0.0
+            ratio = ratio / b
+            ratio = ratio if ratio != ratio or ratio < 1.0 else 1.0
+            if exponent != 1:  # 1.0 for exponent 0; else the squares of the set bits
+                n = exponent
+                result = 1.0
+                started = False
+                square = ratio
+                while n:
+                    if n & 1:
+                        if started:
+                            result = result * square
+                        else:  # the chain starts from its first factor
+                            result = square
+                            started = True
+                    n >>= 1
+                    if n:
+                        square = square * square
+                ratio = result
+            ratio = (ratio if ratio != ratio or ratio > 0.0 else 0.0) + 0.0
+            out[row, i] = ratio if ratio != ratio or ratio < 1.0 else 1.0
+
+
+_RELATIVE: Kernel[Callable[[Float64s, Float64s, Int64s, Float64s], None]] = Kernel(
+    _relative_into, _relative_signatures, name="relative_rows")
+
+
+def relative_rows(values: Float64s, best: Float64s, exponents: Int64s, out: Float64s) -> None:
+    """Each value relative to its best, row ``r`` raised to the integer ``exponents[r]`` (in
+    ``[0, 1024]``; 1: not raised), into ``out``: 0.0 where the best is not above 0.0, else
+    ``min(1, max(0, min(1, (max(0, value) + 0.0) / best) ** n) + 0.0)``, the power
+    :func:`~planner_svc.core.fusion.unit_power`'s chain (the operations, per value, of
+    ``engine._relative_rows`` in numpy).
+
+    Args:
+        values, best, out: float64 ``(rows, n)``, C-contiguous.
+        exponents: int64 ``(rows,)``, C-contiguous.
+    """
+    _RELATIVE.compiled()(values, best, exponents, out)
