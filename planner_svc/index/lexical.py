@@ -630,9 +630,10 @@ class LexicalView:
     def _mapped(self, row_ids: Sequence[int] | Int64s, *, live_only: bool) -> Int64s:
         """:meth:`positions`, or without ``live_only`` the snapshot's positions of ``row_ids``
         whether live or not (-1 for a row unknown or outside the snapshot)."""
-        ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)
-        if not ids.flags.c_contiguous:
-            ids = ids.copy()
+        ids = row_ids
+        if not (type(ids) is np.ndarray and ids.dtype == np.int64 and ids.ndim == 1
+                and ids.flags.c_contiguous):  # (an id array is taken as it is)
+            ids = np.ascontiguousarray(np.asarray(row_ids, dtype=np.int64).reshape(-1))
         out = np.empty(ids.shape[0], dtype=np.int64)
         # the dense map, then the snapshot's size and the live mask
         live = self._stats.live_or_past

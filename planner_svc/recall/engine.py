@@ -619,11 +619,14 @@ class _PassageTable:
         self._view = view
         self._semantic = semantic
         self._first: dict[str, int] = {}  # each loaded key -> the table row of its first id
-        self._positions = np.zeros(0, dtype=np.int64)
         self._blocks: list[npt.NDArray[np.float32]] = []  # the index's matrices, as met
         self._numbers: dict[int, int] = {}  # id() of each of them (held above) -> its number
-        self._block = np.zeros(0, dtype=np.int64)  # each row's block (-1: no vector)
-        self._block_rows = np.zeros(0, dtype=np.int64)  # its row in that block
+        # the loaded rows' columns, grown by doubling: position, block, row in the block
+        self._columns = np.empty((3, 256), dtype=np.int64)
+        self._size = 0  # rows loaded
+        self._positions = self._columns[0, :0]  # each row's position in the passage view
+        self._block = self._columns[1, :0]  # each row's block (-1: no vector)
+        self._block_rows = self._columns[2, :0]  # its row in that block
         # each term looked up -> its run in the joined short lists (-1: a long list, kept
         # apart), its live positions and their contributions; None: no live passage holds it
         self._postings: dict[str, tuple[int, npt.NDArray[np.int64], Float64s] | None] = {}
@@ -640,7 +643,7 @@ class _PassageTable:
         if fresh:
             group_of = dict(zip(keys, groups, strict=True))
             loaded = list(map(group_of.__getitem__, fresh))
-            start = self._positions.shape[0]
+            start = self._size
             starts = list(accumulate(map(len, loaded), initial=start))
             first.update(zip(fresh, starts[:-1], strict=True))
             self._load(np.concatenate(loaded) if len(loaded) > 1 else loaded[0])
@@ -658,20 +661,31 @@ class _PassageTable:
 
     def _load(self, ids: npt.NDArray[np.int64]) -> None:
         """Load ``ids`` as the next table rows."""
-        self._positions = np.concatenate([self._positions, self._view.positions(ids)])
+        start = self._size
+        end = start + ids.shape[0]
+        columns = self._columns
+        if end > columns.shape[1]:
+            grown = np.empty((3, max(end, 2 * columns.shape[1])), dtype=np.int64)
+            grown[:, :start] = columns[:, :start]
+            columns = self._columns = grown
+        columns[0, start:end] = self._view.positions(ids)
         if self._semantic is None:
-            block = np.full(ids.shape[0], -1, dtype=np.int64)
-            rows = np.zeros(ids.shape[0], dtype=np.int64)
+            columns[1, start:end] = -1
+            columns[2, start:end] = 0
         else:
             # VectorRows holds block -1 and row 0 for a version without a vector
             stored = self._semantic.vector_rows(ids)
             # the same matrix met in another load keeps its number
             numbers = [self._number(matrix) for matrix in stored.blocks]
-            block = (stored.block if numbers == list(range(len(numbers)))
-                     else np.asarray([*numbers, -1], dtype=np.int64)[stored.block])
-            rows = stored.rows
-        self._block = np.concatenate([self._block, block])
-        self._block_rows = np.concatenate([self._block_rows, rows])
+            columns[1, start:end] = (
+                stored.block if numbers == list(range(len(numbers)))
+                else np.asarray([*numbers, -1], dtype=np.int64)[stored.block])
+            columns[2, start:end] = stored.rows
+        self._size = end
+        # views of the rows loaded (a later growth copies: these stay as they are)
+        self._positions = columns[0, :end]
+        self._block = columns[1, :end]
+        self._block_rows = columns[2, :end]
 
     def _number(self, matrix: npt.NDArray[np.float32]) -> int:
         # by identity: the list keeps each matrix alive, so its id() is never reused

@@ -495,3 +495,26 @@ def test_passage_bm25_has_the_bits_of_score_rows_with_long_and_short_lists(
         got = table.bm25(terms, rows)
         want = np.asarray([expected.get(i, 0.0) for i in ids.tolist()])
         assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def test_passage_table_rows_grow_past_their_first_columns_and_keep_their_rows() -> None:
+    """Loads beyond the table's first capacity (256 rows): every key keeps its rows, and the
+    BM25 read at them is score_rows' (positions copied when the columns grow)."""
+    from planner_svc.index.lexical import LexicalIndex, LexicalRow
+    from planner_svc.recall.engine import _PassageTable
+
+    index = LexicalIndex()
+    index.add([LexicalRow(row_id=i, terms=["a", *(["b"] * (i % 3))], valid_from_us=0,
+                          valid_to_us=None, tx_from_us=0, tx_to_us=None)
+               for i in range(900)])
+    view = index.view(valid_us=1, tx_us=1)
+    table = _PassageTable(view, None)
+    groups = {f"doc{k}": np.arange(k * 150, k * 150 + 150, dtype=np.int64) for k in range(6)}
+    for batch in (["doc0", "doc1"], ["doc2", "doc1", "doc3"], ["doc4", "doc5", "doc0"]):
+        rows = table.rows(batch, [groups[key] for key in batch])
+        ids = np.concatenate([groups[key] for key in batch])
+        expected = view.score_rows(["a", "b"], ids.tolist())
+        got = table.bm25(["b", "a"], rows)
+        assert got.tolist() == [expected.get(i, 0.0) for i in ids.tolist()]
+    again = table.rows(["doc1", "doc0"], [groups["doc1"], groups["doc0"]])
+    assert again.tolist() == [*range(150, 300), *range(0, 150)]
