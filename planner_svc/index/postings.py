@@ -5,9 +5,12 @@ postings of ten or so terms (the terms' BM25 contributions there), which positio
 of its documents have, and which of the question's terms the rows of a document hold. In numpy
 each is a chain of ten or more calls on small arrays (a search of the postings laid end to end,
 shifted apart, then a gather, a comparison and a selection); each function here is the same
-lookup as one compiled loop. They move and compare integers and copy float64 values: no
-arithmetic on a score, so a result has the bits of the numpy chain it replaces (tests compare
-them).
+lookup as one compiled loop. The lookups move and compare integers and copy float64 values:
+no arithmetic on a score, so a result has the bits of the numpy chain it replaces.
+:func:`postings_sums` also adds a row's contributions, in the terms' order, one correctly
+rounded addition at a time (numba compiles without fast-math: no addition is reordered), the
+additions a running numpy sum over the terms makes. Tests compare every function with its
+numpy formulation.
 
 numba is imported, and a loop compiled or loaded from its cache beside this module, on first
 use (:class:`~planner_svc.jit.Kernel`).
