@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["held_by_groups", "map_positions", "postings_sums", "postings_table"]
+__all__ = ["held_by_groups", "map_positions", "postings_sums", "postings_sums_many",
+           "postings_table"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -261,3 +262,72 @@ def postings_sums(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
         IndexError: a term outside ``starts`` or a row outside ``positions``.
     """
     _SUMS.compiled()(keys, starts, values, terms, positions, rows, fresh, out)
+
+
+def _many_signatures(types: Any) -> list[Any]:
+    return [types.void(types.int64[::1], types.int64[::1], types.float64[::1],
+                       types.int64[::1], types.int64[::1], types.int64[::1], types.int64[::1],
+                       types.int64[::1], types.float64[::1])]
+
+
+def _many_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
+               term_offsets: Int64s, positions: Int64s, rows: Int64s, row_offsets: Int64s,
+               out: Float64s) -> None:
+    asks = term_offsets.shape[0] - 1
+    if row_offsets.shape[0] != asks + 1 or row_offsets[asks] > rows.shape[0]:
+        raise ValueError("one run of rows per run of terms")
+    for t in range(terms.shape[0]):
+        if terms[t] < 0 or terms[t] + 1 >= starts.shape[0]:
+            raise IndexError("term out of range")
+    for a in range(asks):
+        t0, t1 = term_offsets[a], term_offsets[a + 1]
+        for i in range(row_offsets[a], row_offsets[a + 1]):
+            r = rows[i]
+            if r < 0 or r >= positions.shape[0]:
+                raise IndexError("row out of range")
+            p = positions[r]
+            total = 0.0
+            for k in range(t0, t1):
+                first, end = starts[terms[k]], starts[terms[k] + 1]
+                lo, hi = first, end
+                while lo < hi:  # the first key at or above p (searchsorted, side "left")
+                    mid = (lo + hi) >> 1
+                    if keys[mid] < p:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                value = values[lo] if lo < end and keys[lo] == p else 0.0
+                if k == t0:
+                    total = value  # the sum starts from the first term's value
+                else:
+                    total += value
+            out[i] = total
+
+
+_MANY: Kernel[Callable[..., None]] = Kernel(_many_into, _many_signatures,
+                                            name="postings_sums_many")
+
+
+def postings_sums_many(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
+                       term_offsets: Int64s, positions: Int64s, rows: Int64s,
+                       row_offsets: Int64s, out: Float64s) -> None:
+    """:func:`postings_sums` (``fresh``) of several asks in one call: ask ``a`` adds the
+    terms ``terms[term_offsets[a]:term_offsets[a + 1]]`` at the rows
+    ``rows[row_offsets[a]:row_offsets[a + 1]]``, into the same places of ``out`` (0.0 for
+    an ask without a term); the bits :func:`postings_sums` gives each ask alone.
+
+    Args:
+        keys, starts, values: the terms' postings laid end to end (writable, C-contiguous).
+        terms: int64, C-contiguous: indices into ``starts``, each ask's run in the order
+            its values are added.
+        term_offsets, row_offsets: int64 ``(asks + 1,)``, C-contiguous, ascending from 0.
+        positions: int64, C-contiguous: each table row's position (-1: held by no term).
+        rows: int64, C-contiguous: rows of ``positions``.
+        out: float64 ``(len(rows),)``, C-contiguous.
+
+    Raises:
+        IndexError: a term outside ``starts`` or a row outside ``positions``.
+        ValueError: the offsets do not describe the same number of asks.
+    """
+    _MANY.compiled()(keys, starts, values, terms, term_offsets, positions, rows, row_offsets,
+                     out)

@@ -45,7 +45,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from itertools import accumulate, chain, compress, filterfalse, groupby, repeat
+from itertools import accumulate, chain, compress, filterfalse, groupby, pairwise, repeat
 from operator import add, attrgetter, ge, is_not, itemgetter, lt, sub, truediv
 from typing import NamedTuple, Protocol, cast
 
@@ -56,7 +56,7 @@ from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry, group_columns
 from planner_svc.index.lexical import LexicalView, cached_ln
-from planner_svc.index.postings import postings_sums
+from planner_svc.index.postings import postings_sums, postings_sums_many
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import gathered_dots, ordered_dots_many
 from planner_svc.recall.question import Question, analyze_question
@@ -762,6 +762,31 @@ class _PassageTable:
                 fresh = False
         return out
 
+    def bm25_many(self, asks: Sequence[Sequence[str]], rows: npt.NDArray[np.int64],
+                  offsets: Sequence[int]) -> list[Float64s]:
+        """:meth:`bm25` of each ask's terms at its run of ``rows`` (``rows[offsets[a]:
+        offsets[a + 1]]``; ``offsets`` ascends from 0 to ``len(rows)``), the same bits: every
+        ask in one :func:`~planner_svc.index.postings.postings_sums_many` call when all their
+        terms' lists are joined (else ask by ask). Each answer is a view of one array."""
+        ordered = [sorted(set(terms)) for terms in asks]
+        self._look_up(sorted(set(chain.from_iterable(ordered))))
+        postings = self._postings
+        runs = [[found[0] for term in terms if (found := postings[term]) is not None]
+                for terms in ordered]
+        flat = list(chain.from_iterable(runs))
+        if (not flat or min(flat) < 0 or rows.dtype != np.int64
+                or not rows.flags.c_contiguous or offsets[-1] != rows.shape[0]):
+            return [self.bm25(terms, rows[start:end]) for terms, (start, end)
+                    in zip(asks, pairwise(offsets), strict=True)]
+        keys, starts, values = self._joined_lists()
+        out = np.empty(rows.shape[0], dtype=np.float64)
+        postings_sums_many(keys, starts, values,
+                           np.fromiter(flat, dtype=np.int64, count=len(flat)),
+                           np.fromiter(accumulate(map(len, runs), initial=0), dtype=np.int64,
+                                       count=len(runs) + 1),
+                           self._positions, rows, np.asarray(offsets, dtype=np.int64), out)
+        return [out[start:end] for start, end in pairwise(offsets)]
+
     def stored(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Whether each of ``rows`` has a stored vector."""
         has: npt.NDArray[np.bool_] = self._block[rows] >= 0
@@ -1101,6 +1126,7 @@ class _Recall:
         every = list(map(len, groups))
         parts: list[npt.NDArray[np.int64]] = []
         lengths: list[list[int]] = []
+        offsets = [0]  # where each ask's rows start in ``rows`` (and the end)
         at = row = 0
         for ask, _t, _v in asks:
             counts = every[at:at + len(ask)]
@@ -1108,15 +1134,16 @@ class _Recall:
             end = row + sum(counts)
             parts.append(rows[row:end])
             lengths.append(counts)
+            offsets.append(end)
             row = end
         cosines = self.table.cosine_arrays([(vector, part) for (_s, _t, vector), part
                                             in zip(asks, parts, strict=True)])
-        # every ask's terms brought up to the loaded rows at once (one lexical lookup, not
-        # one per ask: a term's contribution at a row is the same whichever ask reads it)
-        self.table.prepare(chain.from_iterable(map(itemgetter(1), asks)))
-        return [_Scored(self.table.bm25(terms, part), cosine, counts, sources)
-                for (sources, terms, _vector), counts, part, cosine
-                in zip(asks, lengths, parts, cosines, strict=True)]
+        # every ask's BM25 at once (its terms' postings read in one lexical lookup: a term's
+        # contribution at a row is the same whichever ask reads it)
+        lexical = self.table.bm25_many(list(map(itemgetter(1), asks)), rows, offsets)
+        return [_Scored(bm25, cosine, counts, sources)
+                for (sources, _terms, _vector), counts, bm25, cosine
+                in zip(asks, lengths, lexical, cosines, strict=True)]
 
     # ---------------------------------------------------------------- hops
 

@@ -12,6 +12,7 @@ from planner_svc.index.postings import (
     held_by_groups,
     map_positions,
     postings_sums,
+    postings_sums_many,
     postings_table,
 )
 
@@ -151,3 +152,37 @@ def test_postings_sums_add_the_table_rows_in_term_order(
         postings_sums(joined, starts, contributions, terms[cut:].copy(), table_positions,
                       asked, False, parts)
         assert np.array_equal(parts.view(np.int64), expected.view(np.int64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lists=_LISTS, positions=st.lists(st.integers(-1, 62), min_size=1, max_size=30),
+       asks=st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=5),
+                               st.lists(st.integers(0, 29), max_size=8)), max_size=4),
+       seed=st.integers(0, 2**32 - 1))
+def test_postings_sums_many_is_postings_sums_ask_by_ask(
+        lists: list[list[int]], positions: list[int],
+        asks: list[tuple[list[int], list[int]]], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    keys = [np.asarray(sorted(r), dtype=np.int64) for r in lists]
+    values = [rng.standard_normal(k.shape[0]) for k in keys]
+    starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
+    joined, contributions = np.concatenate(keys), np.concatenate(values)
+    table_positions = np.asarray(positions, dtype=np.int64)
+    terms = [np.asarray([t % len(keys) for t in ts], dtype=np.int64) for ts, _r in asks]
+    rows = [np.asarray([r % len(positions) for r in rs], dtype=np.int64) for _t, rs in asks]
+    flat_rows = np.concatenate([np.zeros(0, dtype=np.int64), *rows])
+    out = np.full(flat_rows.shape[0], 9.0)
+    postings_sums_many(joined, starts, contributions,
+                       np.concatenate([np.zeros(0, dtype=np.int64), *terms]),
+                       np.asarray([0, *np.cumsum([t.shape[0] for t in terms])], dtype=np.int64),
+                       table_positions, flat_rows,
+                       np.asarray([0, *np.cumsum([r.shape[0] for r in rows])], dtype=np.int64),
+                       out)
+    expected = []
+    for ask_terms, ask_rows in zip(terms, rows, strict=True):
+        alone = np.zeros(ask_rows.shape[0])
+        postings_sums(joined, starts, contributions, ask_terms, table_positions, ask_rows,
+                      True, alone)
+        expected.append(alone)
+    want = np.concatenate([np.zeros(0), *expected])
+    assert np.array_equal(out.view(np.int64), want.view(np.int64))

@@ -490,11 +490,24 @@ def test_passage_bm25_has_the_bits_of_score_rows_with_long_and_short_lists(
     table = _PassageTable(view, None)
     ids = np.arange(100, 100 + count, 13, dtype=np.int64)
     rows = table.rows(["doc"], [ids])
-    for terms in (["zz", "b", "a", "aa", "c", "nothing"], ["b", "c"], ["a"], ["aa", "zz"]):
+    asks = (["zz", "b", "a", "aa", "c", "nothing"], ["b", "c"], ["a"], ["aa", "zz"], [])
+    wanted = []
+    for terms in asks:
         expected = view.score_rows(terms, ids.tolist())
         got = table.bm25(terms, rows)
         want = np.asarray([expected.get(i, 0.0) for i in ids.tolist()])
         assert np.array_equal(got.view(np.int64), want.view(np.int64))
+        wanted.append(want)
+    # several asks at once (the rows laid end to end): the same bits, with long lists (ask
+    # by ask) and with every list joined (one call)
+    every = np.concatenate([rows] * len(asks))
+    offsets = [rows.shape[0] * a for a in range(len(asks) + 1)]
+    for limit in (1024, 1 << 16):
+        monkeypatch.setattr(engine, "TABLE_JOINED_POSTINGS", limit)
+        fresh = _PassageTable(view, None)
+        assert fresh.rows(["doc"], [ids]).tolist() == rows.tolist()
+        for got, want in zip(fresh.bm25_many(asks, every, offsets), wanted, strict=True):
+            assert np.array_equal(got.view(np.int64), want.view(np.int64))
 
 
 def test_passage_table_rows_grow_past_their_first_columns_and_keep_their_rows() -> None:
