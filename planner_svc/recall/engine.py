@@ -725,11 +725,6 @@ class _PassageTable:
                             np.concatenate(list(map(itemgetter(1), short))))
         return self._joined
 
-    def prepare(self, terms: Iterable[str]) -> None:
-        """Read the live postings of each of ``terms`` now (the terms of several :meth:`bm25`
-        calls to come, in one lexical call)."""
-        self._look_up(sorted(set(terms)))
-
     def bm25(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """BM25 of ``terms`` at ``rows``: the terms' contributions added in code point order
         (:meth:`~planner_svc.index.lexical.LexicalView.score_rows`'s bits; 0.0 for a passage
