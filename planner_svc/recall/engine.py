@@ -60,6 +60,7 @@ from planner_svc.index.postings import postings_sums, postings_sums_many
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import gathered_dots, ordered_dots_many
 from planner_svc.recall.question import Question, analyze_question
+from planner_svc.recall.ranking import rank_groups
 from planner_svc.recall.relevance import hop_values, relative_rows, segment_max
 from planner_svc.recall.semantic import confidence_decay
 from planner_svc.recall.settings import RecallSettings
@@ -531,6 +532,7 @@ class _Hop(NamedTuple):
 _PENDING = np.zeros(0, dtype=np.float64)  # a place cosine_arrays fills before returning
 _IDS = attrgetter("ids")
 _ID_ARRAY = attrgetter("id_array")
+_GROUP_TABLE = attrgetter("group_table")
 _IS_POSITIVE = partial(lt, 0.0)  # x > 0.0
 _IS_NOT_NONE = partial(is_not, None)
 _FIRST_RUN = np.zeros(1, dtype=np.int64)  # the one run of a list searched alone
@@ -884,26 +886,33 @@ class _Scored:
         self._starts = list(accumulate(lengths, initial=0))
 
 
-def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.int64]
-              ) -> tuple[Float64s, Float64s]:
-    """The BM25 and cosine of each ``(source, scored)``'s nodes (``lengths[i]`` of them for
-    document ``i``) from the ask that scored them, laid end to end in the given order: one
-    gather from the asks' arrays laid end to end."""
-    # each ask once, in first-use order (an ask hashes by identity), and its first node
+def _laid_out(documents: Sequence[tuple[str, _Scored]]
+              ) -> tuple[Float64s, Float64s, list[int]]:
+    """The BM25 and cosine arrays of the asks that scored ``documents`` (each ``(source,
+    scored)``), laid end to end (each ask once, in first-use order: an ask hashes by
+    identity), and where each document's nodes start in them."""
     asks = list(dict.fromkeys(map(itemgetter(1), documents)))
     # (the running totals from 0: one more than the asks, the last unused)
     offsets = dict(zip(asks, accumulate([scored.lexical.shape[0] for scored in asks],
                                         initial=0), strict=False))
-    # where each source's nodes start in its ask's arrays, and those in the asks laid end to end
     firsts = [offsets[scored] + scored._starts[scored._at[source]]
               for source, scored in documents]
+    if len(asks) == 1:
+        return asks[0].lexical, asks[0].cosine, firsts
+    return (np.concatenate([scored.lexical for scored in asks]),
+            np.concatenate([scored.cosine for scored in asks]), firsts)
+
+
+def _gathered(documents: Sequence[tuple[str, _Scored]], lengths: npt.NDArray[np.int64]
+              ) -> tuple[Float64s, Float64s]:
+    """The BM25 and cosine of each ``(source, scored)``'s nodes (``lengths[i]`` of them for
+    document ``i``) from the ask that scored them, laid end to end in the given order: one
+    gather from the asks' arrays laid end to end (:func:`_laid_out`)."""
+    lexical, cosine, firsts = _laid_out(documents)
     # node j of document i sits at firsts[i] + j
     picks = ((np.asarray(firsts, dtype=np.int64) - _starts(lengths)).repeat(lengths)
              + np.arange(int(np.add.reduce(lengths)), dtype=np.int64))
-    if len(asks) == 1:
-        return asks[0].lexical[picks], asks[0].cosine[picks]
-    return (np.concatenate([scored.lexical for scored in asks])[picks],
-            np.concatenate([scored.cosine for scored in asks])[picks])
+    return lexical[picks], cosine[picks]
 
 
 class _Recall:
@@ -1231,8 +1240,31 @@ class _Recall:
         columns: documents in the given order, each one's groups most relevant first (ties by
         their smallest version id). A node's relevance is the better of its BM25 and its
         cosine (clipped at 0), each relative to the document's best (sharpened by
-        ``local_sharpness``); a group's is its best node's. Every document at once."""
+        ``local_sharpness``); a group's is its best node's. Every document at once, in one
+        compiled pass (:func:`~planner_svc.recall.ranking.rank_groups`) when the scores are
+        finite and the sharpness integral, else in numpy (:meth:`_rank_arrays`: the same
+        bits)."""
         entries = self.entries(list(map(itemgetter(0), documents)))
+        if not entries:
+            empty = np.zeros(0, dtype=np.int64)
+            return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
+                           versions=empty, firsts=empty)
+        lexical, cosine, firsts = _laid_out(documents)
+        tables = list(map(_GROUP_TABLE, entries))
+        ranked = rank_groups(
+            lexical, cosine, np.asarray(firsts, dtype=np.int64),
+            np.asarray(list(map(len, map(_IDS, entries))), dtype=np.int64),
+            np.concatenate(tables), np.asarray(list(map(len, tables)), dtype=np.int64),
+            np.concatenate(list(map(_ID_ARRAY, entries))), self.settings.local_sharpness)
+        if ranked is None:
+            return self._rank_arrays(documents, entries)
+        owner, relevance, sizes, group_firsts, versions = ranked
+        return _Ranked(owner=owner, relevance=relevance, sizes=sizes, versions=versions,
+                       firsts=group_firsts)
+
+    def _rank_arrays(self, documents: Sequence[tuple[str, _Scored]],
+                     entries: Sequence[SourceEntry]) -> _Ranked:
+        """:meth:`rank` in numpy (``entries``: the documents' entries, in their order)."""
         lengths = np.asarray(list(map(len, map(_IDS, entries))), dtype=np.int64)
         if not int(np.add.reduce(lengths)):
             empty = np.zeros(0, dtype=np.int64)

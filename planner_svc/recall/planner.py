@@ -59,6 +59,7 @@ from planner_svc.recall.engine import (
     recall_documents,
 )
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
+from planner_svc.recall.ranking import compile_ranking
 from planner_svc.recall.request import EvidenceQuery, question_query
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, query_vector
 from planner_svc.recall.settings import RecallSettings
@@ -302,9 +303,11 @@ class EvidencePlanner:
         """Bring the recall catalog up to the store now, so that the first plan does not pay
         for reading the whole store (seconds on a large one); later plans only catch up. Then
         compute every document's entry and links (:meth:`~planner_svc.index.catalog.Catalog.warm`),
-        compile the similarity kernel (:func:`~planner_svc.recall.dots.compile_kernel`) and
-        make one plan (:data:`WARM_UP_QUESTION`, its result dropped), so the first caller's
-        plan does not pay for first uses either (the embedder's, the index's, the caches')."""
+        compile the passage ranking loop (:func:`~planner_svc.recall.ranking.compile_ranking`)
+        and, with the semantic leg, the similarity kernel (:func:`~planner_svc.recall.dots.
+        compile_kernel`), and make one plan (:data:`WARM_UP_QUESTION`, its result dropped),
+        so the first caller's plan does not pay for first uses either (the embedder's, the
+        index's, the caches')."""
         with self._store.snapshot():
             catalog = self.catalog.current()
         started = time.perf_counter()
@@ -312,7 +315,8 @@ class EvidencePlanner:
         _log.info("startup.catalog_entries", documents=documents,
                   seconds=round(time.perf_counter() - started, 2))
         semantic = self._index is not None and self._embedder is not None
-        if semantic:  # a store-only planner scores no similarity: no numba in its process
+        compile_ranking()  # every plan ranks passages
+        if semantic:  # a store-only planner scores no similarity
             compile_kernel()
         query = question_query(WARM_UP_QUESTION, config=self.config, recall=self.recall,
                                now_us=wall_clock_us(), semantic=semantic)

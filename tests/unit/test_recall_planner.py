@@ -504,7 +504,7 @@ def test_a_store_only_planner_warms_without_compiling_the_similarity_kernel(
     compiled: list[bool] = []
     monkeypatch.setattr("planner_svc.recall.planner.compile_kernel",
                         lambda: compiled.append(True))
-    _planner(store).warm()  # no index, no embedder: no similarity to score, no numba
+    _planner(store).warm()  # no index, no embedder: no similarity to score
     assert compiled == []
 
 
