@@ -865,6 +865,17 @@ class _Ranked:
     """The groups' version ids laid end to end, in group order (each group's ascending)."""
     firsts: npt.NDArray[np.int64]
     """Each group's smallest version id."""
+    rank: npt.NDArray[np.int64]
+    """Each group's rank within its document (0 = most relevant)."""
+    score: Float64s
+    """Each group's score: ``sharp x (floor + (1 - floor) x relevance) x decay ** rank``,
+    ``sharp`` its document's score raised to ``document_sharpness`` (module docstring)."""
+    first_ids: list[int]
+    """The groups' smallest version ids, ascending (the groups by their first node)."""
+    first_scores: list[float]
+    """The score of each group of ``first_ids``, in their order."""
+    first_sizes: list[int]
+    """The number of nodes of each group of ``first_ids``, in their order."""
 
 
 class _Scored:
@@ -1234,49 +1245,58 @@ class _Recall:
 
     # ---------------------------------------------------------------- passages
 
-    def rank(self, documents: Sequence[tuple[str, _Scored]]) -> _Ranked:
+    def rank(self, documents: Sequence[tuple[str, _Scored]], scores: Sequence[float]
+             ) -> _Ranked:
         """The live nodes of each ``(source, scored)`` (``scored``: the ask of :meth:`local`
-        that scored them) grouped by the spans they cite, as
-        columns: documents in the given order, each one's groups most relevant first (ties by
-        their smallest version id). A node's relevance is the better of its BM25 and its
-        cosine (clipped at 0), each relative to the document's best (sharpened by
+        that scored them) grouped by the spans they cite, as columns, with the groups'
+        scores (``scores``: each document's, in the given order; see the module docstring):
+        documents in the given order, each one's groups most relevant first (ties by their
+        smallest version id). A node's relevance is the better of its BM25 and its cosine
+        (clipped at 0), each relative to the document's best (sharpened by
         ``local_sharpness``); a group's is its best node's. Every document at once, in one
         compiled pass (:func:`~planner_svc.recall.ranking.rank_groups`) when the scores are
-        finite and the sharpness integral, else in numpy (:meth:`_rank_arrays`: the same
+        finite and the sharpnesses integral, else in numpy (:meth:`_rank_arrays`: the same
         bits)."""
         entries = self.entries(list(map(itemgetter(0), documents)))
         if not entries:
-            empty = np.zeros(0, dtype=np.int64)
-            return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
-                           versions=empty, firsts=empty)
+            return self._rank_arrays(documents, entries, scores)
+        settings = self.settings
         lexical, cosine, firsts = _laid_out(documents)
         tables = list(map(_GROUP_TABLE, entries))
         ranked = rank_groups(
             lexical, cosine, np.asarray(firsts, dtype=np.int64),
             np.asarray(list(map(len, map(_IDS, entries))), dtype=np.int64),
             np.concatenate(tables), np.asarray(list(map(len, tables)), dtype=np.int64),
-            np.concatenate(list(map(_ID_ARRAY, entries))), self.settings.local_sharpness)
+            np.concatenate(list(map(_ID_ARRAY, entries))), settings.local_sharpness,
+            np.asarray(scores, dtype=np.float64), settings.document_sharpness,
+            settings.passage_floor, _remembered_decays(settings.passage_decay))
         if ranked is None:
-            return self._rank_arrays(documents, entries)
-        owner, relevance, sizes, group_firsts, versions = ranked
+            return self._rank_arrays(documents, entries, scores)
+        (owner, relevance, sizes, group_firsts, versions, rank, score, first_ids,
+         first_scores, first_sizes) = ranked
         return _Ranked(owner=owner, relevance=relevance, sizes=sizes, versions=versions,
-                       firsts=group_firsts)
+                       firsts=group_firsts, rank=rank, score=score,
+                       first_ids=first_ids.tolist(), first_scores=first_scores.tolist(),
+                       first_sizes=first_sizes.tolist())
 
     def _rank_arrays(self, documents: Sequence[tuple[str, _Scored]],
-                     entries: Sequence[SourceEntry]) -> _Ranked:
+                     entries: Sequence[SourceEntry], scores: Sequence[float]) -> _Ranked:
         """:meth:`rank` in numpy (``entries``: the documents' entries, in their order)."""
+        settings = self.settings
         lengths = np.asarray(list(map(len, map(_IDS, entries))), dtype=np.int64)
         if not int(np.add.reduce(lengths)):
             empty = np.zeros(0, dtype=np.int64)
             return _Ranked(owner=empty, relevance=np.zeros(0, dtype=np.float64), sizes=empty,
-                           versions=empty, firsts=empty)
+                           versions=empty, firsts=empty, rank=empty,
+                           score=np.zeros(0, dtype=np.float64), first_ids=[],
+                           first_scores=[], first_sizes=[])
         lexical, cosine = _gathered(documents, lengths)
         # Both measures at once, one row each (the BM25, the cosine clipped at 0 with -0.0 as
         # +0.0): each document's best (its run's largest value, 0.0 for no node), then every
         # value relative to it (sharpened by ``local_sharpness`` for the cosine).
         both = np.stack((lexical, np.maximum(0.0, cosine) + 0.0))
         best = _segment_max(both, lengths).repeat(lengths, axis=1)
-        relative = _relative_rows(both, best, (1.0, self.settings.local_sharpness))
+        relative = _relative_rows(both, best, (1.0, settings.local_sharpness))
         node_rel = np.maximum(relative[0], relative[1])
         # groups of every document: their members' positions in the flat arrays
         local_members, sizes, firsts, per_entry = group_columns(entries)
@@ -1288,8 +1308,24 @@ class _Recall:
         ordered = sizes[order]
         picks = _starts(sizes)[order].repeat(ordered) + _within(ordered)
         ids = np.concatenate(list(map(_ID_ARRAY, entries)))
-        return _Ranked(owner=owners[order], relevance=group_rel[order], sizes=ordered,
-                       versions=ids[members[picks]], firsts=firsts[order])
+        owner, relevance, firsts = owners[order], group_rel[order], firsts[order]
+        # A group's score: its document's sharpened score, lifted by its local relevance
+        # above the floor, decayed by its rank in the document. Every group at once, with
+        # the same operations per group as sharp * (floor + rest * relevance) * decay**rank
+        # in order.
+        floor = settings.passage_floor
+        rest = 1.0 - floor
+        sharp = _unit_powers(np.asarray(scores, dtype=np.float64), settings.document_sharpness)
+        rank = _within(per_entry)  # owner ascends: each document's groups in a run
+        decays = _decays(settings.passage_decay, int(np.maximum.reduce(per_entry, initial=0)))
+        score = sharp[owner] * (floor + rest * relevance)
+        score = score * decays[rank]
+        by_first = firsts.argsort()  # the groups by their first node (distinct ids)
+        return _Ranked(owner=owner, relevance=relevance, sizes=ordered,
+                       versions=ids[members[picks]], firsts=firsts, rank=rank, score=score,
+                       first_ids=firsts[by_first].tolist(),
+                       first_scores=score[by_first].tolist(),
+                       first_sizes=ordered[by_first].tolist())
 
     # ---------------------------------------------------------------- evidence
 
@@ -1565,28 +1601,15 @@ def _passages(state: _Recall, question: Question,
         for source in batch:
             local[source] = scored
     sources = list(map(itemgetter(0), ranked))
-    groups = state.rank(list(zip(sources, map(local.__getitem__, sources), strict=True)))
-    # A group's score: its document's sharpened score, lifted by its local relevance above the
-    # floor, decayed by its rank in the document. Every group at once, with the same
-    # operations per group as sharp * (floor + rest * relevance) * decay**rank in order.
-    floor = settings.passage_floor
-    rest = 1.0 - floor
-    sharp = _unit_powers(np.asarray(list(map(itemgetter(1), ranked)), dtype=np.float64),
-                         settings.document_sharpness)
-    per_document = np.bincount(groups.owner, minlength=len(ranked))
-    rank = _within(per_document)  # groups.owner ascends: each document's groups in a run
-    decays = _decays(settings.passage_decay, int(np.maximum.reduce(per_document, initial=0)))
-    values = sharp[groups.owner] * (floor + rest * groups.relevance)
-    values = values * decays[rank]
-    arrays = NodeArrays(score=values, owner=groups.owner, sources=sources,
-                        relevance=groups.relevance, rank=rank, sizes=groups.sizes,
+    groups = state.rank(list(zip(sources, map(local.__getitem__, sources), strict=True)),
+                        list(map(itemgetter(1), ranked)))
+    arrays = NodeArrays(score=groups.score, owner=groups.owner, sources=sources,
+                        relevance=groups.relevance, rank=groups.rank, sizes=groups.sizes,
                         versions=groups.versions)
-    by_first = groups.firsts.argsort()  # the groups by their first node (distinct ids)
     passages = state.passages
     return Recalled(node_count=groups.versions.shape[0], arrays=arrays,
-                    firsts=tuple(groups.firsts[by_first].tolist()),
-                    first_scores=tuple(values[by_first].tolist()),
-                    first_sizes=tuple(groups.sizes[by_first].tolist()),
+                    firsts=tuple(groups.first_ids), first_scores=tuple(groups.first_scores),
+                    first_sizes=tuple(groups.first_sizes),
                     document_rows=tuple(documents), question=question,
                     best_similarity=best_similarity, semantic_hits=state.semantic_hits,
                     without_spans=len(state.unsourced), residual=residual, evidence=evidence,

@@ -13,11 +13,15 @@ comparison is the IEEE-754 operation numpy makes, and the results are the same b
   clamped to 1, the cosine's raised to the integral ``local_sharpness`` by the chain of
   multiplications of :func:`~planner_svc.core.fusion.unit_power`;
 - a group's relevance is its best member's; a document's groups are ordered by relevance
-  descending, then by their smallest version id (numpy's ``lexsort`` of the same keys).
+  descending, then by their smallest version id (numpy's ``lexsort`` of the same keys);
+- a group's score is its document's score raised to the integral ``document_sharpness`` (the
+  same chain), times ``floor + (1 - floor) x relevance``, times the passage decay of its rank
+  (from the run of :func:`~planner_svc.recall.engine._decays`), in that order.
 
-The loop answers only for finite scores and an integral exponent in ``[0, 1024]``: for a NaN or
-an infinity (whose propagation through ``maximum`` and ``lexsort`` it does not copy) it returns
-``None`` and the caller takes numpy's path.
+The loop answers only for finite scores, integral exponents in ``[0, 1024]`` and documents of
+no more groups than the decay run holds: for a NaN or an infinity (whose propagation through
+``maximum`` and ``lexsort`` it does not copy) and the rest it returns ``None`` and the caller
+takes numpy's path.
 """
 
 from __future__ import annotations
@@ -34,9 +38,10 @@ __all__ = ["compile_ranking", "rank_groups"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
-_Ranked = tuple[Int64s, Float64s, Int64s, Int64s, Int64s]
-_Kernel = Callable[[Float64s, Float64s, Int64s, Int64s, Int64s, Int64s, Int64s, int],
-                   tuple[int, Int64s, Float64s, Int64s, Int64s, Int64s]]
+_Ranked = tuple[Int64s, Float64s, Int64s, Int64s, Int64s, Int64s, Float64s, Int64s, Float64s,
+                Int64s]
+_Kernel = Callable[..., tuple[int, Int64s, Float64s, Int64s, Int64s, Int64s, Int64s, Float64s,
+                             Int64s, Float64s, Int64s]]
 
 _SMALL = 16
 """A document with at most this many groups is ordered by insertion, a larger one by two
@@ -46,13 +51,17 @@ stable sorts (the same order: the keys' order, ties by group index)."""
 def _signatures(types: Any) -> list[Any]:
     i8 = types.Array(types.int64, 1, "C")
     f8 = types.Array(types.float64, 1, "C")
-    result = types.Tuple((types.int64, i8, f8, i8, i8, i8))
-    return [result(f8, f8, i8, i8, i8, i8, i8, types.int64)]
+    run = types.Array(types.float64, 1, "C", readonly=True)
+    result = types.Tuple((types.int64, i8, f8, i8, i8, i8, i8, f8, i8, f8, i8))
+    return [result(f8, f8, i8, i8, i8, i8, i8, types.int64, f8, types.int64, types.float64,
+                   types.float64, run)]
 
 
 def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int64s,
-               tables: Int64s, spans: Int64s, ids: Int64s, exponent: int
-               ) -> tuple[int, Int64s, Float64s, Int64s, Int64s, Int64s]:
+               tables: Int64s, spans: Int64s, ids: Int64s, exponent: int,
+               scores: Float64s, sharpness: int, floor: float, rest: float, decays: Float64s
+               ) -> tuple[int, Int64s, Float64s, Int64s, Int64s, Int64s, Int64s, Float64s,
+                          Int64s, Float64s, Int64s]:
     documents = lengths.shape[0]
     nodes = 0
     groups = 0
@@ -64,19 +73,29 @@ def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int
         nodes += n
         groups += g2 // 2
     if nodes > ids.shape[0] or nodes + 2 * groups > tables.shape[0] \
-            or lexical.shape[0] != cosine.shape[0]:
-        raise IndexError("ids or group tables shorter than the documents")
+            or lexical.shape[0] != cosine.shape[0] or scores.shape[0] != documents:
+        raise IndexError("ids, group tables or scores shorter than the documents")
     owner = np.empty(groups, dtype=np.int64)
     relevance = np.empty(groups, dtype=np.float64)
     sizes = np.empty(groups, dtype=np.int64)
     firsts = np.empty(groups, dtype=np.int64)
     versions = np.empty(nodes, dtype=np.int64)
-    # every score finite, or no answer (numpy's path propagates NaN its own way)
+    within = np.empty(groups, dtype=np.int64)
+    values = np.empty(groups, dtype=np.float64)
+    first_ids = np.empty(groups, dtype=np.int64)
+    first_values = np.empty(groups, dtype=np.float64)
+    first_sizes = np.empty(groups, dtype=np.int64)
+    # every score finite and every document's groups within the decay run, or no answer
+    # (numpy's path propagates NaN its own way, and computes longer runs)
     for d in range(documents):
         s = starts[d]
+        if not np.isfinite(scores[d]) or (spans[d] - lengths[d]) // 2 > decays.shape[0]:
+            return (-1, owner, relevance, sizes, firsts, versions, within, values, first_ids,
+                    first_values, first_sizes)
         for j in range(lengths[d]):
             if not (np.isfinite(lexical[s + j]) and np.isfinite(cosine[s + j])):
-                return -1, owner, relevance, sizes, firsts, versions
+                return (-1, owner, relevance, sizes, firsts, versions, within, values,
+                        first_ids, first_values, first_sizes)
     node_rel = np.empty(0, dtype=np.float64)
     group_rel = np.empty(0, dtype=np.float64)
     order = np.empty(0, dtype=np.int64)
@@ -182,9 +201,26 @@ def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int
             by_rel = np.argsort(negated, kind="mergesort")
             for i in range(g):
                 order[i] = by_first[by_rel[i]]
+        # the document's score raised to its sharpness (unit_power's chain)
+        sharp = 1.0
+        square = scores[d]
+        first = True
+        e = sharpness
+        while e:
+            if e & 1:
+                if first:
+                    sharp = square
+                    first = False
+                else:
+                    sharp = sharp * square
+            e >>= 1
+            if e:
+                square = square * square
         for i in range(g):
             k = order[i]
             size = tables[sizes_at + k]
+            within[out + i] = i
+            values[out + i] = sharp * (floor + rest * group_rel[k]) * decays[i]
             owner[out + i] = d
             relevance[out + i] = group_rel[k]
             sizes[out + i] = size
@@ -195,7 +231,15 @@ def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int
         t += n + 2 * g
         v += n
         out += g
-    return groups, owner, relevance, sizes, firsts, versions
+    # the groups by their first node (distinct ids: any sort gives one order)
+    by_first = np.argsort(firsts, kind="mergesort")
+    for i in range(groups):
+        k = by_first[i]
+        first_ids[i] = firsts[k]
+        first_values[i] = values[k]
+        first_sizes[i] = sizes[k]
+    return (groups, owner, relevance, sizes, firsts, versions, within, values, first_ids,
+            first_values, first_sizes)
 
 
 _KERNEL: Kernel[_Kernel] = Kernel(_rank_into, _signatures, name="ranking")
@@ -208,10 +252,11 @@ def compile_ranking() -> _Kernel:
 
 
 def rank_groups(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int64s,
-                tables: Int64s, spans: Int64s, ids: Int64s, local_sharpness: float
+                tables: Int64s, spans: Int64s, ids: Int64s, local_sharpness: float,
+                scores: Float64s, document_sharpness: float, floor: float, decays: Float64s
                 ) -> _Ranked | None:
-    """Rank the span groups of documents laid end to end, as :meth:`~planner_svc.recall.
-    engine._Recall.rank` does (see the module docstring).
+    """Rank and score the span groups of documents laid end to end, as :meth:`~planner_svc.
+    recall.engine._Recall.rank` does (see the module docstring).
 
     Args:
         lexical, cosine: float64 node scores; document ``d``'s ``lengths[d]`` nodes sit at
@@ -222,24 +267,45 @@ def rank_groups(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: In
         spans: int64, each table's length.
         ids: the documents' version ids laid end to end (int64, ``lengths[d]`` each).
         local_sharpness: the cosine's exponent.
+        scores: float64, each document's score; ``document_sharpness`` its exponent.
+        floor: the passage floor; a group scores ``unit_power(score, document_sharpness) x
+            (floor + (1 - floor) x relevance) x decays[rank]``, in that order.
+        decays: float64, ``unit_power(passage_decay, r)`` for ``r`` from 0 (read-only or
+            not).
 
     Returns:
-        ``(owner, relevance, sizes, firsts, versions)`` as :class:`~planner_svc.recall.engine.
-        _Ranked` holds them, or None when a score is not finite or the exponent is not an
-        integer in ``[0, 1024]`` (numpy's path answers then).
+        ``(owner, relevance, sizes, firsts, versions, rank, score, first_ids, first_scores,
+        first_sizes)``: per group (documents in order, each one's groups most relevant
+        first) its document's index, relevance, number of nodes, smallest version id, rank
+        in the document and score; the groups' version ids laid end to end; the groups'
+        smallest ids ascending with their scores and sizes. None when a score is not finite,
+        an exponent is not an integer in ``[0, 1024]`` or a document has more groups than
+        ``decays`` holds (numpy's path answers then).
 
     Raises:
-        IndexError: the tables, ids or starts do not fit the lengths.
+        IndexError: the tables, ids, starts or scores do not fit the lengths.
     """
     exponent = float(local_sharpness)
-    if not (exponent.is_integer() and 0.0 <= exponent <= 1024.0):
+    sharpness = float(document_sharpness)
+    if not (exponent.is_integer() and 0.0 <= exponent <= 1024.0
+            and sharpness.is_integer() and 0.0 <= sharpness <= 1024.0):
         return None
-    count, owner, relevance, sizes, firsts, versions = _KERNEL.compiled()(
+    floor = float(floor)
+    found = _KERNEL.compiled()(
         _writable(lexical), _writable(cosine), starts, lengths, tables, spans, ids,
-        int(exponent))
-    if count < 0:
+        int(exponent), scores, int(sharpness), floor, 1.0 - floor,
+        decays if decays.flags.c_contiguous and not decays.flags.writeable
+        else _read_only(decays))
+    if found[0] < 0:
         return None
-    return owner, relevance, sizes, firsts, versions
+    return found[1:]
+
+
+def _read_only(values: Float64s) -> Float64s:
+    """A read-only C-contiguous float64 copy of ``values``."""
+    copy = np.array(values, dtype=np.float64)
+    copy.setflags(write=False)
+    return copy
 
 
 def _writable(values: Float64s) -> Float64s:

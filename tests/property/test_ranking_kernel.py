@@ -34,33 +34,45 @@ def _entry(first_id: int, group_of: list[int]) -> SourceEntry:
 class _Fixed(_Recall):
     """A recall whose entries are given (no catalog)."""
 
-    def __init__(self, entries: dict[str, SourceEntry], sharpness: float) -> None:
+    def __init__(self, entries: dict[str, SourceEntry], sharpness: float,
+                 document_sharpness: float = 2.0, floor: float = 0.3,
+                 decay: float = 0.5) -> None:
         self._fixed = entries
         # (a namespace: the settings' own checks reject an exponent of 0, the loop takes it)
-        self.settings = SimpleNamespace(local_sharpness=sharpness)  # type: ignore[assignment]
+        self.settings = SimpleNamespace(  # type: ignore[assignment]
+            local_sharpness=sharpness, document_sharpness=document_sharpness,
+            passage_floor=floor, passage_decay=decay)
 
     def entries(self, sources):  # type: ignore[no-untyped-def]
         return [self._fixed[s] for s in sources]
 
 
 def _same(got: _Ranked, want: _Ranked) -> None:
-    for name in ("owner", "sizes", "versions", "firsts"):
+    for name in ("owner", "sizes", "versions", "firsts", "rank"):
         a, b = getattr(got, name), getattr(want, name)
         assert a.dtype == b.dtype == np.int64, name
         assert a.tolist() == b.tolist(), name
-    assert got.relevance.dtype == want.relevance.dtype == np.float64
-    assert [v.hex() for v in got.relevance.tolist()] == [
-        v.hex() for v in want.relevance.tolist()]
+    for name in ("relevance", "score"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype == np.float64, name
+        assert [v.hex() for v in a.tolist()] == [v.hex() for v in b.tolist()], name
+    assert got.first_ids == want.first_ids
+    assert got.first_sizes == want.first_sizes
+    assert [v.hex() for v in got.first_scores] == [v.hex() for v in want.first_scores]
 
 
 DOCUMENT = st.lists(st.integers(min_value=0, max_value=24), max_size=30)
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.data(), st.lists(DOCUMENT, max_size=8), SHARPNESS,
-       st.integers(min_value=1, max_value=3))
+@given(st.data(), st.lists(DOCUMENT, max_size=8), SHARPNESS, SHARPNESS,
+       st.integers(min_value=1, max_value=3),
+       st.one_of(st.just(0.3), st.floats(min_value=0.0, max_value=1.0)),
+       st.one_of(st.just(0.5), st.floats(min_value=0.0, max_value=1.0)))
 def test_compiled_ranking_equals_numpys_path(data: st.DataObject, layouts: list[list[int]],
-                                            sharpness: float, ask_count: int) -> None:
+                                            sharpness: float, document_sharpness: float,
+                                            ask_count: int, floor: float,
+                                            decay: float) -> None:
     entries: dict[str, SourceEntry] = {}
     first = 100
     for d, layout in enumerate(layouts):
@@ -83,9 +95,12 @@ def test_compiled_ranking_equals_numpys_path(data: st.DataObject, layouts: list[
                             np.asarray(cosine, dtype=np.float64), lengths, mine))
     order = data.draw(st.permutations(sources))
     documents = [(s, asks[owner_ask[sources.index(s)]]) for s in order]
-    recall = _Fixed(entries, sharpness)
-    got = recall.rank(documents)
-    want = recall._rank_arrays(documents, recall.entries(order))
+    scores = data.draw(st.lists(st.one_of(st.floats(min_value=0.0, max_value=1.0),
+                                          st.sampled_from([0.0, 1.0, 5e-324])),
+                                min_size=len(order), max_size=len(order)))
+    recall = _Fixed(entries, sharpness, document_sharpness, floor, decay)
+    got = recall.rank(documents, scores)
+    want = recall._rank_arrays(documents, recall.entries(order), scores)
     _same(got, want)
 
 
@@ -102,16 +117,29 @@ def test_a_score_not_finite_is_left_to_numpy(layout: list[int], bad: float,
     assert rank_groups(lexical, cosine, np.zeros(1, dtype=np.int64),
                        np.asarray([n], dtype=np.int64), entry.group_table,
                        np.asarray([entry.group_table.shape[0]], dtype=np.int64),
-                       entry.id_array.copy(), 4.0) is None
+                       entry.id_array.copy(), 4.0, np.ones(1), 2.0, 0.3,
+                       np.ones(8)) is None
     recall = _Fixed({"d": entry}, 4.0)
     documents = [("d", _Scored(lexical, cosine, [n], ["d"]))]
     with np.errstate(invalid="ignore"):  # numpy's path divides an infinity by itself
-        _same(recall.rank(documents), recall._rank_arrays(documents, [entry]))
+        _same(recall.rank(documents, [0.5]), recall._rank_arrays(documents, [entry], [0.5]))
+
+
+def test_more_groups_than_the_decay_run_are_left_to_numpy() -> None:
+    entry = _entry(10, [0, 1, 2, 3])
+    ones = np.ones(4, dtype=np.float64)
+    args = (ones, ones, np.zeros(1, dtype=np.int64), np.asarray([4]), entry.group_table,
+            np.asarray([entry.group_table.shape[0]]), entry.id_array.copy(), 4.0,
+            np.ones(1), 2.0, 0.3)
+    assert rank_groups(*args, np.ones(3)) is None
+    assert rank_groups(*args, np.ones(4)) is not None
 
 
 def test_a_non_integral_sharpness_is_left_to_numpy() -> None:
     entry = _entry(10, [0, 1, 1])
     ones = np.ones(3, dtype=np.float64)
-    assert rank_groups(ones, ones, np.zeros(1, dtype=np.int64), np.asarray([3]),
-                       entry.group_table, np.asarray([entry.group_table.shape[0]]),
-                       entry.id_array.copy(), 2.5) is None
+    args = (ones, ones, np.zeros(1, dtype=np.int64), np.asarray([3]), entry.group_table,
+            np.asarray([entry.group_table.shape[0]]), entry.id_array.copy())
+    assert rank_groups(*args, 2.5, np.ones(1), 2.0, 0.3, np.ones(8)) is None
+    assert rank_groups(*args, 4.0, np.ones(1), 2.5, 0.3, np.ones(8)) is None
+    assert rank_groups(*args, 4.0, np.ones(1), 2.0, 0.3, np.ones(8)) is not None
