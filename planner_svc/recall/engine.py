@@ -60,7 +60,7 @@ from planner_svc.index.postings import postings_sums, postings_sums_many
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import gathered_dots, ordered_dots_many
 from planner_svc.recall.question import Question, analyze_question
-from planner_svc.recall.ranking import rank_groups
+from planner_svc.recall.ranking import rank_groups, relative_scores
 from planner_svc.recall.relevance import hop_values, relative_rows, segment_max
 from planner_svc.recall.semantic import confidence_decay
 from planner_svc.recall.settings import RecallSettings
@@ -361,12 +361,16 @@ class Recalled:
 
 def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]:
     """``clamp((score / best) ** sharpness)`` per key; empty when the best is not positive.
-    Every key at once (:func:`_relative_rows`'s operations per value, with one best) when
-    the scores are finite; element by element otherwise."""
+    Every key at once (:func:`_relative_rows`'s operations per value, with one best: in one
+    compiled pass, :func:`~planner_svc.recall.ranking.relative_scores`, for an integral
+    sharpness, else in numpy) when the scores are finite; element by element otherwise."""
     best = max(scores.values(), default=0.0)
     if not best > 0.0:
         return {}
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    compiled = relative_scores(values, best, sharpness)
+    if compiled is not None:
+        return dict(zip(scores, compiled.tolist(), strict=True))
     # max(0.0, nan) and clamp_unit(nan) are 0.0 in Python, nan in numpy
     if not (np.logical_and.reduce(np.isfinite(values)) and math.isfinite(sharpness)):
         return {k: clamp_unit(unit_power(clamp_unit(max(0.0, s) / best), sharpness))

@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["compile_ranking", "rank_groups"]
+__all__ = ["compile_ranking", "rank_groups", "relative_scores"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -245,9 +245,65 @@ def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int
 _KERNEL: Kernel[_Kernel] = Kernel(_rank_into, _signatures, name="ranking")
 
 
+def _relative_signatures(types: Any) -> list[Any]:
+    f8 = types.Array(types.float64, 1, "C")
+    return [types.Tuple((types.boolean, f8))(f8, types.float64, types.int64)]
+
+
+def _relative_into(values: Float64s, best: float, exponent: int) -> tuple[bool, Float64s]:
+    out = np.empty(values.shape[0], dtype=np.float64)
+    for i in range(values.shape[0]):
+        if not np.isfinite(values[i]):
+            return False, out
+    for i in range(values.shape[0]):
+        x = values[i]
+        r = (x if x > 0.0 else 0.0) / best
+        r = r if r < 1.0 else 1.0
+        if exponent != 1:
+            # unit_power's chain, started from its first factor; exponent 0 gives 1.0
+            power = 1.0
+            square = r
+            first = True
+            e = exponent
+            while e:
+                if e & 1:
+                    if first:
+                        power = square
+                        first = False
+                    else:
+                        power = power * square
+                e >>= 1
+                if e:
+                    square = square * square
+            r = power
+        r = r if r > 0.0 else 0.0
+        out[i] = r if r < 1.0 else 1.0
+    return True, out
+
+
+_RELATIVE: Kernel[Callable[[Float64s, float, int], tuple[bool, Float64s]]] = Kernel(
+    _relative_into, _relative_signatures, name="relative")
+
+
+def relative_scores(values: Float64s, best: float, sharpness: float) -> Float64s | None:
+    """``clamp((max(0, value) / best) ** sharpness)`` of each of ``values`` (float64, C order)
+    against one ``best`` above 0.0, as :func:`~planner_svc.recall.engine._relative` computes
+    it in numpy (``max(0, -0.0)`` as +0.0, the ratio clamped to 1, raised by
+    :func:`~planner_svc.core.fusion.unit_power`'s chain, clamped to [0, 1]): float64, the
+    same bits. None when a value is not finite or ``sharpness`` is not an integer in
+    ``[0, 1024]`` (numpy's path answers then)."""
+    exponent = float(sharpness)
+    if not (exponent.is_integer() and 0.0 <= exponent <= 1024.0):
+        return None
+    finite, out = _RELATIVE.compiled()(values, float(best), int(exponent))
+    return out if finite else None
+
+
 def compile_ranking() -> _Kernel:
-    """The compiled ranking loop, compiled now if it was not yet (or loaded from numba's cache
-    beside this module), so that a server's first plan does not pay for it."""
+    """The compiled ranking loops (:func:`rank_groups`, :func:`relative_scores`), compiled
+    now if they were not yet (or loaded from numba's cache beside this module), so that a
+    server's first plan does not pay for them."""
+    _RELATIVE.compiled()
     return _KERNEL.compiled()
 
 

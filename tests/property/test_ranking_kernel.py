@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner_svc.index.catalog import SourceEntry
-from planner_svc.recall.engine import _Ranked, _Recall, _Scored
-from planner_svc.recall.ranking import rank_groups
+from planner_svc.recall.engine import _Ranked, _Recall, _Scored, _unit_powers
+from planner_svc.recall.ranking import rank_groups, relative_scores
 
 SCORES = st.one_of(st.floats(min_value=-2.0, max_value=50.0, allow_nan=False),
                    st.sampled_from([0.0, -0.0, 1e-300, 5e-324, 1.0, 0.5, 2.0]))
@@ -143,3 +143,36 @@ def test_a_non_integral_sharpness_is_left_to_numpy() -> None:
     assert rank_groups(*args, 2.5, np.ones(1), 2.0, 0.3, np.ones(8)) is None
     assert rank_groups(*args, 4.0, np.ones(1), 2.5, 0.3, np.ones(8)) is None
     assert rank_groups(*args, 4.0, np.ones(1), 2.0, 0.3, np.ones(8)) is not None
+
+
+def _relative_numpy(values: np.ndarray, best: float, sharpness: float) -> list[float]:
+    """engine._relative's numpy path (finite values, one best above 0.0)."""
+    ratio = (np.maximum(0.0, values) + 0.0) / best
+    powered = _unit_powers(np.minimum(1.0, ratio), sharpness)
+    return np.minimum(1.0, np.maximum(0.0, powered) + 0.0).tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(SCORES, st.floats(allow_nan=False, allow_infinity=False)),
+                min_size=1, max_size=40),
+       st.one_of(st.integers(min_value=0, max_value=20).map(float),
+                 st.sampled_from([1024.0, 1025.0, 2.5, 0.5])))
+def test_compiled_relative_scores_equal_numpys_path(values: list[float],
+                                                    sharpness: float) -> None:
+    best = max(values)
+    if not best > 0.0:
+        return
+    array = np.asarray(values, dtype=np.float64)
+    got = relative_scores(array, best, sharpness)
+    if not (sharpness.is_integer() and sharpness <= 1024.0):
+        assert got is None
+        return
+    assert got is not None
+    with np.errstate(over="ignore", under="ignore"):
+        want = _relative_numpy(array, best, sharpness)
+    assert [v.hex() for v in got.tolist()] == [v.hex() for v in want]
+
+
+@given(st.sampled_from([np.nan, np.inf, -np.inf]))
+def test_relative_scores_leave_a_value_not_finite_to_numpy(bad: float) -> None:
+    assert relative_scores(np.asarray([1.0, bad, 0.5]), 1.0, 4.0) is None
