@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.exactmath import ln
+from planner_svc.index.best_rows import best_rows
 from planner_svc.index.postings import held_by_groups, map_positions, postings_table
 
 __all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView", "cached_ln"]
@@ -544,6 +545,10 @@ class LexicalView:
     def search(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
         """The ``limit`` best live rows for query ``terms`` (repeats ignored).
 
+        The postings are added and the best rows kept in one compiled pass
+        (:func:`~planner_svc.index.best_rows.best_rows`) when every contribution is finite
+        and above 0.0 (BM25's are), else in numpy (the same additions in the same order).
+
         Returns:
             ``(row_id, score)`` pairs, score descending, ties by row id ascending; rows holding
             no query term are absent.
@@ -554,7 +559,18 @@ class LexicalView:
         parts = [(term.rows, term.values) for term in scored if term.rows.shape[0]]
         if not parts:
             return []
-        postings = sum(rows.shape[0] for rows, _ in parts)
+        if len(parts) == 1:
+            laid_rows, laid_values = parts[0]  # read-only: the term's shared postings
+        else:
+            laid_rows = np.concatenate([rows for rows, _ in parts])
+            laid_values = np.concatenate([values for _, values in parts])
+            laid_rows.setflags(write=False)
+            laid_values.setflags(write=False)
+        # every term's contributions in term order, in one compiled pass
+        best = best_rows(laid_rows, laid_values, self._snap.size, self._snap.row_ids, limit)
+        if best is not None:
+            return list(zip(best[0].tolist(), best[1].tolist(), strict=True))
+        postings = laid_rows.shape[0]
         positions: Int64s
         scores: Float64s
         if len(parts) == 1:  # one term: its postings are the positions and their scores
@@ -565,14 +581,12 @@ class LexicalView:
             # same additions. A contribution is above 0.0 (idf and tf are), so a position
             # holds a term exactly when its sum is above 0.0.
             # (float64 with weights, whatever numpy's stubs say)
-            dense = cast("Float64s", np.bincount(
-                np.concatenate([rows for rows, _ in parts]),
-                weights=np.concatenate([values for _, values in parts]),
-                minlength=self._snap.size))
+            dense = cast("Float64s", np.bincount(laid_rows, weights=laid_values,
+                                                 minlength=self._snap.size))
             positions = (dense > 0.0).nonzero()[0]
             scores = dense[positions]
         else:
-            positions = _distinct(np.concatenate([rows for rows, _ in parts]))
+            positions = _distinct(laid_rows)
             scores = np.zeros(positions.shape[0], dtype=np.float64)
             for rows, values in parts:  # term by term, in term order: a fixed order of additions
                 scores[positions.searchsorted(rows)] += values

@@ -45,6 +45,7 @@ from planner_svc.core.plan import assemble_plan, empty_plan
 from planner_svc.core.select import PoolColumns, select_columns
 from planner_svc.core.tokens import TokenAccounting, effective_budget
 from planner_svc.core.weigh import prior_lookup
+from planner_svc.index.best_rows import compile_best_rows
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
 from planner_svc.index.source import VectorRows, VersionIds
@@ -303,8 +304,9 @@ class EvidencePlanner:
         """Bring the recall catalog up to the store now, so that the first plan does not pay
         for reading the whole store (seconds on a large one); later plans only catch up. Then
         compute every document's entry and links (:meth:`~planner_svc.index.catalog.Catalog.warm`),
-        compile the passage ranking loop (:func:`~planner_svc.recall.ranking.compile_ranking`)
-        and, with the semantic leg, the similarity kernel (:func:`~planner_svc.recall.dots.
+        compile the passage ranking loops (:func:`~planner_svc.recall.ranking.compile_ranking`),
+        the search loop (:func:`~planner_svc.index.best_rows.compile_best_rows`) and, with the
+        semantic leg, the similarity kernel (:func:`~planner_svc.recall.dots.
         compile_kernel`), and make one plan (:data:`WARM_UP_QUESTION`, its result dropped),
         so the first caller's plan does not pay for first uses either (the embedder's, the
         index's, the caches')."""
@@ -316,6 +318,7 @@ class EvidencePlanner:
                   seconds=round(time.perf_counter() - started, 2))
         semantic = self._index is not None and self._embedder is not None
         compile_ranking()  # every plan ranks passages
+        compile_best_rows()  # and searches documents
         if semantic:  # a store-only planner scores no similarity
             compile_kernel()
         query = question_query(WARM_UP_QUESTION, config=self.config, recall=self.recall,
