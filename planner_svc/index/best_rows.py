@@ -65,11 +65,39 @@ def _best_rows_into(rows: Int64s, values: Float64s, size: int, row_ids: Int64s, 
     scores = np.empty(count, dtype=np.float64)
     for i in range(count):
         scores[i] = dense[met[i]]
-    # the rows scoring at least the limit-th best score (all of them when no more)
+    # the rows scoring at least the limit-th best score (all of them when no more): that
+    # score is the smallest of the ``limit`` largest, kept in a min-heap while scanning (the
+    # value numpy's partition finds)
     kept = count
     if count > limit:
-        cut = count - limit
-        threshold = np.partition(scores, cut)[cut]
+        heap = np.empty(limit, dtype=np.float64)
+        for i in range(limit):  # the first ``limit`` scores, heapified (sift up)
+            x = scores[i]
+            j = i
+            while j > 0:
+                parent = (j - 1) >> 1
+                if heap[parent] <= x:
+                    break
+                heap[j] = heap[parent]
+                j = parent
+            heap[j] = x
+        for i in range(limit, count):  # a larger score replaces the smallest (sift down)
+            x = scores[i]
+            if x <= heap[0]:
+                continue
+            j = 0
+            while True:
+                child = 2 * j + 1
+                if child >= limit:
+                    break
+                if child + 1 < limit and heap[child + 1] < heap[child]:
+                    child += 1
+                if heap[child] >= x:
+                    break
+                heap[j] = heap[child]
+                j = child
+            heap[j] = x
+        threshold = heap[0]
         kept = 0
         for i in range(count):
             if scores[i] >= threshold:
