@@ -46,22 +46,32 @@ def _best_rows_into(rows: Int64s, values: Float64s, size: int, row_ids: Int64s, 
     n = rows.shape[0]
     if values.shape[0] != n or row_ids.shape[0] < size:
         raise IndexError("values or row ids shorter than the postings")
-    for i in range(n):
-        if rows[i] < 0 or rows[i] >= size:
-            raise IndexError("posting outside the snapshot")
-        if not (values[i] > 0.0 and np.isfinite(values[i])):
-            return False, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    # each row's contributions in input order, from 0.0 (bincount's additions); a row is
-    # met once its sum is above 0.0, which its first contribution makes it
-    dense = np.zeros(size, dtype=np.float64)
+    # each row's contributions in input order, from 0.0 (bincount's additions); a row is met
+    # once its sum is above 0.0, which its first contribution makes it. The rows met are a
+    # sparse set (Briggs and Torczon, "An efficient representation for sparse sets", 1993):
+    # ``met[:count]`` lists them and ``slot[p]`` is row ``p``'s place in the list, so neither
+    # array, nor ``dense`` (read only at rows met), needs clearing: row ``p`` is met exactly
+    # when ``slot[p]`` is a place below ``count`` whose entry is ``p``, whatever the array
+    # held before.
+    dense = np.empty(size, dtype=np.float64)
+    slot = np.empty(size, dtype=np.int64)
     met = np.empty(n, dtype=np.int64)
     count = 0
     for i in range(n):
         p = rows[i]
-        if dense[p] == 0.0:
+        if p < 0 or p >= size:
+            raise IndexError("posting outside the snapshot")
+        value = values[i]
+        if not (value > 0.0 and np.isfinite(value)):
+            return False, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        at = slot[p]
+        if 0 <= at < count and met[at] == p:
+            dense[p] += value
+        else:
+            slot[p] = count
             met[count] = p
             count += 1
-        dense[p] += values[i]
+            dense[p] = 0.0 + value
     scores = np.empty(count, dtype=np.float64)
     for i in range(count):
         scores[i] = dense[met[i]]
