@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.exactmath import ln
-from planner_svc.index.best_rows import best_rows
+from planner_svc.index.best_rows import best_rows, held_positions
 from planner_svc.index.postings import held_by_groups, map_positions, postings_table
 
 __all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView", "cached_ln"]
@@ -755,11 +755,8 @@ class LexicalView:
             if tid is not None and (rows := self._live_postings(tid)[0]).shape[0]:
                 which.append(i)
                 postings.append(rows)
-        if postings and _joined(postings):
-            out[which] = self._lookup(postings, positions)[1]
-        else:
-            for i, rows in zip(which, postings, strict=True):
-                out[i] = self._lookup([rows], positions)[1][0]
+        if postings:  # a binary search of each position in each term's postings, compiled
+            held_positions(postings, which, positions, out)
         return out
 
     def frequencies(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:

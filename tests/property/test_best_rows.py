@@ -69,3 +69,20 @@ def test_a_contribution_not_above_zero_or_not_finite_is_left_to_numpy(bad: float
     assert best_rows(rows, np.asarray([1.0, bad, 2.0]), 2, np.arange(2), 5) is None
     with pytest.raises(IndexError):
         best_rows(rows, np.ones(3), 1, np.arange(2), 5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.lists(st.lists(TERMS, max_size=8), min_size=1, max_size=40),
+       st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "zz"]), max_size=8))
+def test_holds_many_is_membership_in_each_terms_rows(data: st.DataObject,
+                                                     documents: list[list[str]],
+                                                     terms: list[str]) -> None:
+    index = _index(documents, list(range(500, 500 + len(documents))), 1.2, 0.75)
+    view = index.view(valid_us=NOW, tx_us=NOW)
+    asked = data.draw(st.lists(st.integers(min_value=499, max_value=500 + len(documents)),
+                               max_size=12))
+    positions = view.positions(asked)
+    got = view.holds_many(terms, positions)
+    want = [[p >= 0 and term in documents[p] for p in positions.tolist()] for term in terms]
+    assert got.dtype == np.bool_ and got.shape == (len(terms), len(asked))
+    assert got.tolist() == want
