@@ -60,7 +60,7 @@ from planner_svc.index.postings import postings_sums, postings_sums_many
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import gathered_dots, ordered_dots_many
 from planner_svc.recall.question import Question, analyze_question
-from planner_svc.recall.ranking import rank_groups, relative_scores
+from planner_svc.recall.ranking import best_share, rank_groups, relative_scores
 from planner_svc.recall.relevance import hop_values, relative_rows, segment_max
 from planner_svc.recall.semantic import confidence_decay
 from planner_svc.recall.settings import RecallSettings
@@ -1384,17 +1384,24 @@ class _Recall:
                     measured.append((source, other))
                     first.append(mine)
                     second.append(column[other])
-        together = holds[:, first] | holds[:, second]
+        together_cols: list[int] = []
         if len(chosen) > 1:  # a multi-part question's chosen documents together
             measured.append(tuple(chosen))
-            union = np.logical_or.reduce(holds[:, [column[s] for s in chosen]], axis=1)
-            together = np.concatenate([together, union[:, None]], axis=1)
+            together_cols = [column[s] for s in chosen]
         best, where = 0.0, None
         if measured:  # the first of the largest shares, when above 0
-            shares = _shares(together, weights, total)
-            at = int(shares.argmax())
-            if shares[at] > 0.0:
-                best, where = float(shares[at]), " + ".join(measured[at])
+            shared = best_share(holds, first, second, together_cols, weights, total)
+            if shared is None:
+                together = holds[:, first] | holds[:, second]
+                if together_cols:
+                    union = np.logical_or.reduce(holds[:, together_cols], axis=1)
+                    together = np.concatenate([together, union[:, None]], axis=1)
+                shares = _shares(together, weights, total)
+                at = int(shares.argmax())
+                shared = at, float(shares[at])
+            at, share = shared
+            if share > 0.0:
+                best, where = share, " + ".join(measured[at])
         return Evidence(coverage=best, best_source=where, similarity=similarity,
                         live_documents=count)
 

@@ -26,6 +26,7 @@ takes numpy's path.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["compile_ranking", "rank_groups", "relative_scores"]
+__all__ = ["best_share", "compile_ranking", "rank_groups", "relative_scores"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -299,11 +300,83 @@ def relative_scores(values: Float64s, best: float, sharpness: float) -> Float64s
     return out if finite else None
 
 
+def _share_signatures(types: Any) -> list[Any]:
+    i8 = types.Array(types.int64, 1, "C")
+    return [types.Tuple((types.int64, types.float64))(
+        types.Array(types.boolean, 2, "C"), i8, i8, i8, types.Array(types.float64, 1, "C"),
+        types.float64)]
+
+
+def _best_share_into(held: npt.NDArray[np.bool_], first: Int64s, second: Int64s,
+                     chosen: Int64s, weights: Float64s, total: float) -> tuple[int, float]:
+    terms, columns = held.shape[0], held.shape[1]
+    if weights.shape[0] != terms or first.shape[0] != second.shape[0]:
+        raise IndexError("weights or measured pairs do not fit the terms")
+    for c in range(first.shape[0]):
+        if not (0 <= first[c] < columns and 0 <= second[c] < columns):
+            raise IndexError("a measured column outside the documents")
+    for c in range(chosen.shape[0]):
+        if not 0 <= chosen[c] < columns:
+            raise IndexError("a chosen column outside the documents")
+    groups = first.shape[0] + (1 if chosen.shape[0] else 0)
+    at = -1
+    best = 0.0
+    for g in range(groups):
+        # the held terms' weights added from the first term (add.accumulate's order; a term
+        # not held adds 0.0), divided by the total
+        share = 0.0
+        for t in range(terms):
+            if g < first.shape[0]:
+                holds = held[t, first[g]] or held[t, second[g]]
+            else:
+                holds = False
+                for c in range(chosen.shape[0]):
+                    holds = holds or held[t, chosen[c]]
+            value = weights[t] if holds else 0.0
+            share = value if t == 0 else share + value
+        share = share / total
+        if at < 0 or share > best:  # the first of the largest (argmax)
+            at = g
+            best = share
+    return at, best
+
+
+_SHARE: Kernel[Callable[..., tuple[int, float]]] = Kernel(
+    _best_share_into, _share_signatures, name="best_share")
+
+
+def best_share(held: npt.NDArray[np.bool_], first: list[int], second: list[int],
+               chosen: list[int], weights: list[float], total: float) -> tuple[int, float] | None:
+    """The first of the largest shares of the question's information among the measured
+    groups, as :meth:`~planner_svc.recall.engine._Recall.evidence` reads them from
+    :func:`~planner_svc.recall.engine._shares`: group ``g`` holds a term (row of ``held``,
+    bool ``(terms, documents)``) when document column ``first[g]`` or ``second[g]`` does, and
+    one more group (when ``chosen`` is not empty) when any of the ``chosen`` columns does; its
+    share is its held terms' ``weights`` added in term order from the first, divided by
+    ``total`` (the same additions and division: the same bits). Returns ``(group, share)``,
+    or None when there is no group or a weight or ``total`` is not finite (numpy's path
+    answers then).
+
+    Raises:
+        IndexError: a column outside ``held``, or not one weight per term.
+    """
+    values = np.asarray(weights, dtype=np.float64)
+    if not (first or chosen) or not math.isfinite(total) or not np.isfinite(values).all():
+        return None
+    at, share = _SHARE.compiled()(
+        np.ascontiguousarray(held, dtype=np.bool_), np.asarray(first, dtype=np.int64),
+        np.asarray(second, dtype=np.int64), np.asarray(chosen, dtype=np.int64), values,
+        float(total))
+    return at, share
+
+
 def compile_ranking() -> _Kernel:
-    """The compiled ranking loops (:func:`rank_groups`, :func:`relative_scores`), compiled
+    """The compiled ranking loops (:func:`rank_groups`, :func:`relative_scores`,
+    :func:`best_share`), compiled
     now if they were not yet (or loaded from numba's cache beside this module), so that a
     server's first plan does not pay for them."""
     _RELATIVE.compiled()
+    _SHARE.compiled()
     return _KERNEL.compiled()
 
 

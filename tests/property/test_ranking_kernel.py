@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner_svc.index.catalog import SourceEntry
-from planner_svc.recall.engine import _Ranked, _Recall, _Scored, _unit_powers
-from planner_svc.recall.ranking import rank_groups, relative_scores
+from planner_svc.recall.engine import _Ranked, _Recall, _Scored, _shares, _unit_powers
+from planner_svc.recall.ranking import best_share, rank_groups, relative_scores
 
 SCORES = st.one_of(st.floats(min_value=-2.0, max_value=50.0, allow_nan=False),
                    st.sampled_from([0.0, -0.0, 1e-300, 5e-324, 1.0, 0.5, 2.0]))
@@ -176,3 +176,33 @@ def test_compiled_relative_scores_equal_numpys_path(values: list[float],
 @given(st.sampled_from([np.nan, np.inf, -np.inf]))
 def test_relative_scores_leave_a_value_not_finite_to_numpy(bad: float) -> None:
     assert relative_scores(np.asarray([1.0, bad, 0.5]), 1.0, 4.0) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.integers(min_value=1, max_value=8), st.integers(min_value=1, max_value=6))
+def test_best_share_is_the_first_largest_of_numpys_shares(data: st.DataObject, terms: int,
+                                                         columns: int) -> None:
+    held = np.asarray(data.draw(st.lists(st.lists(st.booleans(), min_size=columns,
+                                                  max_size=columns),
+                                         min_size=terms, max_size=terms)), dtype=np.bool_)
+    column = st.integers(min_value=0, max_value=columns - 1)
+    pairs = data.draw(st.lists(st.tuples(column, column), max_size=8))
+    chosen = data.draw(st.one_of(st.just([]), st.lists(column, min_size=2, max_size=3)))
+    weights = data.draw(st.lists(st.one_of(st.floats(min_value=0.0, max_value=20.0),
+                                           st.sampled_from([0.5, 1.0, 0.1])),
+                                 min_size=terms, max_size=terms))
+    total = sum(weights) or 1.0
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    got = best_share(held, first, second, chosen, weights, total)
+    if not pairs and not chosen:
+        assert got is None
+        return
+    together = held[:, first] | held[:, second]
+    if chosen:
+        union = np.logical_or.reduce(held[:, chosen], axis=1)
+        together = np.concatenate([together, union[:, None]], axis=1)
+    shares = _shares(together, weights, total)
+    at = int(shares.argmax())
+    assert got is not None
+    assert got[0] == at
+    assert got[1].hex() == float(shares[at]).hex()
