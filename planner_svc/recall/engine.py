@@ -1267,11 +1267,13 @@ class _Recall:
         settings = self.settings
         lexical, cosine, firsts = _laid_out(documents)
         tables = list(map(_GROUP_TABLE, entries))
+        ids = list(map(_ID_ARRAY, entries))
         ranked = rank_groups(
             lexical, cosine, np.asarray(firsts, dtype=np.int64),
-            np.asarray(list(map(len, map(_IDS, entries))), dtype=np.int64),
-            np.concatenate(tables), np.asarray(list(map(len, tables)), dtype=np.int64),
-            np.concatenate(list(map(_ID_ARRAY, entries))), settings.local_sharpness,
+            np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)),
+            np.concatenate(tables), np.fromiter(map(len, tables), dtype=np.int64,
+                                                count=len(tables)),
+            np.concatenate(ids), settings.local_sharpness,
             np.asarray(scores, dtype=np.float64), settings.document_sharpness,
             settings.passage_floor, _remembered_decays(settings.passage_decay))
         if ranked is None:
