@@ -19,10 +19,24 @@ from typing import Any, Generic, TypeVar, cast
 
 import structlog
 
-__all__ = ["Kernel"]
+__all__ = ["Kernel", "compile_all"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _log = structlog.get_logger("planner_svc.jit")
+_declared: list[Kernel[Any]] = []  # every kernel declared so far, in declaration order
+_declared_lock = threading.Lock()
+
+
+def compile_all() -> int:
+    """Compile (or load from numba's cache) every kernel declared so far: those of the modules
+    imported by now. A server calls it before it serves, so that no caller's plan pays for a
+    first compile (about 0.05-0.3 s a kernel from the cache, 0.2-2.5 s afresh). Returns how many
+    kernels there are."""
+    with _declared_lock:
+        kernels = list(_declared)
+    for kernel in kernels:
+        kernel.compiled()
+    return len(kernels)
 
 
 class Kernel(Generic[_F]):
@@ -41,6 +55,8 @@ class Kernel(Generic[_F]):
         self._name = name
         self._compiled: _F | None = None
         self._lock = threading.Lock()
+        with _declared_lock:
+            _declared.append(self)
 
     def compiled(self) -> _F:
         """The compiled function: compiled now if it was not yet (about 0.3 s from numba's

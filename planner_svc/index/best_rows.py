@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["best_rows", "compile_best_rows", "held_positions"]
+__all__ = ["best_rows", "held_positions"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -190,13 +190,6 @@ def held_positions(postings: list[Int64s], which: list[int], positions: Int64s,
                      np.asarray(which, dtype=np.int64),
                      np.ascontiguousarray(positions, dtype=np.int64), out)
 
-
-def compile_best_rows() -> _Kernel:
-    """The compiled loops (:func:`best_rows`, :func:`held_positions`), compiled now if they
-    were not yet (or loaded from numba's cache beside this module), so that a server's first
-    plan does not pay for them."""
-    _HELD.compiled()
-    return _KERNEL.compiled()
 
 
 def best_rows(rows: Int64s, values: Float64s, size: int, row_ids: Int64s, limit: int

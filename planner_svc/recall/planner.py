@@ -45,11 +45,11 @@ from planner_svc.core.plan import assemble_plan, empty_plan
 from planner_svc.core.select import PoolColumns, select_columns
 from planner_svc.core.tokens import TokenAccounting, effective_budget
 from planner_svc.core.weigh import prior_lookup
-from planner_svc.index.best_rows import compile_best_rows
 from planner_svc.index.catalog import Catalog, SpanInfo
 from planner_svc.index.catalog_sync import CatalogFeed, FreshCatalog
 from planner_svc.index.source import VectorRows, VersionIds
-from planner_svc.recall.dots import compile_kernel, ordered_dots
+from planner_svc.jit import compile_all
+from planner_svc.recall.dots import ordered_dots
 from planner_svc.recall.engine import (
     DocumentScore,
     EngineQuery,
@@ -60,7 +60,6 @@ from planner_svc.recall.engine import (
     recall_documents,
 )
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
-from planner_svc.recall.ranking import compile_ranking
 from planner_svc.recall.request import EvidenceQuery, question_query
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, query_vector
 from planner_svc.recall.settings import RecallSettings
@@ -304,12 +303,10 @@ class EvidencePlanner:
         """Bring the recall catalog up to the store now, so that the first plan does not pay
         for reading the whole store (seconds on a large one); later plans only catch up. Then
         compute every document's entry and links (:meth:`~planner_svc.index.catalog.Catalog.warm`),
-        compile the passage ranking loops (:func:`~planner_svc.recall.ranking.compile_ranking`),
-        the search loop (:func:`~planner_svc.index.best_rows.compile_best_rows`) and, with the
-        semantic leg, the similarity kernel (:func:`~planner_svc.recall.dots.
-        compile_kernel`), and make one plan (:data:`WARM_UP_QUESTION`, its result dropped),
-        so the first caller's plan does not pay for first uses either (the embedder's, the
-        index's, the caches')."""
+        compile every numba kernel (:func:`~planner_svc.jit.compile_all`: ranking, search,
+        postings, relevance, similarity, pooling) and make one plan (:data:`WARM_UP_QUESTION`,
+        its result dropped), so the first caller's plan does not pay for first uses either (the
+        embedder's, the index's, the caches')."""
         with self._store.snapshot():
             catalog = self.catalog.current()
         started = time.perf_counter()
@@ -317,10 +314,10 @@ class EvidencePlanner:
         _log.info("startup.catalog_entries", documents=documents,
                   seconds=round(time.perf_counter() - started, 2))
         semantic = self._index is not None and self._embedder is not None
-        compile_ranking()  # every plan ranks passages
-        compile_best_rows()  # and searches documents
-        if semantic:  # a store-only planner scores no similarity
-            compile_kernel()
+        started = time.perf_counter()
+        kernels = compile_all()
+        _log.info("startup.kernels", kernels=kernels,
+                  seconds=round(time.perf_counter() - started, 2))
         query = question_query(WARM_UP_QUESTION, config=self.config, recall=self.recall,
                                now_us=wall_clock_us(), semantic=semantic)
         try:

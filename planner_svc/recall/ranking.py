@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["best_share", "compile_ranking", "rank_groups", "relative_scores"]
+__all__ = ["best_share", "rank_groups", "relative_scores"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -369,15 +369,6 @@ def best_share(held: npt.NDArray[np.bool_], first: list[int], second: list[int],
         float(total))
     return at, share
 
-
-def compile_ranking() -> _Kernel:
-    """The compiled ranking loops (:func:`rank_groups`, :func:`relative_scores`,
-    :func:`best_share`), compiled
-    now if they were not yet (or loaded from numba's cache beside this module), so that a
-    server's first plan does not pay for them."""
-    _RELATIVE.compiled()
-    _SHARE.compiled()
-    return _KERNEL.compiled()
 
 
 def rank_groups(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int64s,

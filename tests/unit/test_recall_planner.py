@@ -499,13 +499,19 @@ def test_warm_makes_one_plan_and_a_declined_one_does_not_fail_it(store: Store,
     assert planned == [WARM_UP_QUESTION] * 2
 
 
-def test_a_store_only_planner_warms_without_compiling_the_similarity_kernel(
+def test_warm_compiles_every_kernel_before_its_plan(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    compiled: list[bool] = []
-    monkeypatch.setattr("planner_svc.recall.planner.compile_kernel",
-                        lambda: compiled.append(True))
-    _planner(store).warm()  # no index, no embedder: no similarity to score
-    assert compiled == []
+    events: list[str] = []
+    monkeypatch.setattr("planner_svc.recall.planner.compile_all",
+                        lambda: events.append("compile") or 0)
+
+    class Recording(EvidencePlanner):
+        def plan(self, query: EvidenceQuery, **kwargs: Any) -> EvidenceResult:
+            events.append("plan")
+            return super().plan(query, **kwargs)
+
+    Recording(store, index=None, embedder=None, config=SelectionSettings()).warm()
+    assert events == ["compile", "plan"]
 
 
 class _TiedIndex:

@@ -1,0 +1,29 @@
+"""The kernel registry: every declared kernel is compiled by ``compile_all``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from planner_svc import jit
+
+
+def _double_into(values: Any, out: Any) -> None:
+    for i in range(values.shape[0]):
+        out[i] = values[i] * 2.0
+
+
+def _signatures(types: Any) -> list[Any]:
+    return [types.void(types.float64[::1], types.float64[::1])]
+
+
+def test_compile_all_compiles_a_kernel_declared_after_import() -> None:
+    kernel: jit.Kernel[Any] = jit.Kernel(_double_into, _signatures, name="double")
+    assert kernel._compiled is None  # declared, not compiled
+    count = jit.compile_all()
+    assert kernel._compiled is not None
+    assert count >= 1 and kernel in jit._declared
+    out = np.zeros(3)
+    kernel.compiled()(np.array([1.0, 2.5, -3.0]), out)
+    assert out.tolist() == [2.0, 5.0, -6.0]
