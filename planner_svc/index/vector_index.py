@@ -194,7 +194,8 @@ class VersionRows:
     without a vector, with an absent entry at id 0 and one past the largest id (so any id,
     clipped into the array, reads an absent entry when it is not indexed).
 
-    Built on first use (:meth:`packed`), once per state: 8 bytes per version id up to the
+    Built once per state, by the sync that publishes it (:func:`_readied`), else on first use
+    (:meth:`packed`): 8 bytes per version id up to the
     largest indexed one (about 0.24 MB for the demo corpus's 30k ids, 12 MB for 1.5M ids at
     a million passages); None (and nothing held) when the ids are too sparse for that
     (:data:`DENSE_ROWS_FACTOR`), or a segment holds an id below 1. Thread-safe."""
@@ -246,6 +247,16 @@ class _State:
     covered_version_id: int
     generation: int
     rows: VersionRows = field(default_factory=VersionRows, compare=False, repr=False)
+
+
+def _readied(state: _State) -> _State:
+    """``state`` with what its searches read built before it is published (by the syncing
+    thread, not a plan): its version map (:class:`VersionRows`) and each segment's node codes
+    (:meth:`Partition.node_codes`; kept by the segment, so a sync pays only for new ones)."""
+    state.rows.packed(state.partitions)
+    for part in state.partitions:
+        part.node_codes()
+    return state
 
 
 class VectorIndex:
@@ -424,7 +435,8 @@ class VectorIndex:
                 return 0
             if self._directory is None:
                 rebuild = state.covered_version_id > target
-                self._state, added = self._advance(state, source, target, rebuild=rebuild)
+                advanced, added = self._advance(state, source, target, rebuild=rebuild)
+                self._state = _readied(advanced)
                 return added
             with persist.file_lock(self._directory, exclusive=True):
                 base, loaded = self._best_base(state, target)
@@ -432,11 +444,11 @@ class VectorIndex:
                     base.covered_version_id == target
                     or (catch_up_only and base.covered_version_id > target)
                 ):
-                    self._state = base
+                    self._state = _readied(base)
                     return 0
                 rebuild = base.covered_version_id > target or not loaded
                 new_state, added = self._advance(base, source, target, rebuild=rebuild)
-                self._state = self._persist(base, new_state)
+                self._state = _readied(self._persist(base, new_state))
                 return added
 
     def _best_base(self, state: _State, target: int) -> tuple[_State, bool]:
