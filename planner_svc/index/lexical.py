@@ -715,26 +715,6 @@ class LexicalView:
                                term.values, positions, table[i:i + 1], hit[i:i + 1])
         return table, hit
 
-    def _lookup(self, postings: Sequence[Int64s], positions: Int64s
-                ) -> tuple[Int64s, npt.NDArray[np.bool_]]:
-        """Where each of ``positions`` (from :meth:`positions`) sits in each of ``postings``
-        (live positions, ascending, each below the snapshot's size), in one search: the
-        lists laid end to end, list ``i``'s positions shifted by ``i * (size + 1)``, so a
-        position found is in its own list alone (-1 shifted lands on ``size`` of the list
-        before, which no list holds). Returns the index into the lists laid end to end and
-        whether it holds the position, both ``(len(postings), len(positions))``. Laying the
-        lists end to end copies them: callers join them only while :func:`_joined` says so."""
-        if len(postings) == 1:
-            keys = postings[0]
-            query = positions[None, :]
-        else:
-            shifts = np.arange(len(postings), dtype=np.int64) * (self._snap.size + 1)
-            keys = np.concatenate(postings) + shifts.repeat(list(map(len, postings)))
-            query = shifts[:, None] + positions
-        at = np.minimum(keys.searchsorted(query), keys.shape[0] - 1)
-        hit: npt.NDArray[np.bool_] = keys[at] == query
-        return at, hit
-
     def holds(self, term: str, positions: Int64s) -> npt.NDArray[np.bool_]:
         """Whether the live row at each of ``positions`` (from :meth:`positions`) holds the
         analysed ``term`` (False at -1)."""

@@ -51,6 +51,15 @@ def _table_signatures(types: Any) -> list[Any]:
 def _table_into(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64s,
                 table: Float64s, hit: Bools) -> None:
     n = positions.shape[0]
+    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
+            or values.shape[0] < keys.shape[0]:
+        raise ValueError("starts do not cut keys and values into runs")
+    for t in range(starts.shape[0] - 1):
+        if starts[t] > starts[t + 1]:
+            raise ValueError("starts do not ascend")
+    if table.shape[0] < starts.shape[0] - 1 or table.shape[1] < n or hit.shape[0] < table.shape[0] \
+            or hit.shape[1] < n:
+        raise ValueError("table and hit must be (terms, positions)")
     for t in range(starts.shape[0] - 1):
         first, end = starts[t], starts[t + 1]
         for i in range(n):
@@ -88,6 +97,10 @@ def postings_table(keys: Int64s, starts: Int64s, values: Float64s, positions: In
         table: float64 ``(terms, n)``, C-contiguous: row ``t`` receives ``values[j]`` where
             ``keys[j]`` is position ``i`` in term ``t``'s postings, else +0.0.
         hit: bool ``(terms, n)``, C-contiguous: whether it is there.
+
+    Raises:
+        ValueError: ``starts`` do not ascend within ``keys`` and ``values``, or ``table`` or
+            ``hit`` is smaller than ``(terms, n)``.
     """
     _TABLE.compiled()(keys, starts, values, positions, table, hit)
 
@@ -209,6 +222,14 @@ def _sums_signatures(types: Any) -> list[Any]:
 def _sums_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
                positions: Int64s, rows: Int64s, fresh: bool, out: Float64s) -> None:
     count = terms.shape[0]
+    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
+            or values.shape[0] < keys.shape[0]:
+        raise ValueError("starts do not cut keys and values into runs")
+    for t in range(starts.shape[0] - 1):
+        if starts[t] > starts[t + 1]:
+            raise ValueError("starts do not ascend")
+    if out.shape[0] < rows.shape[0]:
+        raise ValueError("out must hold one sum per row")
     for t in range(count):
         if terms[t] < 0 or terms[t] + 1 >= starts.shape[0]:
             raise IndexError("term out of range")
@@ -260,6 +281,8 @@ def postings_sums(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
 
     Raises:
         IndexError: a term outside ``starts`` or a row outside ``positions``.
+        ValueError: ``starts`` do not ascend within ``keys`` and ``values``, or ``out`` is
+            shorter than ``rows``.
     """
     _SUMS.compiled()(keys, starts, values, terms, positions, rows, fresh, out)
 
@@ -276,6 +299,18 @@ def _many_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
     asks = term_offsets.shape[0] - 1
     if row_offsets.shape[0] != asks + 1 or row_offsets[asks] > rows.shape[0]:
         raise ValueError("one run of rows per run of terms")
+    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
+            or values.shape[0] < keys.shape[0]:
+        raise ValueError("starts do not cut keys and values into runs")
+    for t in range(starts.shape[0] - 1):
+        if starts[t] > starts[t + 1]:
+            raise ValueError("starts do not ascend")
+    if out.shape[0] < rows.shape[0] or asks < 0 or term_offsets[asks] > terms.shape[0]:
+        raise ValueError("out must hold one sum per row, term_offsets end within terms")
+    for a in range(asks):
+        if term_offsets[a] > term_offsets[a + 1] or row_offsets[a] > row_offsets[a + 1] \
+                or term_offsets[a] < 0 or row_offsets[a] < 0:
+            raise ValueError("offsets do not ascend from 0")
     for t in range(terms.shape[0]):
         if terms[t] < 0 or terms[t] + 1 >= starts.shape[0]:
             raise IndexError("term out of range")
@@ -327,7 +362,9 @@ def postings_sums_many(keys: Int64s, starts: Int64s, values: Float64s, terms: In
 
     Raises:
         IndexError: a term outside ``starts`` or a row outside ``positions``.
-        ValueError: the offsets do not describe the same number of asks.
+        ValueError: the offsets do not describe the same number of asks or do not ascend,
+            ``starts`` do not ascend within ``keys`` and ``values``, or ``out`` is shorter
+            than ``rows``.
     """
     _MANY.compiled()(keys, starts, values, terms, term_offsets, positions, rows, row_offsets,
                      out)

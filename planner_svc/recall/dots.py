@@ -166,6 +166,8 @@ def _gathered_dots_into(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.
     dim = queries.shape[1]
     if offsets.shape[0] != queries.shape[0] + 1 or offsets[0] != 0 or offsets[-1] != n:
         raise ValueError("offsets do not cut the rows into one run per query")
+    if dim < 1 or vectors.shape[1] != dim or out.shape[0] < n:
+        raise ValueError("vectors and queries must share dim >= 1; out one value per row")
     picked = np.empty(n, dtype=np.int64)  # the rows of the block, with their vector row
     slot = np.empty(n, dtype=np.int64)
     asked = np.empty(n, dtype=np.int64)
@@ -234,7 +236,8 @@ def gathered_dots(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.int64]
     Raises:
         IndexError: a table row outside ``block`` or ``block_rows``, or a vector row of the
             matrix outside ``[0, n)``.
-        ValueError: ``offsets`` do not cut ``rows`` into one run per query.
+        ValueError: ``offsets`` do not cut ``rows`` into one run per query, ``vectors`` and
+            ``queries`` differ in ``dim`` (or it is 0), or ``out`` is shorter than ``rows``.
     """
     _GATHERED.compiled()(vectors, block, block_rows, rows, offsets, queries, number, out)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -141,7 +142,7 @@ def test_postings_sums_add_the_table_rows_in_term_order(
             expected = expected + table[t][asked]
     else:
         expected = np.zeros(asked.shape[0])
-    out = np.full(asked.shape[0], 3.0) if terms.shape[0] else np.zeros(asked.shape[0])
+    out = np.full(asked.shape[0], 3.0)  # fresh sums overwrite it, with no term too (0.0)
     postings_sums(joined, starts, contributions, terms, table_positions, asked, True, out)
     assert np.array_equal(out.view(np.int64), expected.view(np.int64))
     cut = min(split, terms.shape[0])
@@ -186,3 +187,31 @@ def test_postings_sums_many_is_postings_sums_ask_by_ask(
         expected.append(alone)
     want = np.concatenate([np.zeros(0), *expected])
     assert np.array_equal(out.view(np.int64), want.view(np.int64))
+
+
+def test_runs_outside_the_keys_are_refused_not_read() -> None:
+    keys = np.asarray([1, 3, 5], dtype=np.int64)
+    values = np.asarray([0.5, 1.5, 2.5])
+    positions = np.asarray([3, 5], dtype=np.int64)
+    rows = np.asarray([0, 1], dtype=np.int64)
+    terms = np.asarray([0], dtype=np.int64)
+    for starts in ([0, 9], [0, 3, 1], [-1, 3], []):
+        bad = np.asarray(starts, dtype=np.int64)
+        with pytest.raises(ValueError):
+            postings_table(keys, bad, values, positions, np.zeros((max(len(starts) - 1, 0), 2)),
+                           np.zeros((max(len(starts) - 1, 0), 2), dtype=np.bool_))
+        with pytest.raises((ValueError, IndexError)):
+            postings_sums(keys, bad, values, terms, positions, rows, True, np.zeros(2))
+    good = np.asarray([0, 3], dtype=np.int64)
+    with pytest.raises(ValueError):  # one sum short
+        postings_sums(keys, good, values, terms, positions, rows, True, np.zeros(1))
+    with pytest.raises(ValueError):  # a table row short
+        postings_table(keys, good, values, positions, np.zeros((1, 1)),
+                       np.zeros((1, 1), dtype=np.bool_))
+    with pytest.raises(ValueError):  # term runs that do not ascend
+        postings_sums_many(keys, good, values, np.asarray([0, 0], dtype=np.int64),
+                           np.asarray([0, 2, 1], dtype=np.int64), positions, rows,
+                           np.asarray([0, 1, 2], dtype=np.int64), np.zeros(2))
+    out = np.zeros(2)
+    postings_sums(keys, good, values, terms, positions, rows, True, out)
+    assert out.tolist() == [1.5, 2.5]

@@ -219,3 +219,18 @@ def test_gathered_dots_refuse_rows_outside_the_table_and_bad_runs() -> None:
     with pytest.raises(ValueError, match="offsets"):
         gathered_dots(vectors, block, block_rows, np.asarray([0]),
                       np.asarray([0, 2], dtype=np.int64), queries, 0, out)
+
+
+def test_gathered_dots_refuses_a_dimension_mismatch_and_a_short_out() -> None:
+    vectors = np.ones((2, 3), dtype=np.float32)
+    block = np.zeros(2, dtype=np.int64)
+    block_rows = np.asarray([0, 1], dtype=np.int64)
+    rows = np.asarray([0, 1], dtype=np.int64)
+    offsets = np.asarray([0, 2], dtype=np.int64)
+    with pytest.raises(ValueError):
+        gathered_dots(vectors, block, block_rows, rows, offsets, np.ones((1, 2)), 0, np.zeros(2))
+    with pytest.raises(ValueError):
+        gathered_dots(vectors, block, block_rows, rows, offsets, np.ones((1, 3)), 0, np.zeros(1))
+    out = np.zeros(2)
+    gathered_dots(vectors, block, block_rows, rows, offsets, np.ones((1, 3)), 0, out)
+    assert out.tolist() == [3.0, 3.0]
