@@ -18,13 +18,20 @@ SHARPNESS = st.one_of(st.integers(min_value=0, max_value=16).map(float),
                       st.floats(min_value=0.1, max_value=16.0))
 
 
-def _entry(first_id: int, group_of: list[int]) -> SourceEntry:
-    """An entry whose member ``i`` sits in group ``group_of[i]`` (ids from ``first_id``)."""
+def _entry(first_id: int, group_of: list[int], shuffle: int = 0) -> SourceEntry:
+    """An entry whose member ``i`` sits in group ``group_of[i]`` (ids from ``first_id``); its
+    groups listed in first-member order (as the catalog lists them), or rotated by
+    ``shuffle`` and reversed when ``shuffle`` is odd (a table's order must not decide ties)."""
     ids = tuple(range(first_id, first_id + len(group_of)))
     groups: dict[int, list[int]] = {}
     for member, group in enumerate(group_of):
         groups.setdefault(group, []).append(member)
     grouped = list(groups.values())
+    if shuffle and grouped:
+        turn = shuffle % len(grouped)
+        grouped = grouped[turn:] + grouped[:turn]
+        if shuffle % 2:
+            grouped.reverse()
     table = [*(m for g in grouped for m in g), *(len(g) for g in grouped),
              *(ids[g[0]] for g in grouped)]
     return SourceEntry(members=(), ids=ids, id_array=np.asarray(ids, dtype=np.int64),
@@ -76,7 +83,7 @@ def test_compiled_ranking_equals_numpys_path(data: st.DataObject, layouts: list[
     entries: dict[str, SourceEntry] = {}
     first = 100
     for d, layout in enumerate(layouts):
-        entries[f"doc{d}"] = _entry(first, layout)
+        entries[f"doc{d}"] = _entry(first, layout, data.draw(st.integers(0, 7)))
         first += len(layout) + 7
     sources = list(entries)
     # each document scored by one of a few asks (an ask holds its sources' nodes in order)

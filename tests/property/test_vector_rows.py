@@ -76,3 +76,27 @@ def test_node_codes_are_equal_exactly_when_the_node_ids_are(nodes: list[str]) ->
     for i in range(part.size):
         for j in range(part.size):
             assert (codes[i] == codes[j]) == (by_row[i] == by_row[j])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    segments=st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=12, unique=True),
+                      min_size=2, max_size=4),
+    asked=st.lists(st.integers(-3, 45), max_size=30),
+)
+def test_a_version_in_two_segments_reads_the_later_copy_either_way(
+    segments: list[list[int]], asked: list[int],
+) -> None:
+    view = _view(segments)  # ids repeat across segments, with different vectors
+    got = view.vector_rows(asked)
+    want = view._searched_rows(np.asarray(asked, dtype=np.int64).reshape(-1))
+    assert got.held.tolist() == want.held.tolist()
+    assert np.array_equal(got.matrix, want.matrix)
+    for at, version in enumerate(asked):
+        holders = [k for k, ids in enumerate(segments) if version in ids]
+        if holders:  # the last segment holding it
+            part = view._partitions[holders[-1]]
+            row = int(np.flatnonzero(part.version_ids == version)[0])
+            assert np.array_equal(got.matrix[at], part.stored[row])
+        else:
+            assert not got.held[at]
