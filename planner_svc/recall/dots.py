@@ -8,9 +8,10 @@ SIMD dot product may reassociate the sum. In numpy that order costs a ``(dim, ro
 product matrix and ``dim`` vector additions (about 0.5 ms for 700 passages of 256 dimensions,
 5.7 ms for 3,000); :func:`ordered_dots` is the same arithmetic as one compiled loop per row
 (67 us and 361 us). numba is imported, and the loop compiled or loaded from its cache, on first
-use or by :func:`compile_kernel` (a server calls it before it serves). :func:`gathered_dots`
-is the same loop over the rows of a plan's passage table, each row's vector found through the
-table's columns (its gathers and selection in the compiled call too; compiled on first use).
+use, by :func:`compile_kernel`, or with every kernel by :func:`~planner_svc.jit.compile_all`
+(a server calls it before it serves). :func:`gathered_dots` is the same loop over the rows of a
+plan's passage table, each row's vector found through the table's columns (its gathers and
+selection in the compiled call too).
 
 Why the bits are those of :func:`~planner_svc.embed.base.ordered_sum` of the products:
 - the product of two float32 values is exact in float64 (24 + 24 significand bits fit in 53),

@@ -11,8 +11,10 @@ In numpy that is some thirty calls on arrays of a few dozen values;
 multiplications for the power (:func:`~planner_svc.core.fusion.unit_power`'s, for an integral
 exponent), the same products in the same order (numba without fast-math: nothing is
 reordered or fused), so the bits are those of the numpy code (a test compares them).
-:func:`segment_max` and :func:`relative_rows` are the two steps alone, for a passage's
-relevance within its document (``engine._segment_max`` and ``engine._relative_rows``).
+:func:`segment_max` and :func:`relative_rows` are the two steps alone
+(``engine._segment_max`` and ``engine._relative_rows``): a document's best similarity when the
+legs are completed, and the numpy paths that passage ranking and hops take where their compiled
+loops do not apply.
 """
 
 from __future__ import annotations
