@@ -181,8 +181,8 @@ class Partition:
 
     def node_codes(self) -> Int64s:
         """int64 ``(n,)``: each row's node as a number, equal for two rows exactly when their
-        nodes are (the node's rank among the segment's node ids). Computed when the index first
-        publishes a state holding the segment (or on first use) and kept (8 bytes a row; about
+        nodes are (the node's rank among the segment's node ids). Computed when the index
+        publishes a state whose only segment it is (or on first use) and kept (8 bytes a row; about
         0.6 s per million rows); computing it twice (two threads at once) gives the same."""
         codes = self._node_codes
         if codes is None:

@@ -986,3 +986,30 @@ def test_search_threads_follow_the_cores_this_process_may_use(
     assert vector_index.usable_cores() == 64
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert vector_index.usable_cores() == 1
+
+
+def test_a_published_state_has_its_version_map_and_a_lone_segments_node_codes_built(
+        tmp_path: Path) -> None:
+    # built by the sync (not by the first plan that reads the state): in memory, on a fresh
+    # build, and when another process's saved state is adopted
+    def readied(index: VectorIndex) -> bool:
+        state = index._state
+        lone = len(state.partitions) != 1 or state.partitions[0]._node_codes is not None
+        return state.rows._built and lone
+
+    many = synthetic_source(1)
+    one = MemoryVectorSource()
+    rng = np.random.default_rng(2)
+    for i in range(40):
+        one.add(f"n{i % 20:03d}", rng.standard_normal(DIM).astype(np.float32),
+                valid_from_us=10 * i, valid_to_us=None, tx_from_us=i + 1)
+    one_index = VectorIndex.build_in_memory(one, embedder_name="t", dim=DIM, bucket_us=10**15)
+    assert len(one_index._state.partitions) == 1 and readied(one_index)
+    assert readied(VectorIndex.build_in_memory(many, embedder_name="t", dim=DIM,
+                                               bucket_us=BUCKET))
+    built = VectorIndex.open_or_build(tmp_path, many, embedder_name="t", dim=DIM,
+                                      bucket_us=BUCKET)
+    assert readied(built)
+    adopted = VectorIndex.open_or_build(tmp_path, many, embedder_name="t", dim=DIM,
+                                        bucket_us=BUCKET)
+    assert readied(adopted)
