@@ -46,7 +46,7 @@ TS_DEPS := $(TS)/node_modules/.package-lock.json
 
 # (setuptools announces every editable install with a multi-line notice; it is silenced)
 $(BIN)/planner-svc: pyproject.toml
-	@echo "installing planner-svc and its Python dependencies into $(VENV) (once; about a minute)"
+	@echo "installing planner-svc and its Python dependencies into $(VENV) (about a minute)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -297,7 +297,7 @@ def _many_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
                term_offsets: Int64s, positions: Int64s, rows: Int64s, row_offsets: Int64s,
                out: Float64s) -> None:
     asks = term_offsets.shape[0] - 1
-    if row_offsets.shape[0] != asks + 1 or row_offsets[asks] > rows.shape[0]:
+    if asks < 0 or row_offsets.shape[0] != asks + 1 or row_offsets[asks] > rows.shape[0]:
         raise ValueError("one run of rows per run of terms")
     if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
             or values.shape[0] < keys.shape[0]:
@@ -305,7 +305,7 @@ def _many_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
     for t in range(starts.shape[0] - 1):
         if starts[t] > starts[t + 1]:
             raise ValueError("starts do not ascend")
-    if out.shape[0] < rows.shape[0] or asks < 0 or term_offsets[asks] > terms.shape[0]:
+    if out.shape[0] < rows.shape[0] or term_offsets[asks] > terms.shape[0]:
         raise ValueError("out must hold one sum per row, term_offsets end within terms")
     for a in range(asks):
         if term_offsets[a] > term_offsets[a + 1] or row_offsets[a] > row_offsets[a + 1] \

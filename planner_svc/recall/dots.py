@@ -169,13 +169,14 @@ def _gathered_dots_into(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.
         raise ValueError("offsets do not cut the rows into one run per query")
     if dim < 1 or vectors.shape[1] != dim or out.shape[0] < n:
         raise ValueError("vectors and queries must share dim >= 1; out one value per row")
+    for q in range(queries.shape[0]):  # all runs checked before any is read
+        if offsets[q + 1] < offsets[q]:
+            raise ValueError("offsets do not ascend")
     picked = np.empty(n, dtype=np.int64)  # the rows of the block, with their vector row
     slot = np.empty(n, dtype=np.int64)
     asked = np.empty(n, dtype=np.int64)
     count = 0
     for q in range(queries.shape[0]):
-        if offsets[q + 1] < offsets[q]:
-            raise ValueError("offsets do not ascend")
         for i in range(offsets[q], offsets[q + 1]):
             r = rows[i]
             if r < 0 or r >= block.shape[0] or r >= block_rows.shape[0]:

@@ -231,6 +231,9 @@ def test_gathered_dots_refuses_a_dimension_mismatch_and_a_short_out() -> None:
         gathered_dots(vectors, block, block_rows, rows, offsets, np.ones((1, 2)), 0, np.zeros(2))
     with pytest.raises(ValueError):
         gathered_dots(vectors, block, block_rows, rows, offsets, np.ones((1, 3)), 0, np.zeros(1))
+    with pytest.raises(ValueError, match="ascend"):  # refused before a run is read
+        gathered_dots(vectors, block, block_rows, rows, np.asarray([0, 5, 2], dtype=np.int64),
+                      np.ones((2, 3)), 0, np.zeros(2))
     out = np.zeros(2)
     gathered_dots(vectors, block, block_rows, rows, offsets, np.ones((1, 3)), 0, out)
     assert out.tolist() == [3.0, 3.0]
