@@ -9,12 +9,20 @@ numba is imported by :meth:`Kernel.compiled`, not with this module, so commands 
 a kernel (the clients) do not load it. A kernel's machine code is cached beside its module
 (``__pycache__``), or in ``NUMBA_CACHE_DIR``; where numba finds no writable cache directory (a
 read-only install) it compiles in memory and logs ``<name>_kernel_uncached``.
+
+Code that several kernels of a module share (a binary search, a power's chain of
+multiplications) is written once, as a plain function of that module, and named in each
+kernel's ``calls``: compiling a kernel first compiles those functions, in place of their
+names in the module, to be inlined where the kernel calls them (numba's ``inline="always"``:
+the kernel's code is that of the same lines written out at each call). They must live in
+the kernel's own module, because numba keeps a cached kernel until its own source file
+changes: an edit to a function in another file would leave callers' machine code stale.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, cast
 
 import structlog
@@ -25,6 +33,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _log = structlog.get_logger("planner_svc.jit")
 _declared: list[Kernel[Any]] = []  # every kernel declared so far, in declaration order
 _declared_lock = threading.Lock()
+_calls_lock = threading.Lock()  # compiles a module's shared functions once
 
 
 def compile_all() -> int:
@@ -46,13 +55,27 @@ class Kernel(Generic[_F]):
         function: the Python function to compile (numba's subset of Python and numpy).
         signatures: given the ``numba.types`` module, the signatures to compile eagerly.
         name: the kernel's name in the log (``<name>_kernel_uncached``).
+        calls: plain functions of the same module that ``function`` calls by their module
+            names, and those they call in turn; each is compiled (once, for every kernel
+            that calls it) before ``function``, and its module name then refers to the
+            compiled function.
+
+    Raises:
+        ValueError: a function in ``calls`` is not of ``function``'s module.
     """
 
     def __init__(self, function: Callable[..., Any],
-                 signatures: Callable[[Any], list[Any]], *, name: str) -> None:
+                 signatures: Callable[[Any], list[Any]], *, name: str,
+                 calls: Sequence[Callable[..., Any]] = ()) -> None:
+        for called in calls:
+            if called.__module__ != function.__module__:
+                raise ValueError(f"{name}: {called.__qualname__} is not in "
+                                 f"{function.__module__}, so its changes would not "
+                                 "refresh the kernel's cached machine code")
         self._function = function
         self._signatures = signatures
         self._name = name
+        self._calls = tuple(calls)
         self._compiled: _F | None = None
         self._lock = threading.Lock()
         with _declared_lock:
@@ -72,6 +95,7 @@ class Kernel(Generic[_F]):
                 signatures = self._signatures(types)
 
                 def jit(cache: bool) -> _F:
+                    self._compile_calls(numba, cache)
                     return cast(_F, numba.njit(signatures, cache=cache, nogil=True,
                                                boundscheck=False)(self._function))
 
@@ -83,3 +107,13 @@ class Kernel(Generic[_F]):
                                       "the compiled kernel between processes")
                     self._compiled = jit(cache=False)
             return self._compiled
+
+    def _compile_calls(self, numba: Any, cache: bool) -> None:
+        """Put a compiled function (typed when the kernel is) in place of each of the
+        kernel's ``calls`` in their module, unless a kernel did already."""
+        namespace = self._function.__globals__
+        with _calls_lock:
+            for called in self._calls:
+                if namespace.get(called.__name__) is called:
+                    namespace[called.__name__] = numba.njit(
+                        cache=cache, nogil=True, boundscheck=False, inline="always")(called)

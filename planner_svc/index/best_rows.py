@@ -13,16 +13,11 @@ It answers only for contributions that are finite and above 0.0 (BM25's always a
 term frequency are positive), so a row holds a term exactly when its sum is above 0.0, as
 both of numpy's paths assume; for any other value it returns None and the caller takes
 numpy's path.
-
-:func:`held_positions` answers :meth:`~planner_svc.index.lexical.LexicalView.holds_many`
-(which of some rows hold which terms) by a binary search of each row in each term's postings,
-in place of numpy's joined ``searchsorted`` and its temporaries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -30,7 +25,7 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["best_rows", "held_positions"]
+__all__ = ["best_rows"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -139,57 +134,6 @@ def _best_rows_into(rows: Int64s, values: Float64s, size: int, row_ids: Int64s, 
 
 
 _KERNEL: Kernel[_Kernel] = Kernel(_best_rows_into, _signatures, name="best_rows")
-
-
-def _held_signatures(types: Any) -> list[Any]:
-    i8 = types.Array(types.int64, 1, "C")
-    return [types.void(i8, i8, i8, i8, types.Array(types.boolean, 2, "C"))]
-
-
-def _held_into(laid: Int64s, bounds: Int64s, which: Int64s, positions: Int64s,
-               out: npt.NDArray[np.bool_]) -> None:
-    terms = which.shape[0]
-    if bounds.shape[0] != terms + 1 or bounds[terms] > laid.shape[0] \
-            or out.shape[1] != positions.shape[0]:
-        raise IndexError("bounds, rows or answer do not fit the postings")
-    for t in range(terms):
-        row = which[t]
-        low_end, high_end = bounds[t], bounds[t + 1]
-        if row < 0 or row >= out.shape[0] or low_end < 0 or low_end > high_end:
-            raise IndexError("a term's row or postings outside the answer")
-        for j in range(positions.shape[0]):
-            p = positions[j]
-            low, high = low_end, high_end  # the first posting not below p
-            while low < high:
-                middle = (low + high) >> 1
-                if laid[middle] < p:
-                    low = middle + 1
-                else:
-                    high = middle
-            out[row, j] = low < high_end and laid[low] == p
-
-
-_HELD: Kernel[Callable[[Int64s, Int64s, Int64s, Int64s, npt.NDArray[np.bool_]], None]] = Kernel(
-    _held_into, _held_signatures, name="held_positions")
-
-
-def held_positions(postings: list[Int64s], which: list[int], positions: Int64s,
-                   out: npt.NDArray[np.bool_]) -> None:
-    """Set ``out[which[i], j]`` to whether ``postings[i]`` (positions, ascending) holds
-    ``positions[j]`` (-1 is held by none), by a binary search per position in one compiled
-    pass; the other rows of ``out`` (bool, ``(rows, len(positions))``, C order) are left as
-    they are.
-
-    Raises:
-        IndexError: a row of ``which`` outside ``out``.
-    """
-    laid = np.concatenate(postings) if postings else np.zeros(0, dtype=np.int64)
-    bounds = np.fromiter(accumulate(map(len, postings), initial=0), dtype=np.int64,
-                         count=len(postings) + 1)
-    _HELD.compiled()(laid.astype(np.int64, copy=False), bounds,
-                     np.asarray(which, dtype=np.int64),
-                     np.ascontiguousarray(positions, dtype=np.int64), out)
-
 
 
 def best_rows(rows: Int64s, values: Float64s, size: int, row_ids: Int64s, limit: int

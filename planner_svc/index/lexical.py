@@ -39,8 +39,13 @@ import numpy as np
 import numpy.typing as npt
 
 from planner_svc.core.exactmath import ln
-from planner_svc.index.best_rows import best_rows, held_positions
-from planner_svc.index.postings import held_by_groups, map_positions, postings_table
+from planner_svc.index.best_rows import best_rows
+from planner_svc.index.postings import (
+    held_by_groups,
+    held_positions,
+    map_positions,
+    postings_table,
+)
 
 __all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView", "cached_ln"]
 

@@ -19,6 +19,7 @@ use (:class:`~planner_svc.jit.Kernel`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -26,12 +27,36 @@ import numpy.typing as npt
 
 from planner_svc.jit import Kernel
 
-__all__ = ["held_by_groups", "map_positions", "postings_sums", "postings_sums_many",
-           "postings_table"]
+__all__ = ["held_by_groups", "held_positions", "map_positions", "postings_sums",
+           "postings_sums_many", "postings_table"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
+
+
+def _search_left(keys: Int64s, first: int, end: int, key: int) -> int:
+    """The first index of ``keys[first:end]`` (ascending) whose key is at or above ``key``
+    (``end`` when none is): ``np.searchsorted(..., side="left")`` on the run."""
+    lo, hi = first, end
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _check_runs(keys: Int64s, starts: Int64s, values: Float64s) -> None:
+    """Refuse ``starts`` that do not cut ``keys`` (and the aligned ``values``) into runs:
+    ``ValueError`` unless they ascend from 0 or more to at most ``len(keys)``."""
+    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
+            or values.shape[0] < keys.shape[0]:
+        raise ValueError("starts do not cut keys and values into runs")
+    for t in range(starts.shape[0] - 1):
+        if starts[t] > starts[t + 1]:
+            raise ValueError("starts do not ascend")
 
 
 def _int64s(types: Any, readonly: bool) -> Any:
@@ -51,12 +76,7 @@ def _table_signatures(types: Any) -> list[Any]:
 def _table_into(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64s,
                 table: Float64s, hit: Bools) -> None:
     n = positions.shape[0]
-    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
-            or values.shape[0] < keys.shape[0]:
-        raise ValueError("starts do not cut keys and values into runs")
-    for t in range(starts.shape[0] - 1):
-        if starts[t] > starts[t + 1]:
-            raise ValueError("starts do not ascend")
+    _check_runs(keys, starts, values)
     if table.shape[0] < starts.shape[0] - 1 or table.shape[1] < n or hit.shape[0] < table.shape[0] \
             or hit.shape[1] < n:
         raise ValueError("table and hit must be (terms, positions)")
@@ -64,15 +84,9 @@ def _table_into(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64
         first, end = starts[t], starts[t + 1]
         for i in range(n):
             p = positions[i]
-            lo, hi = first, end
-            while lo < hi:  # the first key at or above p (searchsorted, side "left")
-                mid = (lo + hi) >> 1
-                if keys[mid] < p:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < end and keys[lo] == p:
-                table[t, i] = values[lo]
+            at = _search_left(keys, first, end, p)
+            if at < end and keys[at] == p:
+                table[t, i] = values[at]
                 hit[t, i] = True
             else:
                 table[t, i] = 0.0
@@ -80,7 +94,7 @@ def _table_into(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64
 
 
 _TABLE: Kernel[Callable[[Int64s, Int64s, Float64s, Int64s, Float64s, Bools], None]] = Kernel(
-    _table_into, _table_signatures, name="postings_table")
+    _table_into, _table_signatures, name="postings_table", calls=(_check_runs, _search_left))
 
 
 def postings_table(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64s,
@@ -174,19 +188,13 @@ def _held_into(first: int, row_ptr: Int64s, row_terms: Int64s, positions: Int64s
                 continue
             for j in range(row_ptr[i], row_ptr[i + 1]):
                 term = row_terms[j]
-                lo, hi = 0, count
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if wanted[mid] < term:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                if lo < count and wanted[lo] == term:
-                    out[g, lo] = True
+                at = _search_left(wanted, 0, count, term)
+                if at < count and wanted[at] == term:
+                    out[g, at] = True
 
 
 _HELD: Kernel[Callable[[int, Int64s, Int64s, Int64s, Int64s, Int64s, Bools], None]] = Kernel(
-    _held_into, _held_signatures, name="held_terms")
+    _held_into, _held_signatures, name="held_terms", calls=(_search_left,))
 
 
 def held_by_groups(first: int, row_ptr: Int64s, row_terms: Int64s, positions: Int64s,
@@ -222,12 +230,7 @@ def _sums_signatures(types: Any) -> list[Any]:
 def _sums_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
                positions: Int64s, rows: Int64s, fresh: bool, out: Float64s) -> None:
     count = terms.shape[0]
-    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
-            or values.shape[0] < keys.shape[0]:
-        raise ValueError("starts do not cut keys and values into runs")
-    for t in range(starts.shape[0] - 1):
-        if starts[t] > starts[t + 1]:
-            raise ValueError("starts do not ascend")
+    _check_runs(keys, starts, values)
     if out.shape[0] < rows.shape[0]:
         raise ValueError("out must hold one sum per row")
     for t in range(count):
@@ -240,15 +243,9 @@ def _sums_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
         p = positions[r]
         total = 0.0 if fresh else out[i]
         for k in range(count):
-            first, end = starts[terms[k]], starts[terms[k] + 1]
-            lo, hi = first, end
-            while lo < hi:  # the first key at or above p (searchsorted, side "left")
-                mid = (lo + hi) >> 1
-                if keys[mid] < p:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            value = values[lo] if lo < end and keys[lo] == p else 0.0
+            end = starts[terms[k] + 1]
+            at = _search_left(keys, starts[terms[k]], end, p)
+            value = values[at] if at < end and keys[at] == p else 0.0
             if k == 0 and fresh:
                 total = value  # the sum starts from the first term's value
             else:
@@ -257,7 +254,9 @@ def _sums_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
 
 
 _SUMS: Kernel[Callable[[Int64s, Int64s, Float64s, Int64s, Int64s, Int64s, bool, Float64s],
-                       None]] = Kernel(_sums_into, _sums_signatures, name="postings_sums")
+                       None]] = Kernel(
+    _sums_into, _sums_signatures, name="postings_sums",
+    calls=(_check_runs, _search_left))
 
 
 def postings_sums(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
@@ -299,12 +298,7 @@ def _many_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
     asks = term_offsets.shape[0] - 1
     if asks < 0 or row_offsets.shape[0] != asks + 1 or row_offsets[asks] > rows.shape[0]:
         raise ValueError("one run of rows per run of terms")
-    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
-            or values.shape[0] < keys.shape[0]:
-        raise ValueError("starts do not cut keys and values into runs")
-    for t in range(starts.shape[0] - 1):
-        if starts[t] > starts[t + 1]:
-            raise ValueError("starts do not ascend")
+    _check_runs(keys, starts, values)
     if out.shape[0] < rows.shape[0] or term_offsets[asks] > terms.shape[0]:
         raise ValueError("out must hold one sum per row, term_offsets end within terms")
     for a in range(asks):
@@ -323,15 +317,9 @@ def _many_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
             p = positions[r]
             total = 0.0
             for k in range(t0, t1):
-                first, end = starts[terms[k]], starts[terms[k] + 1]
-                lo, hi = first, end
-                while lo < hi:  # the first key at or above p (searchsorted, side "left")
-                    mid = (lo + hi) >> 1
-                    if keys[mid] < p:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                value = values[lo] if lo < end and keys[lo] == p else 0.0
+                end = starts[terms[k] + 1]
+                at = _search_left(keys, starts[terms[k]], end, p)
+                value = values[at] if at < end and keys[at] == p else 0.0
                 if k == t0:
                     total = value  # the sum starts from the first term's value
                 else:
@@ -339,8 +327,9 @@ def _many_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
             out[i] = total
 
 
-_MANY: Kernel[Callable[..., None]] = Kernel(_many_into, _many_signatures,
-                                            name="postings_sums_many")
+_MANY: Kernel[Callable[..., None]] = Kernel(
+    _many_into, _many_signatures, name="postings_sums_many",
+    calls=(_check_runs, _search_left))
 
 
 def postings_sums_many(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
@@ -368,3 +357,49 @@ def postings_sums_many(keys: Int64s, starts: Int64s, values: Float64s, terms: In
     """
     _MANY.compiled()(keys, starts, values, terms, term_offsets, positions, rows, row_offsets,
                      out)
+
+
+def _positions_held_signatures(types: Any) -> list[Any]:
+    i8 = types.Array(types.int64, 1, "C")
+    return [types.void(i8, i8, i8, i8, types.Array(types.boolean, 2, "C"))]
+
+
+def _positions_held_into(laid: Int64s, bounds: Int64s, which: Int64s, positions: Int64s,
+                         out: Bools) -> None:
+    terms = which.shape[0]
+    if bounds.shape[0] != terms + 1 or bounds[terms] > laid.shape[0] \
+            or out.shape[1] != positions.shape[0]:
+        raise IndexError("bounds, rows or answer do not fit the postings")
+    for t in range(terms):
+        row = which[t]
+        first, end = bounds[t], bounds[t + 1]
+        if row < 0 or row >= out.shape[0] or first < 0 or first > end:
+            raise IndexError("a term's row or postings outside the answer")
+        for j in range(positions.shape[0]):
+            p = positions[j]
+            at = _search_left(laid, first, end, p)
+            out[row, j] = at < end and laid[at] == p
+
+
+_POSITIONS_HELD: Kernel[Callable[[Int64s, Int64s, Int64s, Int64s, Bools], None]] = Kernel(
+    _positions_held_into, _positions_held_signatures, name="held_positions",
+    calls=(_search_left,))
+
+
+def held_positions(postings: list[Int64s], which: list[int], positions: Int64s,
+                   out: Bools) -> None:
+    """Set ``out[which[i], j]`` to whether ``postings[i]`` (positions, ascending) holds
+    ``positions[j]`` (-1 is held by none), by a binary search per position in one compiled
+    pass (:meth:`~planner_svc.index.lexical.LexicalView.holds_many`, in place of numpy's
+    joined ``searchsorted`` and its temporaries); the other rows of ``out`` (bool,
+    ``(rows, len(positions))``, C order) are left as they are.
+
+    Raises:
+        IndexError: a row of ``which`` outside ``out``.
+    """
+    laid = np.concatenate(postings) if postings else np.zeros(0, dtype=np.int64)
+    bounds = np.fromiter(accumulate(map(len, postings), initial=0), dtype=np.int64,
+                         count=len(postings) + 1)
+    _POSITIONS_HELD.compiled()(laid.astype(np.int64, copy=False), bounds,
+                               np.asarray(which, dtype=np.int64),
+                               np.ascontiguousarray(positions, dtype=np.int64), out)

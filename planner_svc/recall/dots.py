@@ -54,20 +54,16 @@ def compile_kernel() -> _Kernel:
     return _KERNEL.compiled()
 
 
-def _ordered_dots_into(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
-                       queries: npt.NDArray[np.float64], which: npt.NDArray[np.int64],
-                       out: npt.NDArray[np.float64]) -> None:
-    n = rows.shape[0]
+def _dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
+          which: npt.NDArray[np.int64], count: int, queries: npt.NDArray[np.float64],
+          out: npt.NDArray[np.float64]) -> None:
+    """``out[k]``: the inner product of ``vectors[rows[k]]`` with ``queries[which[k]]`` for
+    ``k < count`` (indices checked by the caller), the products added in index order."""
     dim = queries.shape[1]
-    for i in range(n):
-        if rows[i] < 0 or rows[i] >= vectors.shape[0]:
-            raise IndexError("row index out of range")
-        if which[i] < 0 or which[i] >= queries.shape[0]:
-            raise IndexError("query index out of range")
-    i = 0
-    while i + 4 <= n:  # four rows at once: their running sums overlap in the pipeline
-        r0, r1, r2, r3 = rows[i], rows[i + 1], rows[i + 2], rows[i + 3]
-        q0, q1, q2, q3 = which[i], which[i + 1], which[i + 2], which[i + 3]
+    k = 0
+    while k + 4 <= count:  # four rows at once: their running sums overlap in the pipeline
+        r0, r1, r2, r3 = rows[k], rows[k + 1], rows[k + 2], rows[k + 3]
+        q0, q1, q2, q3 = which[k], which[k + 1], which[k + 2], which[k + 3]
         a0 = np.float64(vectors[r0, 0]) * queries[q0, 0]
         a1 = np.float64(vectors[r1, 0]) * queries[q1, 0]
         a2 = np.float64(vectors[r2, 0]) * queries[q2, 0]
@@ -77,16 +73,27 @@ def _ordered_dots_into(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.in
             a1 += np.float64(vectors[r1, j]) * queries[q1, j]
             a2 += np.float64(vectors[r2, j]) * queries[q2, j]
             a3 += np.float64(vectors[r3, j]) * queries[q3, j]
-        out[i], out[i + 1], out[i + 2], out[i + 3] = a0, a1, a2, a3
-        i += 4
-    while i < n:
-        r, q = rows[i], which[i]
+        out[k], out[k + 1], out[k + 2], out[k + 3] = a0, a1, a2, a3
+        k += 4
+    while k < count:
+        r, q = rows[k], which[k]
         a = np.float64(vectors[r, 0]) * queries[q, 0]
         for j in range(1, dim):
             a += np.float64(vectors[r, j]) * queries[q, j]
-        out[i] = a
-        i += 1
+        out[k] = a
+        k += 1
 
+
+def _ordered_dots_into(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
+                       queries: npt.NDArray[np.float64], which: npt.NDArray[np.int64],
+                       out: npt.NDArray[np.float64]) -> None:
+    n = rows.shape[0]
+    for i in range(n):
+        if rows[i] < 0 or rows[i] >= vectors.shape[0]:
+            raise IndexError("row index out of range")
+        if which[i] < 0 or which[i] >= queries.shape[0]:
+            raise IndexError("query index out of range")
+    _dots(vectors, rows, which, n, queries, out)
 
 def ordered_dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
                  query: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
@@ -148,7 +155,8 @@ def ordered_dots_many(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int
     return out
 
 
-_KERNEL: Kernel[_Kernel] = Kernel(_ordered_dots_into, _signatures, name="similarity")
+_KERNEL: Kernel[_Kernel] = Kernel(_ordered_dots_into, _signatures, name="similarity",
+                                  calls=(_dots,))
 
 
 def _gathered_signatures(types: Any) -> list[Any]:
@@ -189,30 +197,10 @@ def _gathered_dots_into(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.
                 slot[count] = v
                 asked[count] = q
                 count += 1
-    k = 0
-    while k + 4 <= count:  # four rows at once: their running sums overlap in the pipeline
-        r0, r1, r2, r3 = slot[k], slot[k + 1], slot[k + 2], slot[k + 3]
-        q0, q1, q2, q3 = asked[k], asked[k + 1], asked[k + 2], asked[k + 3]
-        a0 = np.float64(vectors[r0, 0]) * queries[q0, 0]
-        a1 = np.float64(vectors[r1, 0]) * queries[q1, 0]
-        a2 = np.float64(vectors[r2, 0]) * queries[q2, 0]
-        a3 = np.float64(vectors[r3, 0]) * queries[q3, 0]
-        for j in range(1, dim):
-            a0 += np.float64(vectors[r0, j]) * queries[q0, j]
-            a1 += np.float64(vectors[r1, j]) * queries[q1, j]
-            a2 += np.float64(vectors[r2, j]) * queries[q2, j]
-            a3 += np.float64(vectors[r3, j]) * queries[q3, j]
-        out[picked[k]], out[picked[k + 1]] = a0, a1
-        out[picked[k + 2]], out[picked[k + 3]] = a2, a3
-        k += 4
-    while k < count:
-        r, q = slot[k], asked[k]
-        a = np.float64(vectors[r, 0]) * queries[q, 0]
-        for j in range(1, dim):
-            a += np.float64(vectors[r, j]) * queries[q, j]
-        out[picked[k]] = a
-        k += 1
-
+    sums = np.empty(count, dtype=np.float64)
+    _dots(vectors, slot, asked, count, queries, sums)
+    for k in range(count):
+        out[picked[k]] = sums[k]
 
 def gathered_dots(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.int64],
                   block_rows: npt.NDArray[np.int64], rows: npt.NDArray[np.int64],
@@ -245,4 +233,4 @@ def gathered_dots(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.int64]
 
 
 _GATHERED: Kernel[Callable[..., None]] = Kernel(_gathered_dots_into, _gathered_signatures,
-                                                name="gathered_similarity")
+                                                name="gathered_similarity", calls=(_dots,))

@@ -49,6 +49,40 @@ _SMALL = 16
 stable sorts (the same order: the keys' order, ties by group index)."""
 
 
+def _unit_power(base: float, exponent: int) -> float:
+    """:func:`~planner_svc.core.fusion.unit_power`'s chain for an integral ``exponent >= 0``:
+    right-to-left binary exponentiation, started from its first factor (``1.0 * x`` is
+    ``x``); 1.0 for exponent 0. ``relevance._unit_power`` is the same chain: each module
+    keeps its own, because numba's cache follows a kernel's own source file only."""
+    power = 1.0
+    square = base
+    first = True
+    e = exponent
+    while e:
+        if e & 1:
+            if first:
+                power = square
+                first = False
+            else:
+                power = power * square
+        e >>= 1
+        if e:
+            square = square * square
+    return power
+
+
+def _relative(value: float, best: float, exponent: int) -> float:
+    """A finite ``value`` relative to ``best > 0.0``: ``clamp((max(0, value) / best) **
+    exponent)`` (``max(0, -0.0)`` as +0.0, the ratio clamped to 1 before the power), the
+    power :func:`_unit_power`'s chain (not raised for exponent 1)."""
+    r = (value if value > 0.0 else 0.0) / best
+    r = r if r < 1.0 else 1.0
+    if exponent != 1:
+        r = _unit_power(r, exponent)
+    r = r if r > 0.0 else 0.0
+    return r if r < 1.0 else 1.0
+
+
 def _signatures(types: Any) -> list[Any]:
     i8 = types.Array(types.int64, 1, "C")
     f8 = types.Array(types.float64, 1, "C")
@@ -130,36 +164,8 @@ def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int
             best_l = 0.0
             best_c = 0.0
         for j in range(n):
-            rel_l = 0.0
-            if best_l > 0.0:
-                x = lexical[s + j]
-                r = (x if x > 0.0 else 0.0) / best_l
-                rel_l = r if r < 1.0 else 1.0
-            rel_c = 0.0
-            if best_c > 0.0:
-                c = cosine[s + j]
-                r = (c if c > 0.0 else 0.0) / best_c
-                r = r if r < 1.0 else 1.0
-                if exponent != 1:
-                    # unit_power's chain: right-to-left binary exponentiation, started from
-                    # its first factor (1.0 * x is x); exponent 0 gives 1.0
-                    power = 1.0
-                    square = r
-                    first = True
-                    e = exponent
-                    while e:
-                        if e & 1:
-                            if first:
-                                power = square
-                                first = False
-                            else:
-                                power = power * square
-                        e >>= 1
-                        if e:
-                            square = square * square
-                    r = power
-                r = r if r > 0.0 else 0.0
-                rel_c = r if r < 1.0 else 1.0
+            rel_l = _relative(lexical[s + j], best_l, 1) if best_l > 0.0 else 0.0
+            rel_c = _relative(cosine[s + j], best_c, exponent) if best_c > 0.0 else 0.0
             node_rel[j] = rel_l if rel_l >= rel_c else rel_c
         # groups: members (local indices), then sizes, then firsts
         members_at = t
@@ -202,21 +208,7 @@ def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int
             by_rel = np.argsort(negated, kind="mergesort")
             for i in range(g):
                 order[i] = by_first[by_rel[i]]
-        # the document's score raised to its sharpness (unit_power's chain)
-        sharp = 1.0
-        square = scores[d]
-        first = True
-        e = sharpness
-        while e:
-            if e & 1:
-                if first:
-                    sharp = square
-                    first = False
-                else:
-                    sharp = sharp * square
-            e >>= 1
-            if e:
-                square = square * square
+        sharp = _unit_power(scores[d], sharpness)  # the document's score, sharpened
         for i in range(g):
             k = order[i]
             size = tables[sizes_at + k]
@@ -243,7 +235,8 @@ def _rank_into(lexical: Float64s, cosine: Float64s, starts: Int64s, lengths: Int
             first_values, first_sizes)
 
 
-_KERNEL: Kernel[_Kernel] = Kernel(_rank_into, _signatures, name="ranking")
+_KERNEL: Kernel[_Kernel] = Kernel(_rank_into, _signatures, name="ranking",
+                                  calls=(_unit_power, _relative))
 
 
 def _relative_signatures(types: Any) -> list[Any]:
@@ -257,33 +250,12 @@ def _relative_into(values: Float64s, best: float, exponent: int) -> tuple[bool, 
         if not np.isfinite(values[i]):
             return False, out
     for i in range(values.shape[0]):
-        x = values[i]
-        r = (x if x > 0.0 else 0.0) / best
-        r = r if r < 1.0 else 1.0
-        if exponent != 1:
-            # unit_power's chain, started from its first factor; exponent 0 gives 1.0
-            power = 1.0
-            square = r
-            first = True
-            e = exponent
-            while e:
-                if e & 1:
-                    if first:
-                        power = square
-                        first = False
-                    else:
-                        power = power * square
-                e >>= 1
-                if e:
-                    square = square * square
-            r = power
-        r = r if r > 0.0 else 0.0
-        out[i] = r if r < 1.0 else 1.0
+        out[i] = _relative(values[i], best, exponent)
     return True, out
 
 
 _RELATIVE: Kernel[Callable[[Float64s, float, int], tuple[bool, Float64s]]] = Kernel(
-    _relative_into, _relative_signatures, name="relative")
+    _relative_into, _relative_signatures, name="relative", calls=(_unit_power, _relative))
 
 
 def relative_scores(values: Float64s, best: float, sharpness: float) -> Float64s | None:

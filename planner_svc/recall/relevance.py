@@ -33,6 +33,47 @@ Float64s = npt.NDArray[np.float64]
 Int64s = npt.NDArray[np.int64]
 
 
+def _maximum(a: float, b: float) -> float:
+    """``np.maximum(a, b)``: NaN when either is NaN (the sign of an equal zero never counts
+    here: a maximum is only compared with 0.0, or clipped at 0.0 and added to +0.0)."""
+    return a if a != a else b if b != b else a if a >= b else b
+
+
+def _unit_power(base: float, exponent: int) -> float:
+    """:func:`~planner_svc.core.fusion.unit_power`'s chain for an integral ``exponent >= 0``:
+    right-to-left binary exponentiation, started from its first factor (``1.0 * x`` is
+    ``x``); 1.0 for exponent 0. ``ranking._unit_power`` is the same chain: each module keeps
+    its own, because numba's cache follows a kernel's own source file only."""
+    n = exponent
+    result = 1.0
+    started = False
+    square = base
+    while n:
+        if n & 1:
+            if started:
+                result = result * square
+            else:
+                result = square
+                started = True
+        n >>= 1
+        if n:
+            square = square * square
+    return result
+
+
+def _relative(value: float, best: float, exponent: int) -> float:
+    """``value`` relative to ``best > 0.0``: ``min(1, max(0, min(1, (max(0, value) + 0.0) /
+    best) ** n) + 0.0)``, the minima and maxima NaN-propagating (``np.minimum``,
+    ``np.maximum``), the power :func:`_unit_power`'s chain (not raised for exponent 1)."""
+    ratio = (value if value != value or value > 0.0 else 0.0) + 0.0
+    ratio = ratio / best
+    ratio = ratio if ratio != ratio or ratio < 1.0 else 1.0
+    if exponent != 1:
+        ratio = _unit_power(ratio, exponent)
+    ratio = (ratio if ratio != ratio or ratio > 0.0 else 0.0) + 0.0
+    return ratio if ratio != ratio or ratio < 1.0 else 1.0
+
+
 def _signatures(types: Any) -> list[Any]:
     return [types.void(types.float64[::1], types.float64[::1], types.int64[::1],
                        types.int64[::1], types.boolean[::1], types.float64[::1],
@@ -62,9 +103,6 @@ def _values_into(lexical: Float64s, cosine: Float64s, targets: Int64s, per_step:
         raise ValueError("the steps' targets are not the targets given")
     best_lexical = np.empty(count, dtype=np.float64)
     best_cosine = np.empty(count, dtype=np.float64)
-    # maxima as np.maximum takes them: NaN when either is NaN (the sign of an equal zero
-    # never counts here: a maximum is only compared with 0.0, or clipped at 0.0 and added to
-    # +0.0)
     node = 0
     for t in range(count):  # each target's best node (0.0 for a target without a node)
         a = 0.0
@@ -73,10 +111,8 @@ def _values_into(lexical: Float64s, cosine: Float64s, targets: Int64s, per_step:
             a = lexical[node]
             c = cosine[node]
             for j in range(node + 1, node + targets[t]):
-                x = lexical[j]
-                a = a if a != a else x if x != x else a if a >= x else x
-                x = cosine[j]
-                c = c if c != c else x if x != x else c if c >= x else x
+                a = _maximum(a, lexical[j])
+                c = _maximum(c, cosine[j])
         best_lexical[t] = a
         best_cosine[t] = c
         node += targets[t]
@@ -87,58 +123,24 @@ def _values_into(lexical: Float64s, cosine: Float64s, targets: Int64s, per_step:
             top_lexical = best_lexical[first]  # the step's best target
             top_cosine = best_cosine[first]
             for t in range(first + 1, end):
-                x = best_lexical[t]
-                top_lexical = (top_lexical if top_lexical != top_lexical else x if x != x
-                               else top_lexical if top_lexical >= x else x)
-                x = best_cosine[t]
-                top_cosine = (top_cosine if top_cosine != top_cosine else x if x != x
-                              else top_cosine if top_cosine >= x else x)
+                top_lexical = _maximum(top_lexical, best_lexical[t])
+                top_cosine = _maximum(top_cosine, best_cosine[t])
             for t in range(first, end):
-                # each relative to the step's best: 0.0 unless the best is above 0.0, else
-                # min(1, max(0, min(1, (max(0, value) + 0.0) / best) ** n) + 0.0), the
-                # minima and maxima NaN-propagating, the power unit_power's chain (the BM25
-                # not raised)
+                # each relative to the step's best (0.0 unless that best is above 0.0), the
+                # BM25 not raised
                 lexical_relevance = 0.0
                 if top_lexical > 0.0:
-                    x = best_lexical[t]
-                    ratio = (x if x != x or x > 0.0 else 0.0) + 0.0
-                    ratio = ratio / top_lexical
-                    ratio = ratio if ratio != ratio or ratio < 1.0 else 1.0
-                    ratio = (ratio if ratio != ratio or ratio > 0.0 else 0.0) + 0.0
-                    lexical_relevance = ratio if ratio != ratio or ratio < 1.0 else 1.0
+                    lexical_relevance = _relative(best_lexical[t], top_lexical, 1)
                 cosine_relevance = 0.0
                 if probed[s] and top_cosine > 0.0:
-                    x = best_cosine[t]
-                    ratio = (x if x != x or x > 0.0 else 0.0) + 0.0
-                    ratio = ratio / top_cosine
-                    ratio = ratio if ratio != ratio or ratio < 1.0 else 1.0
-                    if exponent != 1:  # 1.0 for exponent 0; else the squares of the set bits
-                        n = exponent
-                        result = 1.0
-                        started = False
-                        square = ratio
-                        while n:
-                            if n & 1:
-                                if started:
-                                    result = result * square
-                                else:  # the chain starts from its first factor
-                                    result = square
-                                    started = True
-                            n >>= 1
-                            if n:
-                                square = square * square
-                        ratio = result
-                    ratio = (ratio if ratio != ratio or ratio > 0.0 else 0.0) + 0.0
-                    cosine_relevance = ratio if ratio != ratio or ratio < 1.0 else 1.0
-                relevance = (lexical_relevance if lexical_relevance != lexical_relevance
-                             else cosine_relevance if cosine_relevance != cosine_relevance
-                             else lexical_relevance if lexical_relevance >= cosine_relevance
-                             else cosine_relevance)
+                    cosine_relevance = _relative(best_cosine[t], top_cosine, exponent)
+                relevance = _maximum(lexical_relevance, cosine_relevance)
                 out[t] = scores[s] * weights[t] * decay * relevance
         first = end
 
 
-_KERNEL: Kernel[Callable[..., None]] = Kernel(_values_into, _signatures, name="hop_values")
+_KERNEL: Kernel[Callable[..., None]] = Kernel(_values_into, _signatures, name="hop_values",
+                                              calls=(_maximum, _unit_power, _relative))
 
 
 def hop_values(lexical: Float64s, cosine: Float64s, targets: Int64s, per_step: Int64s,
@@ -186,15 +188,14 @@ def _segment_max_into(values: Float64s, lengths: Int64s, out: Float64s) -> bool:
             if lengths[i] > 0:
                 best = values[row, start]
                 for j in range(start + 1, start + lengths[i]):
-                    x = values[row, j]  # np.maximum: NaN when either is NaN
-                    best = best if best != best else x if x != x else best if best >= x else x
+                    best = _maximum(best, values[row, j])
             out[row, i] = best
             start += lengths[i]
     return True
 
 
 _SEGMENT_MAX: Kernel[Callable[[Float64s, Int64s, Float64s], bool]] = Kernel(
-    _segment_max_into, _segment_signatures, name="segment_max")
+    _segment_max_into, _segment_signatures, name="segment_max", calls=(_maximum,))
 
 
 def segment_max(values: Float64s, lengths: Int64s, out: Float64s) -> bool:
@@ -222,37 +223,11 @@ def _relative_into(values: Float64s, best: Float64s, exponents: Int64s, out: Flo
         exponent = exponents[row]
         for i in range(values.shape[1]):
             b = best[row, i]
-            if not b > 0.0:
-                out[row, i] = 0.0
-                continue
-            # min(1, max(0, min(1, (max(0, value) + 0.0) / best) ** n) + 0.0), the minima
-            # and maxima NaN-propagating (np.minimum, np.maximum), the power unit_power's chain
-            x = values[row, i]
-            ratio = (x if x != x or x > 0.0 else 0.0) + 0.0
-            ratio = ratio / b
-            ratio = ratio if ratio != ratio or ratio < 1.0 else 1.0
-            if exponent != 1:  # 1.0 for exponent 0; else the squares of the set bits
-                n = exponent
-                result = 1.0
-                started = False
-                square = ratio
-                while n:
-                    if n & 1:
-                        if started:
-                            result = result * square
-                        else:  # the chain starts from its first factor
-                            result = square
-                            started = True
-                    n >>= 1
-                    if n:
-                        square = square * square
-                ratio = result
-            ratio = (ratio if ratio != ratio or ratio > 0.0 else 0.0) + 0.0
-            out[row, i] = ratio if ratio != ratio or ratio < 1.0 else 1.0
-
+            out[row, i] = _relative(values[row, i], b, exponent) if b > 0.0 else 0.0
 
 _RELATIVE: Kernel[Callable[[Float64s, Float64s, Int64s, Float64s], None]] = Kernel(
-    _relative_into, _relative_signatures, name="relative_rows")
+    _relative_into, _relative_signatures, name="relative_rows",
+    calls=(_unit_power, _relative))
 
 
 def relative_rows(values: Float64s, best: Float64s, exponents: Int64s, out: Float64s) -> None:

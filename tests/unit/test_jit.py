@@ -29,3 +29,37 @@ def test_compile_all_compiles_a_kernel_declared_after_import(
     out = np.zeros(3)
     kernel.compiled()(np.array([1.0, 2.5, -3.0]), out)
     assert out.tolist() == [2.0, 5.0, -6.0]
+
+
+def _halved(value: float) -> float:
+    return value / 2.0
+
+
+def _quartered(value: float) -> float:
+    return _halved(_halved(value))
+
+
+def _quarter_into(values: Any, out: Any) -> None:
+    for i in range(values.shape[0]):
+        out[i] = _quartered(values[i])
+
+
+def test_a_kernel_calls_the_shared_functions_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jit, "_declared", [])
+    halved, quartered = _halved, _quartered
+    monkeypatch.setitem(globals(), "_halved", halved)  # plain functions again after the test
+    monkeypatch.setitem(globals(), "_quartered", quartered)
+    kernel: jit.Kernel[Any] = jit.Kernel(_quarter_into, _signatures, name="quarter",
+                                         calls=(quartered, halved))
+    assert globals()["_halved"] is halved  # compiled with the kernel, not when declared
+    out = np.zeros(3)
+    kernel.compiled()(np.array([1.0, 2.5, -3.0]), out)
+    assert out.tolist() == [0.25, 0.625, -0.75]
+    compiled = globals()["_halved"]
+    assert compiled is not halved and compiled.py_func is halved  # numba's, in its place
+    assert compiled(3.0) == 1.5  # and still callable from Python
+
+
+def test_a_shared_function_of_another_module_is_refused() -> None:
+    with pytest.raises(ValueError, match="not in"):
+        jit.Kernel(_double_into, _signatures, name="double", calls=(np.abs,))
