@@ -131,6 +131,8 @@ def _map_signatures(types: Any) -> list[Any]:
 def _map_into(ids: Int64s, dense: Int64s, live_or_past: Bools, live_only: bool,
               out: Int64s) -> int:
     size = live_or_past.shape[0] - 1
+    if size < 0 or out.shape[0] < ids.shape[0]:
+        raise ValueError("live_or_past must end with False, out hold one position per id")
     unknown = 0
     for i in range(ids.shape[0]):
         row = ids[i]
@@ -164,6 +166,9 @@ def map_positions(ids: Int64s, dense: Int64s, live_or_past: Bools, live_only: bo
         live_only: whether a position must be live (else any below ``size`` is kept).
         out: int64 ``(n,)``, C-contiguous: the position where it is below ``size`` (and
             live, with ``live_only``), else -1.
+
+    Raises:
+        ValueError: ``live_or_past`` is empty or ``out`` shorter than ``ids``.
     """
     found: int = _MAP.compiled()(ids, dense, live_or_past, live_only, out)
     return found
@@ -181,12 +186,28 @@ def _held_into(first: int, row_ptr: Int64s, row_terms: Int64s, positions: Int64s
                offsets: Int64s, wanted: Int64s, out: Bools) -> None:
     rows = row_ptr.shape[0] - 1
     count = wanted.shape[0]
-    for g in range(offsets.shape[0] - 1):
+    groups = offsets.shape[0] - 1
+    if groups < 0 or offsets[0] < 0 or offsets[groups] > positions.shape[0] \
+            or out.shape[0] < groups or out.shape[1] < count:
+        raise ValueError("offsets do not cut positions into groups, or out is not "
+                         "(groups, wanted)")
+    for g in range(groups):  # every run checked before any is read
+        if offsets[g] > offsets[g + 1]:
+            raise ValueError("offsets do not ascend")
+    if rows < 0 or row_ptr[0] < 0 or row_ptr[rows] > row_terms.shape[0]:
+        raise ValueError("row_ptr does not cut row_terms into rows")
+    for i in range(rows):
+        if row_ptr[i] > row_ptr[i + 1]:
+            raise ValueError("row_ptr does not ascend")
+    for g in range(groups):
         for k in range(offsets[g], offsets[g + 1]):
             i = positions[k] - first
             if i < 0 or i >= rows:
                 continue
-            for j in range(row_ptr[i], row_ptr[i + 1]):
+            lo, hi = row_ptr[i], row_ptr[i + 1]
+            if lo < 0 or hi > row_terms.shape[0]:
+                raise ValueError("row_ptr does not cut row_terms into rows")
+            for j in range(lo, hi):
                 term = row_terms[j]
                 at = _search_left(wanted, 0, count, term)
                 if at < count and wanted[at] == term:
@@ -214,6 +235,10 @@ def held_by_groups(first: int, row_ptr: Int64s, row_terms: Int64s, positions: In
         out: bool ``(groups, len(wanted))``, C-contiguous: ``out[g, w]`` set True when a
             position of group ``g`` holds ``wanted[w]`` (never cleared: the segments of a
             snapshot accumulate).
+
+    Raises:
+        ValueError: ``offsets`` do not ascend within ``positions``, a row read reaches
+            outside ``row_terms``, or ``out`` is smaller than ``(groups, len(wanted))``.
     """
     _HELD.compiled()(first, row_ptr, row_terms, positions, offsets, wanted, out)
 

@@ -116,6 +116,39 @@ def test_held_by_groups_marks_each_groups_terms() -> None:
     assert out.tolist() == [[True, False, False], [True, True, True], [False, False, False]]
 
 
+def test_held_by_groups_refuses_what_would_read_outside_its_arrays() -> None:
+    row_ptr = np.asarray([0, 2, 3, 5], dtype=np.int64)
+    row_terms = np.asarray([1, 7, 3, 1, 9], dtype=np.int64)
+    positions = np.asarray([4, 5, 6], dtype=np.int64)
+    wanted = np.asarray([1, 3, 9], dtype=np.int64)
+    out = np.zeros((2, 3), dtype=np.bool_)
+
+    def held(offsets: list[int], ptr: npt.NDArray[np.int64] = row_ptr,
+             answer: npt.NDArray[np.bool_] = out) -> None:
+        held_by_groups(4, ptr, row_terms, positions, np.asarray(offsets, dtype=np.int64),
+                       wanted, answer)
+
+    for offsets in ([0, 2, 4], [0, 3, 1], [-1, 1, 3], []):  # past the end, descending, ...
+        with pytest.raises(ValueError, match="offsets"):
+            held(offsets)
+    with pytest.raises(ValueError, match="out is not"):
+        held([0, 1, 2, 3])  # three groups, two rows of out
+    assert not out.any()  # the offsets are all checked before any position is read
+    with pytest.raises(ValueError, match="row_ptr"):
+        held([0, 1, 3], np.asarray([0, 2, 3, 6], dtype=np.int64))  # a row past row_terms
+
+
+def test_map_positions_refuses_a_short_answer_or_an_empty_mask() -> None:
+    ids = np.asarray([0, 1], dtype=np.int64)
+    dense = np.asarray([0, 1], dtype=np.int64)
+    with pytest.raises(ValueError, match="out"):
+        map_positions(ids, dense, np.asarray([True, True, False]), True,
+                      np.empty(1, dtype=np.int64))
+    with pytest.raises(ValueError, match="live_or_past"):
+        map_positions(ids, dense, np.zeros(0, dtype=np.bool_), True,
+                      np.empty(2, dtype=np.int64))
+
+
 @settings(max_examples=200, deadline=None)
 @given(lists=_LISTS, positions=st.lists(st.integers(-1, 62), min_size=1, max_size=30),
        picks=st.lists(st.integers(0, 5), max_size=6), rows=st.lists(st.integers(0, 29),
