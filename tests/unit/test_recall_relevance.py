@@ -34,11 +34,14 @@ def test_hop_values_are_the_numpy_values(data: st.DataObject, steps: list[list[i
     weights = np.asarray(data.draw(st.lists(st.floats(0.0, 1.0), min_size=len(targets),
                                             max_size=len(targets))), dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore", under="ignore"):
-        expected = _hop_values(lexical, cosine, targets, per_step, probed, scores, weights,
-                               decay, float(exponent))
+        expected = _numpy_hop_values(lexical, cosine, targets, per_step, probed, scores,
+                                     weights, decay, float(exponent))
+        engine = _hop_values(lexical, cosine, targets, per_step, probed, scores, weights,
+                             decay, float(exponent))
     got = hop_values(lexical, cosine, targets, per_step, probed, scores, weights, decay,
                      exponent)
     assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+    assert np.array_equal(engine.view(np.int64), expected.view(np.int64))
 
 
 def test_counts_that_do_not_match_the_arrays_are_refused() -> None:
@@ -73,6 +76,22 @@ def _numpy_relative_rows(values: np.ndarray, best: np.ndarray,
             ratio[row] = _unit_powers(ratio[row], exponent)
     powered = np.minimum(1.0, np.maximum(0.0, ratio) + 0.0)
     return np.where(positive, powered, 0.0)
+
+
+def _numpy_hop_values(lexical: np.ndarray, cosine: np.ndarray, targets: np.ndarray,
+                      per_step: np.ndarray, probed: np.ndarray, scores: np.ndarray,
+                      weights: np.ndarray, decay: float, sharpness: float) -> np.ndarray:
+    """engine._hop_values' formulation in numpy alone (no compiled step): each target's best
+    node, each step's best target, every target relative to it (the cosine sharpened and
+    counted only for a probed step), then step score x weight x decay x relevance."""
+    nodes = np.concatenate((lexical, cosine)).reshape(2, -1)
+    best_node = _numpy_segment_max(nodes, targets)
+    best_target = _numpy_segment_max(best_node, per_step).repeat(per_step, axis=1)
+    relative = _numpy_relative_rows(best_node, best_target, [1.0, sharpness])
+    cosine_relevance = np.where(probed.repeat(per_step), relative[1], 0.0)
+    relevance = np.maximum(relative[0], cosine_relevance)
+    values: np.ndarray = scores.repeat(per_step) * weights * decay * relevance
+    return values
 
 
 @settings(max_examples=300, deadline=None)
