@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Protocol
 
 import numpy as np
@@ -68,6 +69,9 @@ from planner_svc.recall.span_texts import DEFAULT_SPAN_TEXT_BYTES, SpanTexts
 from planner_svc.recall.timing import StageClock
 
 __all__ = ["Abstention", "EvidencePlanner", "EvidenceResult", "LegTrace"]
+
+_ESTIMATED_TOKENS = attrgetter("estimated_tokens")
+_NODE = itemgetter(2)
 
 Vector = npt.NDArray[np.float32]
 
@@ -377,12 +381,12 @@ class EvidencePlanner:
                     or f"the store does not support an answer: {abstention.describe()}",
                     metadata=abstention.metadata())
             with clock.stage("pool"):
-                candidates = self._pool(catalog, recalled, query, stats)
+                keys, entries = self._pool(catalog, recalled, query, stats)
             with clock.stage("tokens"):
-                pool, estimate_mode = self._counted(catalog, candidates, query.model)
+                pool, estimate_mode = self._counted(catalog, keys, entries, query.model)
             if trace is not None:
-                trace = dataclasses.replace(trace, origin={key: c[2] for key, c
-                                                           in candidates.items()})
+                trace = dataclasses.replace(trace, origin=dict(zip(keys, map(_NODE, entries),
+                                                                   strict=True)))
             self._check(cancelled)
             if len(pool) == 0:
                 if query.allow_ungrounded:
@@ -501,9 +505,10 @@ class EvidencePlanner:
         )
 
     def _pool(self, catalog: Catalog, recalled: Recalled, query: EvidenceQuery,
-              stats: PlanStats) -> dict[CoordKey, tuple[float, SpanInfo, str]]:
-        """Explode node scores into weighted spans (Phase A's last step): span -> its weight,
-        its kind and estimate, and the node that gave the weight; in coordinate order.
+              stats: PlanStats) -> tuple[list[CoordKey], list[tuple[float, SpanInfo, str]]]:
+        """Explode node scores into weighted spans (Phase A's last step): the spans in
+        coordinate order, and each one's weight, its kind and estimate, and the node that gave
+        the weight (in the same order).
 
         Every node's spans, nodes in version id order, a span keeping the first of its largest
         weights; counted per node and span (a span missing or of unknown kind once for each
@@ -513,6 +518,7 @@ class EvidencePlanner:
         the order of their first node): a later node of a group repeats a weight its span
         already met, which never replaces it, and its counts are the first node's."""
         best: dict[CoordKey, tuple[float, SpanInfo, str]] = {}
+        setdefault = best.setdefault
         at_tx = query.at_tx_us
         prior = prior_lookup(self.config)  # weigh(score, kind, TRUTH, config) = score x prior
         missing = kind_missing = cited = 0
@@ -529,33 +535,32 @@ class EvidencePlanner:
                 if not info.kind_known:
                     kind_missing += size
                 cited += size
-                weight = score * prior(info.kind, 1.0)
-                entry = (weight, info, node_id)
-                current = best.setdefault(key, entry)
+                entry = (score * prior(info.kind, 1.0), info, node_id)
+                current = setdefault(key, entry)
                 # the span came with an earlier group: keep the first of the largest weights
-                if current is not entry and weight > current[0]:
+                if current is not entry and entry[0] > current[0]:
                     best[key] = entry
         stats.slices_missing += missing
         stats.kind_missing += kind_missing
         stats.pool_duplicates += cited - len(best)  # every citation after a span's first
         ordered = sorted(best)
-        return dict(zip(ordered, map(best.__getitem__, ordered), strict=True))
+        return ordered, list(map(best.__getitem__, ordered))
 
-    def _counted(self, catalog: Catalog, candidates: Mapping[CoordKey, tuple[float, SpanInfo,
-                                                                               str]],
+    def _counted(self, catalog: Catalog, keys: Sequence[CoordKey],
+                 entries: Sequence[tuple[float, SpanInfo, str]],
                  model: str) -> tuple[PoolColumns, bool]:
-        """The pool with token counts, as selection's columns: the model's exact counts
-        (counted once per tokenizer and span, then cached in the catalog), else the estimates;
-        and whether any count is an estimate. Selection builds a candidate's
-        :class:`PlannedSpan` only when it needs the whole candidate (the spans it returns, ties,
-        explain)."""
-        keys = list(candidates)
-        entries = list(candidates.values())
+        """The pool (``keys`` and their ``entries`` as :meth:`_pool` gives them) with token
+        counts, as selection's columns: the model's exact counts (counted once per tokenizer
+        and span, then cached in the catalog), else the estimates; and whether any count is
+        an estimate. Selection builds a candidate's :class:`PlannedSpan` only when it needs
+        the whole candidate (the spans it returns, ties, explain)."""
         tokenizer = (self._counter.tokenizer_of(model)
                      if self._counter is not None and model else None)
         weights, infos, _nodes = zip(*entries, strict=True) if entries else ((), (), ())
+        tokens: list[int]
         if tokenizer is None:  # the estimator's counts, kept in the catalog since ingest
-            tokens = [info.estimated_tokens or 0 for info in infos]
+            # (a pool span always has an estimate: :meth:`_pool` leaves out the others)
+            tokens = list(map(_ESTIMATED_TOKENS, infos))
             estimated = bool(keys)
         else:
             tokens, estimated = self._exact_counts(catalog, keys, entries, tokenizer, model)

@@ -96,5 +96,5 @@ def test_the_pool_of_span_groups_is_the_pool_of_their_nodes(
     got = EvidencePlanner._pool(planner, catalog, recalled,  # type: ignore[arg-type]
                                 SimpleNamespace(at_tx_us=at_tx), stats)  # type: ignore[arg-type]
     expected, counts = _one_by_one(nodes, at_tx, config)
-    assert list(got.items()) == list(expected.items())
+    assert list(zip(*got, strict=True)) == list(expected.items())
     assert (stats.slices_missing, stats.kind_missing, stats.pool_duplicates) == counts
