@@ -526,6 +526,8 @@ def _pack(
     pending: list[int] | None = None  # None: every candidate
     pending_d = densities
     size = max(_TOP, len(densities) >> 5)
+    # no two densities equal (0.0 and -0.0 are): no run of ties for the full keys to order
+    distinct = len(set(densities)) == len(densities)
     while True:
         count = len(pending_d)
         threshold = None
@@ -538,7 +540,8 @@ def _pack(
             above = map(ge, pending_d, repeat(threshold))
             order = list(compress(range(count) if pending is None else pending, above))
         order.sort(key=densities.__getitem__, reverse=True)
-        _sort_tie_runs(order, densities, keys)
+        if not distinct:
+            _sort_tie_runs(order, densities, keys)
         for i in order:
             t = tokens[i]
             if used + t > budget or i in dropped:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, lt
 from typing import Protocol
 
 import numpy as np
@@ -543,8 +543,12 @@ class EvidencePlanner:
         stats.slices_missing += missing
         stats.kind_missing += kind_missing
         stats.pool_duplicates += cited - len(best)  # every citation after a span's first
-        ordered = sorted(best)
-        return ordered, list(map(best.__getitem__, ordered))
+        keys = list(best)
+        # the groups' first nodes mostly come in coordinate order: sorted only when they do not
+        if any(map(lt, keys[1:], keys)):
+            keys.sort()
+            return keys, list(map(best.__getitem__, keys))
+        return keys, list(best.values())
 
     def _counted(self, catalog: Catalog, keys: Sequence[CoordKey],
                  entries: Sequence[tuple[float, SpanInfo, str]],
