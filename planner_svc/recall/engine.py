@@ -1589,14 +1589,22 @@ def _passages(state: _Recall, question: Question,
     batches: dict[tuple[tuple[str, ...], int], tuple[Vector | None, list[str]]] = {}
     documents: list[DocumentRow] = []
     missed = (0.0, 0.0, 0.0)
+    question_key = (question.terms, id(vector))
+    question_batch: list[str] | None = None  # the batch of the question's ask, once made
     for source, score in ranked:
         hop = hops.get(source)
         direct_score, s, v = direct.get(source, missed)
-        if hop is None:
+        if hop is None:  # scored against the question
             documents.append((source, score, s, v, 0.0, None))
-        else:
-            documents.append((source, score, s, v, hop.score, hop.source))
-        if hop is not None and hop.score >= direct_score:
+            if question_batch is None:
+                asked = batches.get(question_key)
+                if asked is None:
+                    asked = batches[question_key] = (vector, [])
+                question_batch = asked[1]
+            question_batch.append(source)
+            continue
+        documents.append((source, score, s, v, hop.score, hop.source))
+        if hop.score >= direct_score:
             residual[source] = hop.terms
             if hop.vector is not None or vector is None:
                 local[source] = hop.scored
