@@ -26,6 +26,7 @@ from planner_svc.core.model import (
 from planner_svc.core.plan_hash import plan_hash
 from planner_svc.server.convert import (
     explanation_to_proto,
+    location_to_proto,
     plan_from_proto,
     plan_to_proto,
     planned_span_from_proto,
@@ -181,3 +182,23 @@ def test_explanation_to_proto() -> None:
         assert plan_pb2.CandidateFate.Value(f"CANDIDATE_FATE_{fate.name}") == int(fate)
     for cls in SpanClass:
         assert plan_pb2.SpanClass.Value(f"SPAN_CLASS_{cls.name}") == int(cls)
+
+
+@pytest.mark.parametrize("location", [
+    NOWHERE, Location(), Location(page=3), Location(cell_index=0), Location(heading_path=("A",)),
+    Location(page=2, heading_path=("Intro", "Setup"), cell_index=4),
+])
+def test_a_planned_span_message_is_its_fields_message_by_message(location: Location) -> None:
+    span = PlannedSpan(span=SpanRef("doc", 7, 1, 9), kind="cell", span_class=SpanClass.CACHE,
+                       weight=0.25, tokens=3, text="some text", location=location)
+    expected = plan_pb2.PlannedSpan(
+        span=plan_pb2.SpanRef(source_id="doc", source_version_tx=7, start=1, end=9),
+        kind="cell", weight=0.25, tokens=3, text="some text")
+    setattr(expected, "class", int(SpanClass.CACHE))
+    if not location.empty:
+        expected.location.CopyFrom(location_to_proto(location))
+    got = planned_span_to_proto(span)
+    assert got == expected
+    assert got.HasField("location") == (not location.empty)
+    assert got.SerializeToString(deterministic=True) == expected.SerializeToString(
+        deterministic=True)

@@ -137,16 +137,31 @@ def planned_span_to_proto(span: PlannedSpan) -> plan_pb2.PlannedSpan:
 
 def _fill_planned_span(out: plan_pb2.PlannedSpan, span: PlannedSpan) -> None:
     """Write ``span`` into the (empty) message ``out``: fields are set in place, no
-    intermediate messages are built and copied (a plan converts one per span)."""
-    _fill_span_ref(out.span, span.span)
+    intermediate messages are built and copied (a plan converts one per span). What
+    :func:`_fill_span_ref` and :func:`_fill_location` write, written here without a call
+    each."""
+    ref = span.span
+    target = out.span
+    target.source_id = ref.source_id
+    target.source_version_tx = ref.source_version_tx
+    target.start = ref.start
+    target.end = ref.end
     out.kind = span.kind
     setattr(out, "class", int(span.span_class))
     out.weight = span.weight
     out.tokens = span.tokens
     out.text = span.text
     location = span.location
-    if location is not NOWHERE and not location.empty:
-        _fill_location(out.location, location)
+    if location is not NOWHERE:
+        heading_path, page, cell_index = (location.heading_path, location.page,
+                                          location.cell_index)
+        if heading_path or page is not None or cell_index is not None:  # not empty
+            where = out.location
+            where.heading_path.extend(heading_path)
+            if page is not None:
+                where.page = page
+            if cell_index is not None:
+                where.cell_index = cell_index
 
 
 _STATS_FIELDS = tuple(f.name for f in fields(PlanStats))
