@@ -550,17 +550,16 @@ def _is_short(postings: tuple[int, npt.NDArray[np.int64], Float64s]) -> bool:
 def _best_positive(keys: Sequence[str], values: Sequence[float], positive: Sequence[bool]
                    ) -> dict[str, int]:
     """Each key's best value among those marked ``positive``: key -> the index of its largest
-    value (the first of equal ones), keys in the order of their first marked value. The loop
-    ``if key not in best or values[i] > values[best[key]]: best[key] = i`` over the marked
-    indices, without a Python step per value (``values`` holds no NaN where marked)."""
-    # the marked values best first, equal ones in index order (a stable sort), then written
-    # worst first: a key keeps the last written, its best (the first of equal ones); its
-    # place is where the key is first marked
-    ranked = sorted(compress(range(len(values)), positive), key=values.__getitem__,
-                    reverse=True)
-    ranked.reverse()
-    best = dict.fromkeys(compress(keys, positive), 0)
-    best.update(zip(map(keys.__getitem__, ranked), ranked, strict=True))
+    value (the first of equal ones), keys in the order of their first marked value. One pass
+    over the marked indices (``values`` holds no NaN where marked): about 0.9 k instructions
+    a value, against 1.5 k for a stable sort with a key function and two dict passes."""
+    best: dict[str, int] = {}
+    found = best.get
+    for i in compress(range(len(values)), positive):
+        key = keys[i]
+        at = found(key)
+        if at is None or values[i] > values[at]:
+            best[key] = i
     return best
 
 
@@ -613,6 +612,22 @@ searched where it lies, in a call of its own. On the demo corpus every list is j
 longest holds a few thousand positions)."""
 
 
+def _laid_end_to_end(arrays: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """C-contiguous int64 ``arrays`` laid end to end: ``np.concatenate(arrays)``'s values as
+    a read-only int64 array (the only one itself when there is one). One ``bytes.join`` of
+    their buffers: about 0.5 k instructions an array, against numpy's 1.5 k (a plan joins
+    the id arrays of dozens of documents of a few passages each). An array that is not
+    C-contiguous is joined by numpy."""
+    if len(arrays) == 1:
+        return arrays[0]
+    try:
+        # (an ndarray exports its buffer, which is what join reads)
+        joined = np.frombuffer(b"".join(cast("Sequence[bytes]", arrays)), dtype=np.int64)
+    except (BufferError, TypeError):  # not C-contiguous (join asks for a flat buffer)
+        return np.concatenate(arrays).astype(np.int64, copy=False)
+    return joined
+
+
 class _PassageTable:
     """The passages (node versions) one plan scores, loaded once each, by the document (a
     key) they belong to: their positions in the passage BM25 view and where their stored
@@ -639,23 +654,27 @@ class _PassageTable:
         self._short: list[tuple[npt.NDArray[np.int64], Float64s]] = []
         self._joined: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Float64s] | None = None
 
-    def rows(self, keys: Sequence[str], groups: Sequence[npt.NDArray[np.int64]]
-             ) -> npt.NDArray[np.int64]:
+    def rows(self, keys: Sequence[str], groups: Sequence[npt.NDArray[np.int64]],
+             lengths: Sequence[int] | None = None) -> npt.NDArray[np.int64]:
         """The table rows of the version ids ``groups[i]`` of each ``keys[i]``, laid end to
-        end (int64). A key names the same ids on every call: a key loaded before keeps its
-        rows, the others are loaded first (one batch, in the order they are named)."""
+        end (int64; ``lengths``, when given, holds ``len(groups[i])`` of each). A key names
+        the same ids on every call: a key loaded before keeps its rows, the others are loaded
+        first (one batch, in the order they are named)."""
         first = self._first
-        fresh = list(dict.fromkeys(filterfalse(first.__contains__, keys)))
-        if fresh:
-            group_of = dict(zip(keys, groups, strict=True))
-            loaded = list(map(group_of.__getitem__, fresh))
+        fresh = dict.fromkeys(filterfalse(first.__contains__, keys))
+        if lengths is None:
+            lengths = list(map(len, groups))
+        if len(fresh) == len(keys) and keys:  # every key new and named once: rows in order
             start = self._size
-            starts = list(accumulate(map(len, loaded), initial=start))
-            first.update(zip(fresh, starts[:-1], strict=True))
-            self._load(np.concatenate(loaded) if len(loaded) > 1 else loaded[0])
-            if len(fresh) == len(keys):  # every key new and named once: rows in order
-                return np.arange(start, starts[-1], dtype=np.int64)
-        lengths = list(map(len, groups))
+            first.update(zip(keys, accumulate(lengths, initial=start), strict=False))
+            self._load(_laid_end_to_end(groups))
+            return np.arange(start, self._size, dtype=np.int64)
+        if fresh:
+            group_of = dict(zip(keys, zip(groups, lengths, strict=True), strict=True))
+            loaded = list(map(group_of.__getitem__, fresh))
+            first.update(zip(fresh, accumulate(map(itemgetter(1), loaded), initial=self._size),
+                             strict=False))
+            self._load(_laid_end_to_end(list(map(itemgetter(0), loaded))))
         # row of a group's j-th id: its key's first row + j, i.e. (first row - the group's
         # offset in the answer) + the id's position in the answer
         shifts = np.fromiter(map(sub, map(first.__getitem__, keys),
@@ -1141,8 +1160,8 @@ class _Recall:
         (products exact in float64, added in index order)."""
         named = list(chain.from_iterable(ask for ask, _t, _v in asks))
         groups = list(map(_ID_ARRAY, self.entries(named)))
-        rows = self.table.rows(named, groups)
         every = list(map(len, groups))
+        rows = self.table.rows(named, groups, every)
         parts: list[npt.NDArray[np.int64]] = []
         lengths: list[list[int]] = []
         offsets = [0]  # where each ask's rows start in ``rows`` (and the end)

@@ -6,6 +6,7 @@ import math
 import struct
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,8 @@ from planner_svc.recall.engine import (
     Float64s,
     _best_first,
     _best_positive,
+    _laid_end_to_end,
+    _PassageTable,
     _relative_rows,
     _segment_max,
     _unit_powers,
@@ -177,3 +180,50 @@ def test_best_positive_is_the_loop_over_the_positive_values(
             expected[key] = i
     got = _best_positive(keys, values, positive)
     assert list(got.items()) == list(expected.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1),
+                         max_size=6), min_size=1, max_size=12),
+       st.booleans())
+def test_laid_end_to_end_is_numpys_concatenation(values: list[list[int]], strided: bool
+                                                  ) -> None:
+    arrays = [np.asarray(v, dtype=np.int64) for v in values]
+    if strided:  # every other value: not C-contiguous (numpy joins them)
+        arrays = [np.repeat(a, 2)[::2] for a in arrays]
+    got = _laid_end_to_end(arrays)
+    want = np.concatenate(arrays)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+class _IdentityView:
+    """A passage view whose position of a row id is the id itself."""
+
+    def positions(self, row_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return np.asarray(row_ids, dtype=np.int64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(min_value=0, max_value=7), max_size=8),
+                          st.booleans()), max_size=5))
+def test_table_rows_are_each_keys_first_load_in_order(
+        batches: list[tuple[list[int], bool]]) -> None:
+    """Every key keeps the rows of its first load (keys loaded in the order first named in
+    a batch), with or without its lengths given: the straightforward bookkeeping."""
+    groups = {k: np.arange(100 * k, 100 * k + k % 4, dtype=np.int64) for k in range(8)}
+    table = _PassageTable(_IdentityView(), None)  # type: ignore[arg-type]
+    first: dict[int, int] = {}
+    size = 0
+    for named, give_lengths in batches:
+        keys = [f"doc{k}" for k in named]
+        arrays = [groups[k] for k in named]
+        lengths = [len(a) for a in arrays] if give_lengths else None
+        got = table.rows(keys, arrays, lengths)
+        for k in named:
+            if k not in first:
+                first[k] = size
+                size += len(groups[k])
+        want = [first[k] + j for k in named for j in range(len(groups[k]))]
+        assert got.tolist() == want
+        # each loaded row holds its id's position
+        assert table._positions[got].tolist() == [int(i) for k in named for i in groups[k]]
