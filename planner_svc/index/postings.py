@@ -28,7 +28,7 @@ import numpy.typing as npt
 from planner_svc.jit import Kernel
 
 __all__ = ["held_by_groups", "held_positions", "map_positions", "postings_sums",
-           "postings_sums_many", "postings_table"]
+           "postings_sums_many", "postings_sums_ordered", "postings_table"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -428,3 +428,93 @@ def held_positions(postings: list[Int64s], which: list[int], positions: Int64s,
     _POSITIONS_HELD.compiled()(laid.astype(np.int64, copy=False), bounds,
                                np.asarray(which, dtype=np.int64),
                                np.ascontiguousarray(positions, dtype=np.int64), out)
+
+
+def _ordered_into(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
+                  term_offsets: Int64s, positions: Int64s, rows: Int64s, row_offsets: Int64s,
+                  hints: Int64s, out: Float64s) -> None:
+    asks = term_offsets.shape[0] - 1
+    if asks < 0 or row_offsets.shape[0] != asks + 1 or row_offsets[asks] > rows.shape[0]:
+        raise ValueError("one run of rows per run of terms")
+    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
+            or values.shape[0] < keys.shape[0]:
+        raise ValueError("starts do not cut keys and values into runs")
+    for t in range(starts.shape[0] - 1):
+        if starts[t] > starts[t + 1]:
+            raise ValueError("starts do not ascend")
+    if out.shape[0] < rows.shape[0] or term_offsets[asks] > terms.shape[0] \
+            or hints.shape[0] < terms.shape[0]:
+        raise ValueError("out must hold one sum per row, term_offsets end within terms")
+    for a in range(asks):
+        if term_offsets[a] > term_offsets[a + 1] or row_offsets[a] > row_offsets[a + 1] \
+                or term_offsets[a] < 0 or row_offsets[a] < 0:
+            raise ValueError("offsets do not ascend from 0")
+    for t in range(terms.shape[0]):
+        if terms[t] < 0 or terms[t] + 1 >= starts.shape[0]:
+            raise IndexError("term out of range")
+    for a in range(asks):
+        t0, t1 = term_offsets[a], term_offsets[a + 1]
+        previous = -1  # the position of the ask's previous row (-1: none yet)
+        for i in range(row_offsets[a], row_offsets[a + 1]):
+            r = rows[i]
+            if r < 0 or r >= positions.shape[0]:
+                raise IndexError("row out of range")
+            p = positions[r]
+            onward = previous >= 0 and p >= previous  # each term's last answer bounds this one
+            previous = p
+            total = 0.0
+            for k in range(t0, t1):
+                first, end = starts[terms[k]], starts[terms[k] + 1]
+                if onward:
+                    # the first key at or above p is at or after the one at or above the
+                    # previous row's position: gallop from there, then search the last step
+                    lo = hints[k]
+                    hi = lo
+                    if lo < end and keys[lo] < p:
+                        step = 1
+                        while lo + step < end and keys[lo + step] < p:
+                            lo += step  # keys[lo] < p
+                            step <<= 1
+                        hi = lo + step if lo + step < end else end
+                        lo += 1
+                else:
+                    lo, hi = first, end
+                while lo < hi:  # the first key at or above p (searchsorted, side "left")
+                    mid = (lo + hi) >> 1
+                    if keys[mid] < p:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                hints[k] = lo
+                value = values[lo] if lo < end and keys[lo] == p else 0.0
+                if k == t0:
+                    total = value  # the sum starts from the first term's value
+                else:
+                    total += value
+            out[i] = total
+
+
+def _ordered_signatures(types: Any) -> list[Any]:
+    return [types.void(types.int64[::1], types.int64[::1], types.float64[::1],
+                       types.int64[::1], types.int64[::1], types.int64[::1], types.int64[::1],
+                       types.int64[::1], types.int64[::1], types.float64[::1])]
+
+
+_ORDERED: Kernel[Callable[..., None]] = Kernel(_ordered_into, _ordered_signatures,
+                                               name="postings_sums_ordered")
+
+
+def postings_sums_ordered(keys: Int64s, starts: Int64s, values: Float64s, terms: Int64s,
+                          term_offsets: Int64s, positions: Int64s, rows: Int64s,
+                          row_offsets: Int64s, out: Float64s) -> None:
+    """:func:`postings_sums_many`, the same bits (the same values found and added in the same
+    order), for rows whose positions mostly ascend within an ask (a document's passages, say,
+    in version id order): a row at or after the ask's previous row's position looks each term
+    up from where the previous row's search ended (a galloping search: a few steps when the
+    positions are close), any other row by a binary search of the whole list.
+
+    Args and Raises: as :func:`postings_sums_many` (the same checks).
+    """
+    hints = np.empty(terms.shape[0], dtype=np.int64)
+    _ORDERED.compiled()(keys, starts, values, terms, term_offsets, positions, rows,
+                        row_offsets, hints, out)

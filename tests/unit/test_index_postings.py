@@ -14,6 +14,7 @@ from planner_svc.index.postings import (
     map_positions,
     postings_sums,
     postings_sums_many,
+    postings_sums_ordered,
     postings_table,
 )
 
@@ -220,6 +221,45 @@ def test_postings_sums_many_is_postings_sums_ask_by_ask(
         expected.append(alone)
     want = np.concatenate([np.zeros(0), *expected])
     assert np.array_equal(out.view(np.int64), want.view(np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lists=st.lists(st.lists(st.integers(0, 200), unique=True, max_size=120), min_size=1,
+                      max_size=6),
+       positions=st.lists(st.integers(-1, 202), min_size=1, max_size=60),
+       asks=st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=5),
+                               st.lists(st.integers(0, 59), max_size=30), st.booleans()),
+                     max_size=4),
+       seed=st.integers(0, 2**32 - 1))
+def test_postings_sums_ordered_is_postings_sums_many(
+        lists: list[list[int]], positions: list[int],
+        asks: list[tuple[list[int], list[int], bool]], seed: int) -> None:
+    """The same bits as postings_sums_many, for rows in any order: ascending runs (where the
+    galloping search applies), descents, repeats and positions of -1."""
+    rng = np.random.default_rng(seed)
+    keys = [np.asarray(sorted(r), dtype=np.int64) for r in lists]
+    values = [rng.standard_normal(k.shape[0]) for k in keys]
+    starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
+    joined, contributions = np.concatenate(keys), np.concatenate(values)
+    table_positions = np.asarray(positions, dtype=np.int64)
+    terms = [np.asarray([t % len(keys) for t in ts], dtype=np.int64) for ts, _r, _s in asks]
+    rows = []
+    for _t, rs, ascending in asks:
+        picked = [r % len(positions) for r in rs]
+        if ascending:  # rows by position: the galloping search on every row but the first
+            picked.sort(key=positions.__getitem__)
+        rows.append(np.asarray(picked, dtype=np.int64))
+    flat_rows = np.concatenate([np.zeros(0, dtype=np.int64), *rows])
+    flat_terms = np.concatenate([np.zeros(0, dtype=np.int64), *terms])
+    term_offsets = np.asarray([0, *np.cumsum([t.shape[0] for t in terms])], dtype=np.int64)
+    row_offsets = np.asarray([0, *np.cumsum([r.shape[0] for r in rows])], dtype=np.int64)
+    got = np.full(flat_rows.shape[0], 9.0)
+    want = np.full(flat_rows.shape[0], 7.0)
+    postings_sums_ordered(joined, starts, contributions, flat_terms, term_offsets,
+                          table_positions, flat_rows, row_offsets, got)
+    postings_sums_many(joined, starts, contributions, flat_terms, term_offsets,
+                       table_positions, flat_rows, row_offsets, want)
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
 
 
 def test_runs_outside_the_keys_are_refused_not_read() -> None:
