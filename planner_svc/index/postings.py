@@ -28,7 +28,8 @@ import numpy.typing as npt
 from planner_svc.jit import Kernel
 
 __all__ = ["held_by_groups", "held_positions", "map_positions", "postings_sums",
-           "postings_sums_many", "postings_sums_ordered", "postings_table"]
+           "postings_sums_many", "postings_sums_ordered", "postings_table",
+           "postings_table_ordered"]
 
 Int64s = npt.NDArray[np.int64]
 Float64s = npt.NDArray[np.float64]
@@ -518,3 +519,67 @@ def postings_sums_ordered(keys: Int64s, starts: Int64s, values: Float64s, terms:
     hints = np.empty(terms.shape[0], dtype=np.int64)
     _ORDERED.compiled()(keys, starts, values, terms, term_offsets, positions, rows,
                         row_offsets, hints, out)
+
+
+def _table_ordered_into(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64s,
+                        table: Float64s, hit: Bools) -> None:
+    n = positions.shape[0]
+    if starts.shape[0] == 0 or starts[0] < 0 or starts[starts.shape[0] - 1] > keys.shape[0] \
+            or values.shape[0] < keys.shape[0]:
+        raise ValueError("starts do not cut keys and values into runs")
+    for t in range(starts.shape[0] - 1):
+        if starts[t] > starts[t + 1]:
+            raise ValueError("starts do not ascend")
+    if table.shape[0] < starts.shape[0] - 1 or table.shape[1] < n or hit.shape[0] < table.shape[0] \
+            or hit.shape[1] < n:
+        raise ValueError("table and hit must be (terms, positions)")
+    for t in range(starts.shape[0] - 1):
+        first, end = starts[t], starts[t + 1]
+        found = first  # the previous position's answer
+        previous = -1  # the previous position (-1: none yet)
+        for i in range(n):
+            p = positions[i]
+            if previous >= 0 and p >= previous:
+                # the first key at or above p is at or after the previous one's: gallop
+                # from there, then search the last step
+                lo = found
+                hi = lo
+                if lo < end and keys[lo] < p:
+                    step = 1
+                    while lo + step < end and keys[lo + step] < p:
+                        lo += step  # keys[lo] < p
+                        step <<= 1
+                    hi = lo + step if lo + step < end else end
+                    lo += 1
+            else:
+                lo, hi = first, end
+            while lo < hi:  # the first key at or above p (searchsorted, side "left")
+                mid = (lo + hi) >> 1
+                if keys[mid] < p:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            found = lo
+            previous = p
+            if lo < end and keys[lo] == p:
+                table[t, i] = values[lo]
+                hit[t, i] = True
+            else:
+                table[t, i] = 0.0
+                hit[t, i] = False
+
+
+_TABLE_ORDERED: Kernel[Callable[[Int64s, Int64s, Float64s, Int64s, Float64s, Bools], None]] = (
+    Kernel(_table_ordered_into, _table_signatures, name="postings_table_ordered"))
+
+
+def postings_table_ordered(keys: Int64s, starts: Int64s, values: Float64s, positions: Int64s,
+                           table: Float64s, hit: Bools) -> None:
+    """:func:`postings_table`, the same values and flags, for positions that mostly ascend
+    (the rows of sorted row ids, say): a position at or after the previous one looks each
+    term up from where the previous search ended (a galloping search: a few steps when the
+    positions are close), any other position by a binary search of the whole list.
+
+    Args and Raises: as :func:`postings_table` (the same checks).
+    """
+    _TABLE_ORDERED.compiled()(keys, starts, values, positions, table, hit)

@@ -16,6 +16,7 @@ from planner_svc.index.postings import (
     postings_sums_many,
     postings_sums_ordered,
     postings_table,
+    postings_table_ordered,
 )
 
 Int64s = npt.NDArray[np.int64]
@@ -260,6 +261,30 @@ def test_postings_sums_ordered_is_postings_sums_many(
     postings_sums_many(joined, starts, contributions, flat_terms, term_offsets,
                        table_positions, flat_rows, row_offsets, want)
     assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lists=st.lists(st.lists(st.integers(0, 200), unique=True, max_size=120), min_size=1,
+                      max_size=6),
+       positions=st.lists(st.integers(-1, 202), max_size=60), ascending=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_postings_table_ordered_is_the_search_gather_and_select(
+        lists: list[list[int]], positions: list[int], ascending: bool, seed: int) -> None:
+    """The values and flags of the numpy formulation (and of postings_table), for positions
+    in any order: ascending (the galloping search on every position but the first),
+    descents, repeats and -1."""
+    rng = np.random.default_rng(seed)
+    keys = [np.asarray(sorted(rows), dtype=np.int64) for rows in lists]
+    values = [rng.standard_normal(k.shape[0]) for k in keys]
+    wanted = np.asarray(sorted(positions) if ascending else positions, dtype=np.int64)
+    starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
+    table = np.full((len(keys), wanted.shape[0]), 9.0)
+    hit = np.zeros((len(keys), wanted.shape[0]), dtype=np.bool_)
+    postings_table_ordered(np.concatenate(keys), starts, np.concatenate(values), wanted,
+                           table, hit)
+    expected, expected_hit = _reference_table(keys, values, wanted)
+    assert np.array_equal(hit, expected_hit)
+    assert np.array_equal(table.view(np.int64), expected.view(np.int64))
 
 
 def test_runs_outside_the_keys_are_refused_not_read() -> None:
