@@ -910,7 +910,7 @@ class _Scored:
     the same relevance as a missing cosine, which only ever counts through ``max(0.0,
     cosine)`` relative to a best)."""
 
-    __slots__ = ("_at", "_starts", "cosine", "lengths", "lexical")
+    __slots__ = ("_start_of", "cosine", "lengths", "lexical")
 
     def __init__(self, lexical: Float64s, cosine: Float64s, lengths: list[int],
                  sources: Sequence[str]) -> None:
@@ -918,8 +918,8 @@ class _Scored:
         self.cosine = cosine
         self.lengths = lengths
         """Nodes per source, in the ask's order."""
-        self._at = dict(zip(sources, range(len(sources)), strict=True))
-        self._starts = list(accumulate(lengths, initial=0))
+        # where each source's nodes start (a source named twice: its last run, as before)
+        self._start_of = dict(zip(sources, accumulate(lengths, initial=0), strict=False))
 
 
 def _laid_out(documents: Sequence[tuple[str, _Scored]]
@@ -931,7 +931,7 @@ def _laid_out(documents: Sequence[tuple[str, _Scored]]
     # (the running totals from 0: one more than the asks, the last unused)
     offsets = dict(zip(asks, accumulate([scored.lexical.shape[0] for scored in asks],
                                         initial=0), strict=False))
-    firsts = [offsets[scored] + scored._starts[scored._at[source]]
+    firsts = [offsets[scored] + scored._start_of[source]
               for source, scored in documents]
     if len(asks) == 1:
         return asks[0].lexical, asks[0].cosine, firsts
@@ -986,8 +986,10 @@ class _Recall:
         known = self._entries
         missing = list(filterfalse(known.__contains__, sources))
         if missing:
-            known.update(zip(missing, self.catalog.entries(missing, self.valid_us, self.tx_us),
-                             strict=True))
+            found = self.catalog.entries(missing, self.valid_us, self.tx_us)
+            known.update(zip(missing, found, strict=True))
+            if len(missing) == len(sources):  # every one read now: the catalog's list
+                return found
         return list(map(known.__getitem__, sources))
 
     def links(self, source: str) -> Mapping[str, float]:
@@ -1193,7 +1195,9 @@ class _Recall:
         found = self._question_words.get(question.text)
         if found is None:
             words = _WORD.findall(question.text)
-            found_terms = list(map(_word_terms, words))
+            found_terms = list(map(
+                _short_word_terms if max(map(len, words), default=0) <= WORD_MEMO_CHARACTERS
+                else _word_terms, words))
             kept = list(compress(words, map(_IS_NOT_NONE, found_terms)))
             sets = cast("list[frozenset[str]]", list(filter(_IS_NOT_NONE, found_terms)))
             wanted = {*question.terms, *chain.from_iterable(sets)}
