@@ -44,7 +44,7 @@ from planner_svc.index.postings import (
     held_by_groups,
     held_positions,
     map_positions,
-    postings_table_ordered,
+    postings_table,
 )
 
 __all__ = ["OPEN", "LexicalIndex", "LexicalRow", "LexicalView", "cached_ln"]
@@ -700,7 +700,7 @@ class LexicalView:
         0.0 where the row does not hold the term or the position is -1), and whether the row
         holds it: float64 and bool, both ``(len(terms), len(positions))``. The contributions
         are read from the terms' postings, so they are the values :meth:`search` adds (by
-        :func:`~planner_svc.index.postings.postings_table_ordered`: a galloping search while
+        :func:`~planner_svc.index.postings.postings_table`: a galloping search while
         the positions ascend, as those of sorted row ids do)."""
         if not positions.flags.c_contiguous or positions.dtype != np.int64:
             positions = np.ascontiguousarray(positions, dtype=np.int64)
@@ -708,18 +708,18 @@ class LexicalView:
         table = np.empty((len(terms), positions.shape[0]), dtype=np.float64)
         hit = np.empty((len(terms), positions.shape[0]), dtype=np.bool_)
         if len(terms) == 1:
-            postings_table_ordered(postings[0],
+            postings_table(postings[0],
                                    np.asarray((0, postings[0].shape[0]), dtype=np.int64),
                                    terms[0].values, positions, table, hit)
         elif _joined(postings):  # one search of the lists laid end to end
             starts = np.fromiter(accumulate(map(len, postings), initial=0), dtype=np.int64,
                                  count=len(terms) + 1)
-            postings_table_ordered(np.concatenate(postings), starts,
+            postings_table(np.concatenate(postings), starts,
                                    np.concatenate([term.values for term in terms]), positions,
                                    table, hit)
         else:  # long lists: one at a time, not copied
             for i, term in enumerate(terms):
-                postings_table_ordered(term.rows,
+                postings_table(term.rows,
                                        np.asarray((0, term.rows.shape[0]), dtype=np.int64),
                                        term.values, positions, table[i:i + 1], hit[i:i + 1])
         return table, hit

@@ -56,7 +56,7 @@ from planner_svc.core.fusion import clamp_unit, fuse, unit_power
 from planner_svc.index.analysis import CONNECTIVES, STOPWORDS, is_cjk, query_terms
 from planner_svc.index.catalog import Catalog, CatalogVersion, SourceEntry, group_columns
 from planner_svc.index.lexical import LexicalView, cached_ln
-from planner_svc.index.postings import postings_sums, postings_sums_ordered
+from planner_svc.index.postings import postings_sums, postings_sums_many
 from planner_svc.index.source import VectorRows, VersionIds
 from planner_svc.recall.dots import gathered_dots, ordered_dots_many
 from planner_svc.recall.question import Question, analyze_question
@@ -786,7 +786,7 @@ class _PassageTable:
                   offsets: Sequence[int]) -> list[Float64s]:
         """:meth:`bm25` of each ask's terms at its run of ``rows`` (``rows[offsets[a]:
         offsets[a + 1]]``; ``offsets`` ascends from 0 to ``len(rows)``), the same bits: every
-        ask in one :func:`~planner_svc.index.postings.postings_sums_ordered` call when all
+        ask in one :func:`~planner_svc.index.postings.postings_sums_many` call when all
         their terms' lists are joined (else ask by ask; the rows of an ask are its documents'
         passages, each document's in version id order, so their positions mostly ascend).
         Each answer is a view of one array."""
@@ -802,7 +802,7 @@ class _PassageTable:
                     in zip(asks, pairwise(offsets), strict=True)]
         keys, starts, values = self._joined_lists()
         out = np.empty(rows.shape[0], dtype=np.float64)
-        postings_sums_ordered(keys, starts, values,
+        postings_sums_many(keys, starts, values,
                               np.fromiter(flat, dtype=np.int64, count=len(flat)),
                               np.fromiter(accumulate(map(len, runs), initial=0),
                                           dtype=np.int64, count=len(runs) + 1),

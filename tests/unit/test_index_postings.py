@@ -14,9 +14,7 @@ from planner_svc.index.postings import (
     map_positions,
     postings_sums,
     postings_sums_many,
-    postings_sums_ordered,
     postings_table,
-    postings_table_ordered,
 )
 
 Int64s = npt.NDArray[np.int64]
@@ -38,25 +36,6 @@ def _reference_table(lists: list[Int64s], values: list[npt.NDArray[np.float64]],
 
 _LISTS = st.lists(st.lists(st.integers(0, 60), unique=True, max_size=30), min_size=1,
                   max_size=6)
-
-
-@settings(max_examples=200, deadline=None)
-@given(lists=_LISTS, positions=st.lists(st.integers(-1, 62), max_size=40),
-       seed=st.integers(0, 2**32 - 1))
-def test_postings_table_is_the_search_gather_and_select(lists: list[list[int]],
-                                                       positions: list[int],
-                                                       seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    keys = [np.asarray(sorted(rows), dtype=np.int64) for rows in lists]
-    values = [rng.standard_normal(k.shape[0]) for k in keys]
-    wanted = np.asarray(positions, dtype=np.int64)
-    starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
-    table = np.empty((len(keys), wanted.shape[0]), dtype=np.float64)
-    hit = np.empty((len(keys), wanted.shape[0]), dtype=np.bool_)
-    postings_table(np.concatenate(keys), starts, np.concatenate(values), wanted, table, hit)
-    expected, expected_hit = _reference_table(keys, values, wanted)
-    assert np.array_equal(hit, expected_hit)
-    assert np.array_equal(table.view(np.int64), expected.view(np.int64))
 
 
 @settings(max_examples=200, deadline=None)
@@ -190,22 +169,32 @@ def test_postings_sums_add_the_table_rows_in_term_order(
         assert np.array_equal(parts.view(np.int64), expected.view(np.int64))
 
 
-@settings(max_examples=200, deadline=None)
-@given(lists=_LISTS, positions=st.lists(st.integers(-1, 62), min_size=1, max_size=30),
+@settings(max_examples=300, deadline=None)
+@given(lists=st.lists(st.lists(st.integers(0, 200), unique=True, max_size=120), min_size=1,
+                      max_size=6),
+       positions=st.lists(st.integers(-1, 202), min_size=1, max_size=60),
        asks=st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=5),
-                               st.lists(st.integers(0, 29), max_size=8)), max_size=4),
+                               st.lists(st.integers(0, 59), max_size=30), st.booleans()),
+                     max_size=4),
        seed=st.integers(0, 2**32 - 1))
 def test_postings_sums_many_is_postings_sums_ask_by_ask(
         lists: list[list[int]], positions: list[int],
-        asks: list[tuple[list[int], list[int]]], seed: int) -> None:
+        asks: list[tuple[list[int], list[int], bool]], seed: int) -> None:
+    """The bits postings_sums gives each ask alone, for rows in any order: ascending runs
+    (where the galloping search applies), descents, repeats and positions of -1."""
     rng = np.random.default_rng(seed)
     keys = [np.asarray(sorted(r), dtype=np.int64) for r in lists]
     values = [rng.standard_normal(k.shape[0]) for k in keys]
     starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
     joined, contributions = np.concatenate(keys), np.concatenate(values)
     table_positions = np.asarray(positions, dtype=np.int64)
-    terms = [np.asarray([t % len(keys) for t in ts], dtype=np.int64) for ts, _r in asks]
-    rows = [np.asarray([r % len(positions) for r in rs], dtype=np.int64) for _t, rs in asks]
+    terms = [np.asarray([t % len(keys) for t in ts], dtype=np.int64) for ts, _r, _s in asks]
+    rows = []
+    for _t, rs, ascending in asks:
+        picked = [r % len(positions) for r in rs]
+        if ascending:  # rows by position: the galloping search on every row but the first
+            picked.sort(key=positions.__getitem__)
+        rows.append(np.asarray(picked, dtype=np.int64))
     flat_rows = np.concatenate([np.zeros(0, dtype=np.int64), *rows])
     out = np.full(flat_rows.shape[0], 9.0)
     postings_sums_many(joined, starts, contributions,
@@ -227,52 +216,12 @@ def test_postings_sums_many_is_postings_sums_ask_by_ask(
 @settings(max_examples=300, deadline=None)
 @given(lists=st.lists(st.lists(st.integers(0, 200), unique=True, max_size=120), min_size=1,
                       max_size=6),
-       positions=st.lists(st.integers(-1, 202), min_size=1, max_size=60),
-       asks=st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=5),
-                               st.lists(st.integers(0, 59), max_size=30), st.booleans()),
-                     max_size=4),
-       seed=st.integers(0, 2**32 - 1))
-def test_postings_sums_ordered_is_postings_sums_many(
-        lists: list[list[int]], positions: list[int],
-        asks: list[tuple[list[int], list[int], bool]], seed: int) -> None:
-    """The same bits as postings_sums_many, for rows in any order: ascending runs (where the
-    galloping search applies), descents, repeats and positions of -1."""
-    rng = np.random.default_rng(seed)
-    keys = [np.asarray(sorted(r), dtype=np.int64) for r in lists]
-    values = [rng.standard_normal(k.shape[0]) for k in keys]
-    starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
-    joined, contributions = np.concatenate(keys), np.concatenate(values)
-    table_positions = np.asarray(positions, dtype=np.int64)
-    terms = [np.asarray([t % len(keys) for t in ts], dtype=np.int64) for ts, _r, _s in asks]
-    rows = []
-    for _t, rs, ascending in asks:
-        picked = [r % len(positions) for r in rs]
-        if ascending:  # rows by position: the galloping search on every row but the first
-            picked.sort(key=positions.__getitem__)
-        rows.append(np.asarray(picked, dtype=np.int64))
-    flat_rows = np.concatenate([np.zeros(0, dtype=np.int64), *rows])
-    flat_terms = np.concatenate([np.zeros(0, dtype=np.int64), *terms])
-    term_offsets = np.asarray([0, *np.cumsum([t.shape[0] for t in terms])], dtype=np.int64)
-    row_offsets = np.asarray([0, *np.cumsum([r.shape[0] for r in rows])], dtype=np.int64)
-    got = np.full(flat_rows.shape[0], 9.0)
-    want = np.full(flat_rows.shape[0], 7.0)
-    postings_sums_ordered(joined, starts, contributions, flat_terms, term_offsets,
-                          table_positions, flat_rows, row_offsets, got)
-    postings_sums_many(joined, starts, contributions, flat_terms, term_offsets,
-                       table_positions, flat_rows, row_offsets, want)
-    assert np.array_equal(got.view(np.int64), want.view(np.int64))
-
-
-@settings(max_examples=300, deadline=None)
-@given(lists=st.lists(st.lists(st.integers(0, 200), unique=True, max_size=120), min_size=1,
-                      max_size=6),
        positions=st.lists(st.integers(-1, 202), max_size=60), ascending=st.booleans(),
        seed=st.integers(0, 2**32 - 1))
-def test_postings_table_ordered_is_the_search_gather_and_select(
+def test_postings_table_is_the_search_gather_and_select(
         lists: list[list[int]], positions: list[int], ascending: bool, seed: int) -> None:
-    """The values and flags of the numpy formulation (and of postings_table), for positions
-    in any order: ascending (the galloping search on every position but the first),
-    descents, repeats and -1."""
+    """The values and flags of the numpy formulation, for positions in any order: ascending
+    (the galloping search on every position but the first), descents, repeats and -1."""
     rng = np.random.default_rng(seed)
     keys = [np.asarray(sorted(rows), dtype=np.int64) for rows in lists]
     values = [rng.standard_normal(k.shape[0]) for k in keys]
@@ -280,8 +229,7 @@ def test_postings_table_ordered_is_the_search_gather_and_select(
     starts = np.asarray([0, *np.cumsum([k.shape[0] for k in keys])], dtype=np.int64)
     table = np.full((len(keys), wanted.shape[0]), 9.0)
     hit = np.zeros((len(keys), wanted.shape[0]), dtype=np.bool_)
-    postings_table_ordered(np.concatenate(keys), starts, np.concatenate(values), wanted,
-                           table, hit)
+    postings_table(np.concatenate(keys), starts, np.concatenate(values), wanted, table, hit)
     expected, expected_hit = _reference_table(keys, values, wanted)
     assert np.array_equal(hit, expected_hit)
     assert np.array_equal(table.view(np.int64), expected.view(np.int64))
