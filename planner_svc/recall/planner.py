@@ -60,6 +60,7 @@ from planner_svc.recall.engine import (
     filtered_nodes,
     recall_documents,
 )
+from planner_svc.recall.exact_rank import ranked_dots
 from planner_svc.recall.ports import QueryEmbedder, RecallStore, VectorSearch
 from planner_svc.recall.request import EvidenceQuery, question_query
 from planner_svc.recall.semantic import CANDIDATE_MARGIN, query_vector
@@ -210,9 +211,17 @@ class _Semantic:
                                             live=self._catalog, unit=True)
         if not len(hits):
             return []
-        # exact_similarities(vector, hits.vectors)'s bits, read where the index holds them
+        # exact_similarities(vector, hits.vectors)'s bits, read where the index holds them,
+        # ranked in the same call when they are distinct
         matrix, rows = hits.located()
-        exact = ordered_dots(matrix, rows, np.asarray(vector, dtype=np.float32))
+        query = np.asarray(vector, dtype=np.float32)
+        if matrix.dtype == np.float32 and matrix.flags.c_contiguous:
+            exact, order, ordered = ranked_dots(matrix, rows, query)
+            if order is not None and ordered is not None:
+                return list(zip(hits.version_ids[order[:k]].tolist(), ordered[:k].tolist(),
+                                strict=True))
+        else:
+            exact = ordered_dots(matrix, rows, query)
         order = (-exact).argsort(kind="stable")
         ordered = exact[order]
         if bool((ordered[1:] == ordered[:-1]).any()):  # equal similarities: by node id
