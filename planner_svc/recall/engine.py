@@ -364,10 +364,16 @@ def _relative(scores: Mapping[str, float], sharpness: float) -> dict[str, float]
     Every key at once (:func:`_relative_rows`'s operations per value, with one best: in one
     compiled pass, :func:`~planner_svc.recall.ranking.relative_scores`, for an integral
     sharpness, else in numpy) when the scores are finite; element by element otherwise."""
-    best = max(scores.values(), default=0.0)
-    if not best > 0.0:
+    if not scores:
         return {}
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    # Python's max of the values: numpy's when none is NaN (numpy's is NaN then); the sign of
+    # a zero best never counts (it is not above 0.0)
+    best = float(np.maximum.reduce(values))
+    if math.isnan(best):
+        best = max(scores.values())
+    if not best > 0.0:
+        return {}
     compiled = relative_scores(values, best, sharpness)
     if compiled is not None:
         return dict(zip(scores, compiled.tolist(), strict=True))
