@@ -34,6 +34,7 @@ import structlog
 
 from planner_svc.core.errors import ConfigError, InvalidRequest
 from planner_svc.index import persist
+from planner_svc.index.packed_rows import ROW_BITS, unpacked_rows
 from planner_svc.index.partition import (
     SCAN_SLACK,
     Float32s,
@@ -180,9 +181,8 @@ DENSE_ROWS_FACTOR = 4
 is below this many times its rows (plus :data:`DENSE_ROWS_SLACK`); else vector reads search
 each segment's sorted version ids."""
 DENSE_ROWS_SLACK = 65_536
-_ROW_BITS = 32
+_ROW_BITS = ROW_BITS
 """A packed entry of the version map: ``segment << _ROW_BITS | row``."""
-_ROW_MASK = (1 << _ROW_BITS) - 1
 _ABSENT = -(1 << _ROW_BITS)
 """The packed entry of a version without a vector: segment -1, row 0."""
 
@@ -640,14 +640,12 @@ class IndexView:
         mapped = self._rows.packed(self._partitions)
         if mapped is not None:
             packed, stored = mapped
-            # ids outside the map clip to its absent first or last entry
-            found = packed.take(wanted, mode="clip")
-            segment = found >> _ROW_BITS
-            rows = found & _ROW_MASK
+            # ids outside the map clip to its absent first or last entry; the entries split
+            # into held, segment and row in one compiled pass
+            held, segment, rows = unpacked_rows(packed, wanted)
             if len(stored) == 1:
-                return VectorRows(held=found >= 0, blocks=stored, block=segment, rows=rows,
+                return VectorRows(held=held, blocks=stored, block=segment, rows=rows,
                                   dim=self.dim)
-            held = found >= 0
             # the segments that hold an asked version, numbered in segment order (as below)
             present = np.unique(segment[held])
             renumber = np.full(len(stored) + 1, -1, dtype=np.int64)  # [-1] stays -1
