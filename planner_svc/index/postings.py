@@ -220,11 +220,6 @@ def _held_into(first: int, row_ptr: Int64s, row_terms: Int64s, positions: Int64s
     for g in range(groups):  # every run checked before any is read
         if offsets[g] > offsets[g + 1]:
             raise ValueError("offsets do not ascend")
-    if rows < 0 or row_ptr[0] < 0 or row_ptr[rows] > row_terms.shape[0]:
-        raise ValueError("row_ptr does not cut row_terms into rows")
-    for i in range(rows):
-        if row_ptr[i] > row_ptr[i + 1]:
-            raise ValueError("row_ptr does not ascend")
     for g in range(groups):
         for k in range(offsets[g], offsets[g + 1]):
             i = positions[k] - first
