@@ -22,7 +22,8 @@ changes: an edit to a function in another file would leave callers' machine code
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, cast
 
 import structlog
@@ -61,17 +62,17 @@ class Kernel(Generic[_F]):
             compiled function.
 
     Raises:
-        ValueError: a function in ``calls`` is not of ``function``'s module.
+        ValueError: ``function`` (or a function in ``calls``) calls a function of another
+            module, or one of its own module that ``calls`` does not name, or ``calls``
+            names a function that is not its module's function of that name. (Checked when
+            the kernel is declared, from the code, so a missing name fails on import, not
+            only in a process that happens to compile this kernel first.)
     """
 
     def __init__(self, function: Callable[..., Any],
                  signatures: Callable[[Any], list[Any]], *, name: str,
                  calls: Sequence[Callable[..., Any]] = ()) -> None:
-        for called in calls:
-            if called.__module__ != function.__module__:
-                raise ValueError(f"{name}: {called.__qualname__} is not in "
-                                 f"{function.__module__}, so its changes would not "
-                                 "refresh the kernel's cached machine code")
+        _check_calls(name, function, tuple(calls))
         self._function = function
         self._signatures = signatures
         self._name = name
@@ -117,3 +118,42 @@ class Kernel(Generic[_F]):
                 if namespace.get(called.__name__) is called:
                     namespace[called.__name__] = numba.njit(
                         cache=cache, nogil=True, boundscheck=False, inline="always")(called)
+
+
+def _check_calls(name: str, function: Callable[..., Any],
+                 calls: tuple[Callable[..., Any], ...]) -> None:
+    """Refuse a kernel whose code calls a function of another module, or of its own module
+    without naming it in ``calls`` (see :class:`Kernel`)."""
+    module, namespace = function.__module__, function.__globals__
+    for called in calls:
+        if called.__module__ != module:
+            raise ValueError(f"{name}: {called.__qualname__} is not in {module}, so its "
+                             "changes would not refresh the kernel's cached machine code")
+        if namespace.get(called.__name__) is not called:
+            raise ValueError(f"{name}: {called.__qualname__} is not {module}'s "
+                             f"{called.__name__} (a kernel calls functions by module name)")
+    listed = {id(called) for called in calls}
+    seen: set[int] = set()
+    pending = [function]
+    while pending:
+        for global_name in _names(pending.pop().__code__):
+            found = namespace.get(global_name)
+            plain = getattr(found, "py_func", found)  # a compiled one: its Python function
+            if not isinstance(plain, types.FunctionType) or id(plain) in seen:
+                continue
+            seen.add(id(plain))
+            if plain.__module__ != module:
+                raise ValueError(f"{name}: calls {plain.__module__}.{plain.__qualname__}; a "
+                                 "kernel calls only functions of its own module (numba's "
+                                 "cache follows the kernel's own source file)")
+            if id(plain) not in listed:
+                raise ValueError(f"{name}: calls {global_name} without naming it in calls=")
+            pending.append(plain)
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    """The global (and attribute) names ``code`` and the code nested in it refer to."""
+    yield from code.co_names
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            yield from _names(constant)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from planner_svc import jit
+from planner_svc.core.fusion import clamp_unit
 
 
 def _double_into(values: Any, out: Any) -> None:
@@ -63,3 +64,35 @@ def test_a_kernel_calls_the_shared_functions_it_names(monkeypatch: pytest.Monkey
 def test_a_shared_function_of_another_module_is_refused() -> None:
     with pytest.raises(ValueError, match="not in"):
         jit.Kernel(_double_into, _signatures, name="double", calls=(np.abs,))
+
+
+def _clamped_into(values: Any, out: Any) -> None:
+    for i in range(values.shape[0]):
+        out[i] = clamp_unit(values[i])
+
+
+def test_a_kernel_calling_another_modules_function_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"calls planner_svc\.core\.fusion\.clamp_unit"):
+        jit.Kernel(_clamped_into, _signatures, name="clamped")
+
+
+def test_a_shared_function_the_kernel_does_not_name_is_refused_when_declared(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever compiled before (a kernel that names both would make the other work in the
+    same process): the code is read when the kernel is declared."""
+    monkeypatch.setattr(jit, "_declared", [])
+    with pytest.raises(ValueError, match="_halved without naming it"):
+        jit.Kernel(_quarter_into, _signatures, name="quarter", calls=(_quartered,))
+    with pytest.raises(ValueError, match="_quartered without naming it"):
+        jit.Kernel(_quarter_into, _signatures, name="quarter")
+    assert jit._declared == []
+
+
+def test_a_shared_function_under_another_name_is_refused() -> None:
+    alias = _halved
+
+    def _halved_again(value: float) -> float:
+        return alias(value)
+
+    with pytest.raises(ValueError, match="by module name"):
+        jit.Kernel(_double_into, _signatures, name="double", calls=(_halved_again,))
