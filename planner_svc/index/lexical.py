@@ -708,20 +708,18 @@ class LexicalView:
         table = np.empty((len(terms), positions.shape[0]), dtype=np.float64)
         hit = np.empty((len(terms), positions.shape[0]), dtype=np.bool_)
         if len(terms) == 1:
-            postings_table(postings[0],
-                                   np.asarray((0, postings[0].shape[0]), dtype=np.int64),
-                                   terms[0].values, positions, table, hit)
+            postings_table(postings[0], np.asarray((0, postings[0].shape[0]), dtype=np.int64),
+                           terms[0].values, positions, table, hit)
         elif _joined(postings):  # one search of the lists laid end to end
             starts = np.fromiter(accumulate(map(len, postings), initial=0), dtype=np.int64,
                                  count=len(terms) + 1)
             postings_table(np.concatenate(postings), starts,
-                                   np.concatenate([term.values for term in terms]), positions,
-                                   table, hit)
+                           np.concatenate([term.values for term in terms]), positions,
+                           table, hit)
         else:  # long lists: one at a time, not copied
             for i, term in enumerate(terms):
-                postings_table(term.rows,
-                                       np.asarray((0, term.rows.shape[0]), dtype=np.int64),
-                                       term.values, positions, table[i:i + 1], hit[i:i + 1])
+                postings_table(term.rows, np.asarray((0, term.rows.shape[0]), dtype=np.int64),
+                               term.values, positions, table[i:i + 1], hit[i:i + 1])
         return table, hit
 
     def holds(self, term: str, positions: Int64s) -> npt.NDArray[np.bool_]:

@@ -95,6 +95,7 @@ def _ordered_dots_into(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.in
             raise IndexError("query index out of range")
     _dots(vectors, rows, which, n, queries, out)
 
+
 def ordered_dots(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
                  query: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
     """Inner product of ``query`` ``(dim,)`` with each of ``vectors[rows]``, as float64
@@ -201,6 +202,7 @@ def _gathered_dots_into(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.
     _dots(vectors, slot, asked, count, queries, sums)
     for k in range(count):
         out[picked[k]] = sums[k]
+
 
 def gathered_dots(vectors: npt.NDArray[np.float32], block: npt.NDArray[np.int64],
                   block_rows: npt.NDArray[np.int64], rows: npt.NDArray[np.int64],

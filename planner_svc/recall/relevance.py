@@ -225,6 +225,7 @@ def _relative_into(values: Float64s, best: Float64s, exponents: Int64s, out: Flo
             b = best[row, i]
             out[row, i] = _relative(values[row, i], b, exponent) if b > 0.0 else 0.0
 
+
 _RELATIVE: Kernel[Callable[[Float64s, Float64s, Int64s, Float64s], None]] = Kernel(
     _relative_into, _relative_signatures, name="relative_rows",
     calls=(_unit_power, _relative))
