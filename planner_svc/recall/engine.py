@@ -618,19 +618,16 @@ searched where it lies, in a call of its own. On the demo corpus every list is j
 longest holds a few thousand positions)."""
 
 
-_NATIVE_INT64 = np.dtype(np.int64)
-
-
 def _laid_end_to_end(arrays: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
     """C-contiguous int64 ``arrays`` laid end to end: ``np.concatenate(arrays)``'s values as
     a read-only int64 array (the only one itself when there is one). One ``bytes.join`` of
     their buffers: about 0.5 k instructions an array, against numpy's 1.5 k (a plan joins
     the id arrays of dozens of documents of a few passages each). An array that is not
-    C-contiguous native int64 is joined by numpy (its bytes are not int64 values)."""
+    C-contiguous is joined by numpy. The arrays must be native int64, as their type says
+    (the catalog's id arrays are): checking each one's dtype here would cost 0.1 M
+    instructions a plan (171 arrays), half of what the join saves."""
     if len(arrays) == 1:
         return arrays[0]
-    if not all(a.dtype == _NATIVE_INT64 for a in arrays):
-        return np.concatenate(arrays).astype(np.int64, copy=False)
     try:
         # (an ndarray exports its buffer, which is what join reads)
         joined = np.frombuffer(b"".join(cast("Sequence[bytes]", arrays)), dtype=np.int64)

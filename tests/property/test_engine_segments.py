@@ -7,7 +7,6 @@ import struct
 
 import numpy as np
 import numpy.typing as npt
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -229,9 +228,3 @@ def test_table_rows_are_each_keys_first_load_in_order(
         # each loaded row holds its id's position
         assert table._positions[got].tolist() == [int(i) for k in named for i in groups[k]]
 
-
-@pytest.mark.parametrize("dtype", [np.int32, np.dtype(">i8"), np.uint8])
-def test_laid_end_to_end_joins_other_integers_by_value(dtype: npt.DTypeLike) -> None:
-    arrays = [np.asarray([1, 2, 3], dtype=dtype), np.asarray([4, 5], dtype=dtype)]
-    got = _laid_end_to_end(arrays)
-    assert got.dtype == np.int64 and got.tolist() == [1, 2, 3, 4, 5]
