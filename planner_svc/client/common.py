@@ -136,8 +136,19 @@ def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str
         f"cap {st.cap_skipped}  stranded by cap {st.budget_stranded_by_cap}"
         + ("  (token estimate)" if st.token_estimate else "")
     )
+    if st.budget_stranded_by_cap * 4 >= max(plan.budget, 1):
+        lines.append(_stranded_note(st, plan.budget))
     lines.append(_recall_line(st))
     return "\n".join(lines)
+
+
+def _stranded_note(st: plan_pb2.PlanStats, budget: int) -> str:
+    """Advice when the per-source cap left a quarter of the budget or more unused: a span
+    larger than the cap (``cap_tokens``) is never selected, however relevant."""
+    return (f"note: {st.budget_stranded_by_cap} of {budget} tokens left unused because the "
+            f"per-source cap ({st.cap_tokens} tokens a source) refused {st.cap_skipped} "
+            "span(s); a span larger than the cap never fits: raise --max-frac-per-source or "
+            "--budget")
 
 
 def _recall_line(st: plan_pb2.PlanStats) -> str:

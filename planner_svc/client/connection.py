@@ -213,4 +213,6 @@ def unavailable_hint(code_name: str, target: str, err: object | None = None) -> 
                 "a TLS server needs --tls-ca, and client certificates --tls-cert/--tls-key)")
     if code_name == "UNAUTHENTICATED":
         return f" (set {ENV_AUTH_TOKEN} to the server's token)"
+    if code_name == "DEADLINE_EXCEEDED":
+        return " (raise --timeout, or check the server's load)"
     return ""

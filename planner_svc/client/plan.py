@@ -80,6 +80,8 @@ def _plan(args: argparse.Namespace) -> int:
                         and code == grpc.StatusCode.FAILED_PRECONDITION]
             if declined:  # the request field, as this command spells it
                 details = details.replace("set allow_ungrounded", "pass --allow-ungrounded")
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                details = f"no answer from {args.address} within {args.timeout:g} s"
             print(f"planner-svc plan: {code.name}: {details}"
                   f"{unavailable_hint(code.name, args.address, err)}", file=sys.stderr)
             if declined and args.explain:

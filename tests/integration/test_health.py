@@ -204,8 +204,23 @@ def test_the_health_command_gives_up_on_a_silent_server_at_its_timeout(
         waited = time.monotonic() - started
     assert (code, out) == (3, "")
     assert err == (f"planner-svc health: DEADLINE_EXCEEDED: no answer from {target} within "
-                   "0.5 s\n")
+                   "0.5 s (raise --timeout, or check the server's load)\n")
     assert waited < 10.0  # bounded by --timeout (generous for a loaded machine)
+
+
+def test_the_plan_command_names_the_address_and_timeout_it_waited_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as silent:  # accepts connections, never speaks HTTP/2
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        target = f"127.0.0.1:{silent.getsockname()[1]}"
+        code = main(["plan", "Who painted the Mona Lisa?", "--address", target,
+                     "--timeout", "0.5"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (3, "")
+    assert err == (f"planner-svc plan: DEADLINE_EXCEEDED: no answer from {target} within "
+                   "0.5 s (raise --timeout, or check the server's load)\n")
 
 
 def test_the_health_command_probes_a_served_process(

@@ -58,3 +58,4 @@ def test_details_that_disagree_with_the_call_count_as_not_sent_by_the_server() -
 def test_other_codes_get_their_own_advice_or_none() -> None:
     assert "PLANNER_SVC_AUTH_TOKEN" in unavailable_hint("UNAUTHENTICATED", "h:1")
     assert unavailable_hint("INVALID_ARGUMENT", "h:1", server_sent("x")) == ""
+    assert "raise --timeout" in unavailable_hint("DEADLINE_EXCEEDED", "h:1")

@@ -106,3 +106,22 @@ def test_explained_densities_keep_their_order_visible() -> None:
     lines = render_explanations(plan, width=200).splitlines()
     assert "2.400e-06 2.400e-04" in lines[1] and "wiki/D0" in lines[1]
     assert "7.100e-07 7.100e-05" in lines[2] and "wiki/D1" in lines[2]
+
+
+def _plan_with_stats(budget: int, **stats: int) -> plan_pb2.EvidencePlan:
+    text = "Heading"
+    span = plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id="runbook.md", end=len(text)),
+                                kind="heading", tokens=9, weight=0.05, text=text)
+    return plan_pb2.EvidencePlan(plan_hash="b3:00", budget=budget, used=9, spans=[span],
+                                 stats=plan_pb2.PlanStats(**stats))  # type: ignore[arg-type]
+
+
+def test_a_budget_left_unused_by_the_cap_gets_advice() -> None:
+    stranded = _plan_with_stats(90, cap_skipped=1, budget_stranded_by_cap=81, cap_tokens=36)
+    lines = render_plan(stranded, width=120).splitlines()
+    assert lines[-2] == ("note: 81 of 90 tokens left unused because the per-source cap "
+                         "(36 tokens a source) refused 1 span(s); a span larger than the cap "
+                         "never fits: raise --max-frac-per-source or --budget")
+    # a few tokens stranded (under a quarter of the budget): no note
+    few = _plan_with_stats(360, cap_skipped=1, budget_stranded_by_cap=2, cap_tokens=144)
+    assert not any(line.startswith("note:") for line in render_plan(few).splitlines())
