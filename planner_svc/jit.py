@@ -21,6 +21,7 @@ changes: an edit to a function in another file would leave callers' machine code
 
 from __future__ import annotations
 
+import dis
 import threading
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -122,38 +123,68 @@ class Kernel(Generic[_F]):
 
 def _check_calls(name: str, function: Callable[..., Any],
                  calls: tuple[Callable[..., Any], ...]) -> None:
-    """Refuse a kernel whose code calls a function of another module, or of its own module
-    without naming it in ``calls`` (see :class:`Kernel`)."""
+    """Refuse a kernel whose code calls a Python function of another module (numpy's and
+    the standard library's aside), or of its own module without naming it in ``calls``
+    (see :class:`Kernel`). The code's globals, the attributes it reads of a module global,
+    its closure's cells and its defaults are what it can call."""
     module, namespace = function.__module__, function.__globals__
     for called in calls:
         if called.__module__ != module:
             raise ValueError(f"{name}: {called.__qualname__} is not in {module}, so its "
                              "changes would not refresh the kernel's cached machine code")
-        if namespace.get(called.__name__) is not called:
+        found = namespace.get(called.__name__)
+        if getattr(found, "py_func", found) is not called:
             raise ValueError(f"{name}: {called.__qualname__} is not {module}'s "
                              f"{called.__name__} (a kernel calls functions by module name)")
     listed = {id(called) for called in calls}
     seen: set[int] = set()
     pending = [function]
     while pending:
-        for global_name in _names(pending.pop().__code__):
-            found = namespace.get(global_name)
-            plain = getattr(found, "py_func", found)  # a compiled one: its Python function
-            if not isinstance(plain, types.FunctionType) or id(plain) in seen:
+        current = pending.pop()
+        for label, value in _callables(current):
+            plain = getattr(value, "py_func", value)  # a compiled one: its Python function
+            if not isinstance(plain, types.FunctionType) or id(plain) in seen \
+                    or plain.__module__.partition(".")[0] in _LIBRARIES:
                 continue
             seen.add(id(plain))
             if plain.__module__ != module:
                 raise ValueError(f"{name}: calls {plain.__module__}.{plain.__qualname__}; a "
                                  "kernel calls only functions of its own module (numba's "
                                  "cache follows the kernel's own source file)")
-            if id(plain) not in listed:
-                raise ValueError(f"{name}: calls {global_name} without naming it in calls=")
+            if id(plain) not in listed or label != plain.__name__:
+                raise ValueError(f"{name}: calls {label} without naming it in calls= (by "
+                                 "its own name)")
             pending.append(plain)
 
 
-def _names(code: types.CodeType) -> Iterator[str]:
-    """The global (and attribute) names ``code`` and the code nested in it refer to."""
-    yield from code.co_names
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            yield from _names(constant)
+_LIBRARIES = frozenset({"numpy", "math", "cmath", "operator"})
+"""Packages whose functions a kernel may call (numba compiles its own versions)."""
+
+
+def _callables(function: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
+    """What ``function``'s code can call, with the name it uses: the globals it loads (and
+    the attributes it reads of a global that is a module), its closure's cells and its
+    default arguments, in its code and the code nested in it."""
+    if not isinstance(function, types.FunctionType):
+        return
+    namespace = function.__globals__
+    codes = [function.__code__]
+    while codes:
+        code = codes.pop()
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        loaded: Any = None  # the module a LOAD_GLOBAL just pushed, if it was one
+        for instruction in dis.get_instructions(code):
+            if instruction.opname == "LOAD_GLOBAL":
+                value = namespace.get(instruction.argval)
+                yield instruction.argval, value
+                loaded = value if isinstance(value, types.ModuleType) else None
+                continue
+            if loaded is not None and instruction.opname in ("LOAD_ATTR", "LOAD_METHOD") \
+                    and loaded.__name__.partition(".")[0] not in _LIBRARIES:
+                yield (f"{loaded.__name__}.{instruction.argval}",
+                       getattr(loaded, instruction.argval, None))
+            loaded = None
+    for cell in function.__closure__ or ():
+        yield "a closure cell", cell.cell_contents
+    for default in (*(function.__defaults__ or ()), *(function.__kwdefaults__ or {}).values()):
+        yield "a default argument", default

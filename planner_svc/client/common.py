@@ -143,12 +143,15 @@ def render_plan(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str
 
 
 def _stranded_note(st: plan_pb2.PlanStats, budget: int) -> str:
-    """Advice when the per-source cap left a quarter of the budget or more unused: a span
-    larger than the cap (``cap_tokens``) is never selected, however relevant."""
-    return (f"note: {st.budget_stranded_by_cap} of {budget} tokens left unused because the "
+    """Advice when a quarter of the budget or more is left unused and the per-source cap
+    refused a span that would have fit it (``budget_stranded_by_cap``: the unused budget
+    then): a span larger than the cap (``cap_tokens``) is never selected, however
+    relevant."""
+    return (f"note: {st.budget_stranded_by_cap} of {budget} tokens unused, and the "
             f"per-source cap ({st.cap_tokens} tokens a source) refused {st.cap_skipped} "
-            "span(s); a span larger than the cap never fits: raise --max-frac-per-source or "
-            "--budget")
+            "span(s), one at least that would have fit the budget; a span larger than the cap "
+            "is never selected: raise --max-frac-per-source (or --budget, which scales the "
+            "cap)")
 
 
 def _recall_line(st: plan_pb2.PlanStats) -> str:

@@ -205,7 +205,10 @@ class GrpcPlans:
                                 metadata=self._metadata)
         except grpc.RpcError as err:
             name = err.code().name  # type: ignore[attr-defined]
-            raise EvalError(f"{name}: {err.details()}"  # type: ignore[attr-defined]
+            details = (f"no answer from {self._address} within {self._timeout_s:g} s"
+                       if name == "DEADLINE_EXCEEDED"
+                       else err.details())  # type: ignore[attr-defined]
+            raise EvalError(f"{name}: {details}"
                             f"{unavailable_hint(name, self._address, err)}",
                             exit_code=failure_exit(name)) from None
 

@@ -254,8 +254,9 @@ def _run(args: argparse.Namespace) -> int:
             code = exc.code() if isinstance(exc, grpc.Call) else None
             details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
             name = code.name if code is not None else "UNKNOWN"
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                details = f"no answer from {args.address} within {args.timeout:g} s"
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:  # --timeout bounds the session
+                details = (f"the session with {args.address} did not finish within "
+                           f"{args.timeout:g} s")
             print(f"planner-svc research: {name}: {details}"
                   f"{unavailable_hint(name, args.address, exc)}", file=sys.stderr)
             return failure_exit(name)

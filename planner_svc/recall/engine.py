@@ -620,7 +620,8 @@ longest holds a few thousand positions)."""
 
 def _laid_end_to_end(arrays: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
     """C-contiguous int64 ``arrays`` laid end to end: ``np.concatenate(arrays)``'s values as
-    a read-only int64 array (the only one itself when there is one). One ``bytes.join`` of
+    an int64 array, read-only unless numpy joined it (the only one itself when there is
+    one). One ``bytes.join`` of
     their buffers: about 0.5 k instructions an array, against numpy's 1.5 k (a plan joins
     the id arrays of dozens of documents of a few passages each). An array that is not
     C-contiguous is joined by numpy. The arrays must be native int64, as their type says

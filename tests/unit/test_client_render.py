@@ -119,9 +119,10 @@ def _plan_with_stats(budget: int, **stats: int) -> plan_pb2.EvidencePlan:
 def test_a_budget_left_unused_by_the_cap_gets_advice() -> None:
     stranded = _plan_with_stats(90, cap_skipped=1, budget_stranded_by_cap=81, cap_tokens=36)
     lines = render_plan(stranded, width=120).splitlines()
-    assert lines[-2] == ("note: 81 of 90 tokens left unused because the per-source cap "
-                         "(36 tokens a source) refused 1 span(s); a span larger than the cap "
-                         "never fits: raise --max-frac-per-source or --budget")
+    assert lines[-2] == ("note: 81 of 90 tokens unused, and the per-source cap (36 tokens a "
+                         "source) refused 1 span(s), one at least that would have fit the "
+                         "budget; a span larger than the cap is never selected: raise "
+                         "--max-frac-per-source (or --budget, which scales the cap)")
     # a few tokens stranded (under a quarter of the budget): no note
     few = _plan_with_stats(360, cap_skipped=1, budget_stranded_by_cap=2, cap_tokens=144)
     assert not any(line.startswith("note:") for line in render_plan(few).splitlines())

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from planner_svc import jit
+from planner_svc.core import fusion
 from planner_svc.core.fusion import clamp_unit
 
 
@@ -96,3 +97,37 @@ def test_a_shared_function_under_another_name_is_refused() -> None:
 
     with pytest.raises(ValueError, match="by module name"):
         jit.Kernel(_double_into, _signatures, name="double", calls=(_halved_again,))
+
+
+def _clamped_by_module_into(values: Any, out: Any) -> None:
+    for i in range(values.shape[0]):
+        out[i] = fusion.clamp_unit(values[i])
+
+
+def shape(value: float) -> float:  # a module function named like an array attribute
+    return value
+
+
+def _sized_into(values: Any, out: Any) -> None:
+    for i in range(values.shape[0]):
+        out[i] = values[i] * 2.0
+
+
+_alias = _halved
+
+
+def _aliased_into(values: Any, out: Any) -> None:
+    for i in range(values.shape[0]):
+        out[i] = _alias(values[i])
+
+
+def test_what_the_code_reaches_through_a_module_or_an_alias_is_checked_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jit, "_declared", [])
+    with pytest.raises(ValueError, match=r"calls planner_svc\.core\.fusion\.clamp_unit"):
+        jit.Kernel(_clamped_by_module_into, _signatures, name="clamped")
+    with pytest.raises(ValueError, match="_alias without naming it"):
+        jit.Kernel(_aliased_into, _signatures, name="aliased", calls=(_halved,))
+    # an attribute (values.shape) is not the module's function of that name
+    jit.Kernel(_sized_into, _signatures, name="sized")
+    assert shape(1.0) == 1.0
