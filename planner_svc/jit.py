@@ -142,9 +142,13 @@ def _check_calls(name: str, function: Callable[..., Any],
     while pending:
         current = pending.pop()
         for label, value in _callables(current):
+            if isinstance(value, types.ModuleType) and not _library(value.__name__):
+                raise ValueError(f"{name}: holds module {value.__name__} ({label}), whose "
+                                 "functions it could call; a kernel calls only functions of "
+                                 "its own module")
             plain = getattr(value, "py_func", value)  # a compiled one: its Python function
             if not isinstance(plain, types.FunctionType) or id(plain) in seen \
-                    or plain.__module__.partition(".")[0] in _LIBRARIES:
+                    or _library(plain.__module__):
                 continue
             seen.add(id(plain))
             if plain.__module__ != module:
@@ -159,12 +163,21 @@ def _check_calls(name: str, function: Callable[..., Any],
 
 _LIBRARIES = frozenset({"numpy", "math", "cmath", "operator"})
 """Packages whose functions a kernel may call (numba compiles its own versions)."""
+_PASSED_OVER = frozenset({"EXTENDED_ARG", "CACHE", "NOP"})
+"""Instructions between a load and the attribute read it is for."""
+
+
+def _library(module: str | None) -> bool:
+    """Whether a function or module of ``module`` is one a kernel may use."""
+    return (module or "").partition(".")[0] in _LIBRARIES
 
 
 def _callables(function: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
-    """What ``function``'s code can call, with the name it uses: the globals it loads (and
-    the attributes it reads of a global that is a module), its closure's cells and its
-    default arguments, in its code and the code nested in it."""
+    """What ``function``'s code can call, with the name it uses: the globals it loads, the
+    attributes it reads of a global that is a module (through submodules: ``pkg.sub.f``),
+    its closure's cells and its default arguments, in its code and the code nested in it. A
+    module loaded and not read an attribute of at once (bound to a local, say) is yielded
+    as the module itself."""
     if not isinstance(function, types.FunctionType):
         return
     namespace = function.__globals__
@@ -172,18 +185,32 @@ def _callables(function: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
     while codes:
         code = codes.pop()
         codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-        loaded: Any = None  # the module a LOAD_GLOBAL just pushed, if it was one
+        loaded: types.ModuleType | None = None  # the module just pushed, if one was
+        label = ""
         for instruction in dis.get_instructions(code):
+            if instruction.opname in _PASSED_OVER:
+                continue
+            if loaded is not None and instruction.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                value = getattr(loaded, instruction.argval, None)
+                label = f"{label}.{instruction.argval}"
+                if isinstance(value, types.ModuleType):  # a submodule: read on
+                    loaded = value
+                    continue
+                yield label, value
+                loaded = None
+                continue
+            if loaded is not None:  # a module used otherwise than read an attribute of
+                yield label, loaded
+                loaded = None
             if instruction.opname == "LOAD_GLOBAL":
                 value = namespace.get(instruction.argval)
-                yield instruction.argval, value
-                loaded = value if isinstance(value, types.ModuleType) else None
-                continue
-            if loaded is not None and instruction.opname in ("LOAD_ATTR", "LOAD_METHOD") \
-                    and loaded.__name__.partition(".")[0] not in _LIBRARIES:
-                yield (f"{loaded.__name__}.{instruction.argval}",
-                       getattr(loaded, instruction.argval, None))
-            loaded = None
+                label = instruction.argval
+                if isinstance(value, types.ModuleType) and not _library(value.__name__):
+                    loaded = value
+                    continue
+                yield label, value
+        if loaded is not None:
+            yield label, loaded
     for cell in function.__closure__ or ():
         yield "a closure cell", cell.cell_contents
     for default in (*(function.__defaults__ or ()), *(function.__kwdefaults__ or {}).values()):

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import planner_svc.core.fusion
 from planner_svc import jit
 from planner_svc.core import fusion
 from planner_svc.core.fusion import clamp_unit
@@ -131,3 +132,21 @@ def test_what_the_code_reaches_through_a_module_or_an_alias_is_checked_too(
     # an attribute (values.shape) is not the module's function of that name
     jit.Kernel(_sized_into, _signatures, name="sized")
     assert shape(1.0) == 1.0
+
+
+def _chained_into(values: Any, out: Any) -> None:
+    for i in range(values.shape[0]):
+        out[i] = planner_svc.core.fusion.clamp_unit(values[i])
+
+
+def _held_module_into(values: Any, out: Any) -> None:
+    other = fusion
+    for i in range(values.shape[0]):
+        out[i] = other.clamp_unit(values[i])
+
+
+def test_a_module_reached_through_submodules_or_held_in_a_local_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"calls planner_svc\.core\.fusion\.clamp_unit"):
+        jit.Kernel(_chained_into, _signatures, name="chained")
+    with pytest.raises(ValueError, match=r"holds module planner_svc\.core\.fusion"):
+        jit.Kernel(_held_module_into, _signatures, name="held")
