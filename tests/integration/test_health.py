@@ -192,13 +192,19 @@ def test_the_health_command_names_an_unreachable_address(
     assert f"is `planner-svc serve` running at {target}?" in err
 
 
+@contextlib.contextmanager
+def _silent_address() -> Iterator[str]:
+    """A loopback address that accepts connections and never speaks HTTP/2."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        yield f"127.0.0.1:{silent.getsockname()[1]}"
+
+
 def test_the_health_command_gives_up_on_a_silent_server_at_its_timeout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with socket.socket() as silent:  # accepts connections, never speaks HTTP/2
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        target = f"127.0.0.1:{silent.getsockname()[1]}"
+    with _silent_address() as target:
         started = time.monotonic()
         code, out, err = _probe(["--address", target, "--timeout", "0.5"], capsys)
         waited = time.monotonic() - started
@@ -211,10 +217,7 @@ def test_the_health_command_gives_up_on_a_silent_server_at_its_timeout(
 def test_the_plan_command_names_the_address_and_timeout_it_waited_for(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with socket.socket() as silent:  # accepts connections, never speaks HTTP/2
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        target = f"127.0.0.1:{silent.getsockname()[1]}"
+    with _silent_address() as target:
         code = main(["plan", "Who painted the Mona Lisa?", "--address", target,
                      "--timeout", "0.5"])
     out, err = capsys.readouterr()
