@@ -202,10 +202,11 @@ def plan_to_proto(plan: EvidencePlan) -> plan_pb2.EvidencePlan:
     return msg
 
 
-def fill_plan(out: plan_pb2.EvidencePlan, plan: EvidencePlan) -> None:
+def fill_plan(out: plan_pb2.EvidencePlan, plan: EvidencePlan, *, explained: bool = True
+              ) -> None:
     """Write ``plan`` into the (empty) message ``out`` (the field of a response that carries
     it), building each span in place: what :func:`plan_to_proto` returns, without the
-    copy."""
+    copy (its explanations left out when ``explained`` is false)."""
     out.plan_model = plan.plan_model
     add_span = out.spans.add
     for span in plan.spans:
@@ -214,6 +215,8 @@ def fill_plan(out: plan_pb2.EvidencePlan, plan: EvidencePlan) -> None:
     out.used = plan.used
     _fill_stats(out.stats, plan.stats)
     out.plan_hash = plan.plan_hash
+    if not explained:
+        return
     add_explanation = out.explanations.add
     for exp in plan.explanations:
         _fill_explanation(add_explanation(), exp)
@@ -405,19 +408,49 @@ def evidence_query_from_proto(
 
 
 def _fill_legs(msg: plan_pb2.LegScores, trace: LegTrace, node_id: str) -> None:
-    """Write the scores behind ``node_id`` into the (empty) message ``msg``."""
+    """Write the scores behind ``node_id`` into the (empty) message ``msg`` (each optional
+    leg only when the trace has it: a score is never None)."""
     msg.node_id = node_id
     msg.fused = trace.fused.get(node_id, 0.0)
-    if node_id in trace.structured:
-        msg.structured = trace.structured[node_id]
-    if node_id in trace.semantic:
-        msg.semantic = trace.semantic[node_id]
-    if node_id in trace.expanded:
-        msg.expanded = trace.expanded[node_id]
+    structured = trace.structured.get(node_id)
+    if structured is not None:
+        msg.structured = structured
+    semantic = trace.semantic.get(node_id)
+    if semantic is not None:
+        msg.semantic = semantic
+    expanded = trace.expanded.get(node_id)
+    if expanded is not None:
+        msg.expanded = expanded
     node = trace.nodes.get(node_id)
     if node is not None:
         msg.local = node.local
         msg.rank = node.rank
+
+
+def _fill_explained(out: plan_pb2.EvidencePlan, plan: EvidencePlan, trace: LegTrace) -> None:
+    """Write ``plan``'s explanations into ``out`` (whose explanations are still empty), each
+    with the leg scores of the node its candidate came from (when ``trace.origin`` names
+    one): what :func:`fill_plan` writes of them, and the legs, in one pass. A candidate that
+    is one of the plan's spans (the same object) is copied from its message in ``out``."""
+    origin = trace.origin
+    add_explanation = out.explanations.add
+    selected = {id(span): at for at, span in enumerate(plan.spans)}
+    for exp in plan.explanations:
+        written = add_explanation()
+        candidate = exp.candidate
+        at = selected.get(id(candidate))
+        if at is None:
+            _fill_planned_span(written.candidate, candidate)
+        else:
+            written.candidate.CopyFrom(out.spans[at])
+        written.fate = plan_pb2.CandidateFate.ValueType(int(exp.fate))
+        written.density = exp.density
+        if exp.deduped_by is not None:
+            _fill_span_ref(written.deduped_by, exp.deduped_by)
+        ref = candidate.span
+        node_id = origin.get((ref.source_id, ref.source_version_tx, ref.start, ref.end))
+        if node_id is not None:
+            _fill_legs(written.legs, trace, node_id)
 
 
 def abstention_to_proto(abstention: Abstention) -> plan_pb2.Abstention:
@@ -448,6 +481,19 @@ def recall_trace_to_proto(trace: LegTrace) -> plan_pb2.RecallTrace:
     return msg
 
 
+def _fill_recall_trace(out: plan_pb2.RecallTrace, trace: LegTrace) -> None:
+    """Write what :func:`recall_trace_to_proto` returns into the (empty) message ``out``,
+    each document built in place (no message built and copied)."""
+    add_document = out.documents.add
+    residual = trace.residual
+    for d in trace.documents:
+        add_document(source_id=d.source_id, score=d.score, structured=d.structured,
+                     semantic=d.semantic, hop=d.hop, hop_from=d.hop_from or "",
+                     residual_terms=residual.get(d.source_id, ()))
+    if trace.abstention is not None:
+        out.abstention.CopyFrom(abstention_to_proto(trace.abstention))
+
+
 def stage_timings_to_proto(clock: StageClock) -> list[plan_pb2.StageTiming]:
     """StageTiming messages: each stage of ``clock`` that ran, in the order the stages first run,
     with its wall time in microseconds."""
@@ -459,15 +505,11 @@ def evidence_result_to_proto(result: EvidenceResult) -> plan_pb2.PlanResponse:
     """PlanResponse message; with a trace (explain), leg scores on each explanation and the
     recall trace beside the plan."""
     msg = plan_pb2.PlanResponse()
-    fill_plan(msg.plan, result.plan)
     trace = result.trace
-    if trace is not None:
-        origin = trace.origin
-        for exp, explained in zip(msg.plan.explanations, result.plan.explanations,
-                                  strict=True):
-            ref = explained.candidate.span
-            node_id = origin.get((ref.source_id, ref.source_version_tx, ref.start, ref.end))
-            if node_id is not None:
-                _fill_legs(exp.legs, trace, node_id)
-        msg.recall.CopyFrom(recall_trace_to_proto(trace))
+    if trace is None:
+        fill_plan(msg.plan, result.plan)
+        return msg
+    fill_plan(msg.plan, result.plan, explained=False)
+    _fill_explained(msg.plan, result.plan, trace)
+    _fill_recall_trace(msg.recall, trace)
     return msg
