@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import accumulate, chain, compress, filterfalse, groupby, pairwise, repeat
@@ -1587,17 +1587,21 @@ def _best_first(scores: Mapping[str, float], limit: int | None = None
                 ) -> list[tuple[str, float]]:
     """``scores``' items by score descending, ties by key: the order of the sort key
     ``(-score, key)`` (its equal scores, 0.0 and -0.0 included, stay in key order), from two
-    sorts without a Python key function; the first ``limit`` of them (all for None), sorted
-    from the items scoring at least the ``limit``-th best score (the others come after
-    them). Scores are never NaN here: :func:`_relative` maps a NaN to 0.0 and a hop keeps
-    only values above 0.0."""
-    items: Iterable[tuple[str, float]] = scores.items()
-    if limit is None:
-        return sorted(sorted(items), key=itemgetter(1), reverse=True)
-    if 0 < limit < len(scores):
+    sorts without a Python key function: the keys (distinct: the order of the items), then
+    a stable sort of them by score; the first ``limit`` of them (all for None), sorted from
+    the keys scoring at least the ``limit``-th best score (the others come after them).
+    Scores are never NaN here: :func:`_relative` maps a NaN to 0.0 and a hop keeps only
+    values above 0.0."""
+    if limit is not None and 0 < limit < len(scores):
         cut = sorted(scores.values(), reverse=True)[limit - 1]
-        items = compress(items, map(ge, scores.values(), repeat(cut)))
-    return sorted(sorted(items), key=itemgetter(1), reverse=True)[:limit]
+        keys = sorted(compress(scores, map(ge, scores.values(), repeat(cut))))
+    else:
+        keys = sorted(scores)
+    score = scores.__getitem__
+    keys.sort(key=score, reverse=True)
+    if limit is not None:
+        keys = keys[:limit]
+    return list(zip(keys, map(score, keys), strict=True))
 
 
 DECAY_MEMO_COUNT = 1024
