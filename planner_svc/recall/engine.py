@@ -1675,13 +1675,14 @@ def _passages(state: _Recall, question: Question,
                 question_batch = asked[1]
             question_batch.append(source)
             continue
-        documents.append((source, score, s, v, hop.score, hop.source))
+        step = hop.step  # (its fields read from the step: no property call each)
+        documents.append((source, score, s, v, hop.score, step.source))
         if hop.score >= direct_score:
-            residual[source] = hop.terms
-            if hop.vector is not None or vector is None:
-                local[source] = hop.scored
+            residual[source] = step.terms
+            if step.vector is not None or vector is None:
+                local[source] = step.scored
                 continue
-            terms, local_vector = hop.terms, state.vector
+            terms, local_vector = step.terms, state.vector
         else:
             terms, local_vector = question.terms, state.vector
         asked = batches.get(key := (terms, id(local_vector)))
