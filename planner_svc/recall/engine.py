@@ -1176,9 +1176,10 @@ class _Recall:
             raw_semantic, best = self.nearest(vector)
         if raw_structured and raw_semantic:
             self.complete(text, vector, raw_structured, raw_semantic)
-        structured = _relative(raw_structured, self.settings.structured_sharpness)
-        semantic = _relative(raw_semantic, self.settings.semantic_sharpness)
-        return _merged(structured, semantic), best
+        with self.clock.stage("fusion"):
+            structured = _relative(raw_structured, self.settings.structured_sharpness)
+            semantic = _relative(raw_semantic, self.settings.semantic_sharpness)
+            return _merged(structured, semantic), best
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         """Each text's unit vector, None for a blank text, one without a known token, or
@@ -1523,16 +1524,18 @@ def recall_documents(
     """Score documents, hop from the best, and score every live node of the candidates (see
     the module docstring); with ``measure``, also the absolute evidence
     (:func:`measure_evidence`) of the question. ``clock`` receives the time of the
-    ``semantic``, ``structured``, ``hops``, ``abstention`` and ``passages`` stages
-    (:mod:`planner_svc.recall.timing`)."""
+    ``question``, ``catalog`` (the as-of views), ``semantic``, ``structured``, ``fusion``,
+    ``hops``, ``abstention`` and ``passages`` stages (:mod:`planner_svc.recall.timing`)."""
     # The question's words (parts, BM25, residuals) belong to the structured leg; a request for
     # the semantic leg alone plans from its vector alone, so text and its embedding agree.
-    question = (analyze_question(query.text) if query.structured
-                else Question(text="", terms=(), parts=()))
-    state = _Recall(catalog, query, settings, semantic, clock)
+    clock = clock if clock is not None else StageClock()
+    with clock.stage("question"):
+        question = (analyze_question(query.text) if query.structured
+                    else Question(text="", terms=(), parts=()))
+    with clock.stage("catalog"):  # the plan's as-of views of the catalog
+        state = _Recall(catalog, query, settings, semantic, clock)
     if query.structured:  # the question's terms are its text's query terms
         state._query_terms[question.text] = list(question.terms)
-    clock = state.clock
     with clock.stage("semantic"):
         if query.vector is not None:
             vector: Vector | None = query.vector
@@ -1543,10 +1546,12 @@ def recall_documents(
     direct, best_similarity = state.documents(query.text, vector)
     for part, part_vector in zip(question.parts, part_vectors, strict=True):
         scored, _best = state.documents(part, part_vector)
-        for source, legs in scored.items():
-            if legs[0] > direct.get(source, (0.0, 0.0, 0.0))[0]:
-                direct[source] = legs
-    scores = dict(zip(direct, map(itemgetter(0), direct.values()), strict=True))
+        with clock.stage("fusion"):
+            for source, legs in scored.items():
+                if legs[0] > direct.get(source, (0.0, 0.0, 0.0))[0]:
+                    direct[source] = legs
+    with clock.stage("fusion"):
+        scores = dict(zip(direct, map(itemgetter(0), direct.values()), strict=True))
     hops: dict[str, _Hop] = {}
     if query.expand_depth > 0 and settings.hop_sources > 0:
         with clock.stage("hops"):

@@ -9,10 +9,14 @@ run's wall time to its stage. The stages of the evidence planner, in the order t
 - ``queue``: waiting for a planning slot (:mod:`planner_svc.recall.slots`; only a server's
   plans wait);
 - ``catalog``: bringing the recall catalog up to the store (a cheap check when nothing was
-  written);
+  written) and taking the plan's as-of views of it;
+- ``question``: the question's analysis: its query terms and its parts (the sides of a
+  comparison), which both legs read;
 - ``semantic``: embedding the question (and its parts), the vector search and its exact
   re-scoring;
 - ``structured``: BM25 over whole documents (or the label/property-filtered search);
+- ``fusion``: each leg's document scores made relative to its best and fused, and a
+  comparison's parts merged into the question's scores;
 - ``hops``: expansion from the best documents: their links, the residual of the question, and
   the targets' passages scored against it;
 - ``abstention``: the absolute evidence the decline decision reads;
@@ -40,8 +44,10 @@ PLAN_STAGES: tuple[str, ...] = (
     "request",
     "queue",
     "catalog",
+    "question",
     "semantic",
     "structured",
+    "fusion",
     "hops",
     "abstention",
     "passages",

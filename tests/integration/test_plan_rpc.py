@@ -136,9 +136,9 @@ def test_each_stage_is_timed_in_the_explain_response_and_the_stage_histogram(liv
     names = [stage for stage, _ in timings]
     # every stage a question plan runs, once each, in the order the stages first run
     assert names == [s for s in PLAN_STAGES if s in names]
-    assert {"request", "queue", "catalog", "semantic", "structured", "hops", "passages",
-            "abstention", "trace", "pool", "tokens", "select", "hash", "texts",
-            "response"} == set(names)
+    assert {"request", "queue", "catalog", "question", "semantic", "structured", "fusion",
+            "hops", "passages", "abstention", "trace", "pool", "tokens", "select", "hash",
+            "texts", "response"} == set(names)
     assert sum(us for _, us in timings) > 0
     # the histogram counted one observation for each of them (the servicer observes every plan)
     after = {stage: _stage_count(stage) for stage in PLAN_STAGES}

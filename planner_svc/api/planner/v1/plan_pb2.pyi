@@ -682,8 +682,9 @@ class StageTiming(_message.Message):
     STAGE_FIELD_NUMBER: _builtins.int
     DURATION_US_FIELD_NUMBER: _builtins.int
     stage: _builtins.str
-    """The stage: request, queue (waiting for a planning slot), catalog, semantic, structured,
-    hops, passages, abstention, trace, pool, tokens, select, hash, texts or response.
+    """The stage: request, queue (waiting for a planning slot), catalog, question, semantic,
+    structured, fusion, hops, passages, abstention, trace, pool, tokens, select, hash, texts or
+    response.
     """
     duration_us: _builtins.int
     """Its wall time in microseconds."""

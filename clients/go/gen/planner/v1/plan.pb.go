@@ -1155,8 +1155,9 @@ func (x *PlanResponse) GetTimings() []*StageTiming {
 // leg over the parts of a comparison, reports the sum).
 type StageTiming struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The stage: request, queue (waiting for a planning slot), catalog, semantic, structured,
-	// hops, passages, abstention, trace, pool, tokens, select, hash, texts or response.
+	// The stage: request, queue (waiting for a planning slot), catalog, question, semantic,
+	// structured, fusion, hops, passages, abstention, trace, pool, tokens, select, hash, texts or
+	// response.
 	Stage string `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
 	// Its wall time in microseconds.
 	DurationUs    uint64 `protobuf:"varint,2,opt,name=duration_us,json=durationUs,proto3" json:"duration_us,omitempty"`

@@ -650,8 +650,9 @@ export const PlanResponseSchema: GenMessage<PlanResponse> = /*@__PURE__*/
  */
 export type StageTiming = Message<"planner.v1.StageTiming"> & {
   /**
-   * The stage: request, queue (waiting for a planning slot), catalog, semantic, structured,
-   * hops, passages, abstention, trace, pool, tokens, select, hash, texts or response.
+   * The stage: request, queue (waiting for a planning slot), catalog, question, semantic,
+   * structured, fusion, hops, passages, abstention, trace, pool, tokens, select, hash, texts or
+   * response.
    *
    * @generated from field: string stage = 1;
    */
