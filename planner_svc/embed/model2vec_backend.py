@@ -26,7 +26,12 @@ import numpy.typing as npt
 
 from planner_svc.core.errors import ConfigError
 from planner_svc.embed.pooling import NO_WEIGHTS, pool_offsets, table_dtype
-from planner_svc.embed.words import local_characters, word_composing, word_tokens
+from planner_svc.embed.words import (
+    ascii_word_tokens,
+    local_characters,
+    word_composing,
+    word_tokens,
+)
 
 #: How token vectors are pooled (part of the embedder's name): the mean summed in float64 in
 #: token order. Vectors pooled another way (model2vec's own float16 mean) differ in their last
@@ -171,11 +176,19 @@ class Model2VecEmbedder:
         normalizer only lowercases (ASCII letters, one character for one), so the encodings
         are equal, offsets included."""
         bare = self._bare
-        if bare is not None and text.isascii() and text.isprintable():
+        if bare is not None and (lowered := self._lowered(text)) is not None:
+            return bare.encode(lowered, add_special_tokens=False)
+        return self._model.tokenizer.encode(text, add_special_tokens=False)
+
+    def _lowered(self, text: str) -> str | None:
+        """``text`` lowercased when :meth:`_encode_one` encodes it without the normalizer (a
+        printable ASCII text holding no added token, and a tokenizer it applies to), else
+        None."""
+        if self._bare is not None and text.isascii() and text.isprintable():
             lowered = text.lower()
             if self._added is None or self._added.search(lowered) is None:
-                return bare.encode(lowered, add_special_tokens=False)
-        return self._model.tokenizer.encode(text, add_special_tokens=False)
+                return lowered
+        return None
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids: no special tokens, the model's unknown token dropped."""
@@ -228,6 +241,7 @@ class WordSession:
         self.dim: int = embedder.dim
         self._words: dict[str, list[int]] = {}  # word -> its known token ids
         self._counts: dict[str, int] = {}  # word -> its token count, unknown tokens included
+        self._longest = 0  # the largest of those counts
         self._pending: list[tuple[str, Any]] = []  # (text, its encoding) not read yet
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -256,22 +270,31 @@ class WordSession:
             return None
         words = text.split(" ")
         try:
-            count = sum(map(self._counts.__getitem__, words))
+            ids = list(chain.from_iterable(map(self._words.__getitem__, words)))
         except KeyError:  # a word not known
             return None
-        if count > self._limit:
+        # the token count (unknown tokens included) is summed only when it may pass the limit
+        if (len(words) * self._longest > self._limit
+                and sum(map(self._counts.__getitem__, words)) > self._limit):
             return None
-        return list(chain.from_iterable(map(self._words.__getitem__, words)))
+        return ids
 
     def _read(self, text: str, encoding: Any) -> None:
         """Learn the words whose tokens ``encoding`` (of ``text``) shows."""
         if encoding.overflowing or not local_characters(text):
             return
-        found = word_tokens(text, encoding.ids, encoding.offsets, encoding.word_ids)
+        embedder = self._embedder
+        if embedder._lowered(text) is not None:  # encoded without the normalizer
+            found = ascii_word_tokens(text, encoding.ids, encoding.offsets)
+        else:
+            found = word_tokens(text, encoding.ids, encoding.offsets, encoding.word_ids)
         if found is None:
             return
-        known = self._embedder._known
+        known, unknown = embedder._known, embedder._unknown
+        words, counts = self._words, self._counts
         for word, ids in found.items():
-            if word not in self._words:
-                self._words[word] = known(ids)
-                self._counts[word] = len(ids)
+            if word not in words:
+                # known(ids), called only when the unknown token occurs (None never does)
+                words[word] = ids if unknown not in ids else known(ids)
+                counts[word] = len(ids)
+        self._longest = max(self._longest, max(map(len, found.values()), default=0))

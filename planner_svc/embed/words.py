@@ -36,13 +36,15 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["WORD", "local_characters", "word_composing", "word_tokens"]
+__all__ = ["WORD", "ascii_word_tokens", "local_characters", "word_composing", "word_tokens"]
 
 WORD = re.compile(r"\w+")
 """A word: a run of ``\\w`` characters (letters, digits, underscore), as the recall engine
 splits its question."""
 
 _PUNCTUATION = frozenset(string.punctuation) - {"_"}
+_ASCII_WORD = frozenset(string.ascii_letters + string.digits + "_")
+"""The ``\\w`` characters of ASCII."""
 
 
 @functools.lru_cache(maxsize=4096)  # bounded: a question may bring any code point
@@ -139,4 +141,50 @@ def word_tokens(text: str, ids: Sequence[int], offsets: Sequence[tuple[int, int]
     for (start, stop), held, broken in zip(spans, tokens, bad, strict=True):
         if not broken and out.setdefault(text[start:stop], held) != held:
             return None
+    return out
+
+
+def ascii_word_tokens(text: str, ids: Sequence[int],
+                      offsets: Sequence[tuple[int, int]]) -> dict[str, list[int]] | None:
+    """:func:`word_tokens` of a printable ASCII text encoded without a normalizer and without
+    an added token (the lowercased text, by a tokenizer of :func:`word_composing` without its
+    ``BertNormalizer``), read from the offsets alone.
+
+    On such a text every piece is a run of letters and digits or one punctuation character,
+    so no piece reaches over a word's edge, and the WordPiece tokens of a piece tile it: a
+    token starting at a word character belongs to the word holding that character, and two
+    such tokens in a row belong to one word exactly when no character lies between them. A
+    word's tokens are thus the runs of adjacent tokens that start at word characters.
+
+    Args:
+        text: the text (printable ASCII).
+        ids, offsets: its encoding's token ids and character offsets.
+
+    Returns:
+        As :func:`word_tokens` (every word of the text); None when the tokens are not in text
+        order or one is empty (an encoding without offsets), or two occurrences of a word got
+        different tokens.
+    """
+    out: dict[str, list[int]] = {}
+    held: list[int] | None = None  # the tokens of the word being read
+    begin = end = 0  # where that word starts; where the last token ends
+    word = _ASCII_WORD
+    for token, (start, stop) in zip(ids, offsets, strict=True):
+        if not end <= start < stop:
+            return None
+        if text[start] in word:
+            if held is not None and start == end:
+                held.append(token)
+                end = stop
+                continue
+            if held is not None and out.setdefault(text[begin:end], held) != held:
+                return None
+            held, begin = [token], start
+        elif held is not None:
+            if out.setdefault(text[begin:end], held) != held:
+                return None
+            held = None
+        end = stop
+    if held is not None and out.setdefault(text[begin:end], held) != held:
+        return None
     return out

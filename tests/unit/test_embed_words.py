@@ -21,7 +21,12 @@ from hypothesis import strategies as st
 
 from planner_svc.embed import HashingEmbedder, Model2VecEmbedder, default_embedder
 from planner_svc.embed.model2vec_backend import WordSession
-from planner_svc.embed.words import local_characters, word_composing, word_tokens
+from planner_svc.embed.words import (
+    ascii_word_tokens,
+    local_characters,
+    word_composing,
+    word_tokens,
+)
 
 _WORD = re.compile(r"\w+")  # the recall engine's words
 
@@ -123,6 +128,33 @@ def test_session_rows_equal_embedding_the_joined_words(
             ).all()
     got = session.embed(joined)
     assert (_bits(got) == _bits(embedder.embed(joined))).all()
+
+
+ASCII_PIECES = [piece for piece in PIECES if piece.isascii() and piece.isprintable()]
+ascii_texts = st.lists(st.sampled_from(ASCII_PIECES), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=ascii_texts)
+def test_ascii_word_tokens_are_word_tokens(embedder: Model2VecEmbedder, text: str) -> None:
+    """On a printable ASCII text without an added token, the words read from the offsets of
+    the encoding without the normalizer are those :func:`word_tokens` reads from the
+    tokenizer's own encoding."""
+    if embedder._lowered(text) is None:  # holds an added token
+        return
+    bare = embedder._encode_one(text)
+    full = _tokenizer(embedder).encode(text, add_special_tokens=False)
+    assert ascii_word_tokens(text, bare.ids, bare.offsets) == word_tokens(
+        text, full.ids, full.offsets, full.word_ids)
+
+
+def test_ascii_word_tokens_refuse_encodings_without_offsets() -> None:
+    assert ascii_word_tokens("ab cd", [5, 6], [(0, 0), (0, 0)]) is None
+    assert ascii_word_tokens("ab cd", [5, 6], [(3, 5), (0, 2)]) is None
+    assert ascii_word_tokens("ab ab", [5, 6], [(0, 2), (3, 5)]) is None  # a word, two ways
+    assert ascii_word_tokens("ab-cd_e", [5, 6, 7, 8, 9], [(0, 2), (2, 3), (3, 5), (5, 6),
+                                                          (6, 7)]) == {"ab": [5],
+                                                                       "cd_e": [7, 8, 9]}
 
 
 @pytest.mark.parametrize(("question", "left_out"), [
