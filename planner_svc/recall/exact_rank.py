@@ -51,11 +51,16 @@ def _ranked_into(vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64],
         if rows[i] < 0 or rows[i] >= vectors.shape[0]:
             raise IndexError("row index out of range")
     distinct = True
+    products = np.empty(dim, dtype=np.float64)
     for i in range(n):
         r = rows[i]
-        a = np.float64(vectors[r, 0]) * query[0]
+        # the products first (each exact in float64, so computed apart they are the same
+        # values; this loop vectorizes), then their sum in index order
+        for j in range(dim):
+            products[j] = np.float64(vectors[r, j]) * query[j]
+        a = products[0]
         for j in range(1, dim):
-            a += np.float64(vectors[r, j]) * query[j]
+            a += products[j]
         exact[i] = a
         if a != a:  # NaN: no order given
             distinct = False
