@@ -104,6 +104,7 @@ class Partition:
     _rows: int = field(init=False, repr=False, compare=False)
     _latest_us: int | None = field(init=False, repr=False, compare=False)
     _node_codes: Int64s | None = field(init=False, repr=False, compare=False)
+    _distinct: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_version", _sequence_sorted(self.version_ids))
@@ -112,6 +113,7 @@ class Partition:
         # the last row's valid-from (the largest): from it on, every row is eligible
         object.__setattr__(self, "_latest_us", int(self.valid_from_us[-1]) if rows else None)
         object.__setattr__(self, "_node_codes", None)
+        object.__setattr__(self, "_distinct", False)
 
     @property
     def size(self) -> int:
@@ -186,11 +188,18 @@ class Partition:
         0.6 s per million rows); computing it twice (two threads at once) gives the same."""
         codes = self._node_codes
         if codes is None:
-            codes = np.unique(self.node_ids, return_inverse=True)[1].astype(np.int64)
-            codes = codes.reshape(-1)
+            unique, inverse = np.unique(self.node_ids, return_inverse=True)
+            codes = inverse.astype(np.int64).reshape(-1)
             codes.setflags(write=False)
-            object.__setattr__(self, "_node_codes", codes)
+            object.__setattr__(self, "_distinct", int(unique.shape[0]) == self._rows)
+            object.__setattr__(self, "_node_codes", codes)  # set last: read as "computed"
         return codes
+
+    def distinct_nodes(self) -> bool:
+        """Whether no two rows hold the same node (known with :meth:`node_codes`, computed
+        now if they were not yet)."""
+        self.node_codes()
+        return self._distinct
 
     def version_extent(self) -> tuple[int, int]:
         """The smallest and the largest version id of the rows (the segment is not empty)."""

@@ -842,7 +842,9 @@ class IndexView:
         seen: set[bytes] = set()
         asked: list[tuple[list[int], set[int]]] = []
         # one segment: its nodes as numbers, to tell a chunk's nodes apart without their ids
+        # (and nothing to tell apart when no node has two rows in it)
         node_codes = eligible[0][0].node_codes() if single else None
+        distinct = single and eligible[0][0].distinct_nodes()
         stop, chunk = 0, max(k, _MIN_LIVE_CHUNK)
         while stop < kept and len(chosen) < k:
             start, stop = stop, min(stop + chunk, kept)
@@ -858,7 +860,8 @@ class IndexView:
                 if (unknown is part_ids and len(answer) >= len(part_ids)
                         and answer.issuperset(part_ids)):
                     if node_codes is not None and not seen:
-                        fresh_nodes = len(set(node_codes[window].tolist())) == stop - start
+                        fresh_nodes = distinct or (len(set(node_codes[window].tolist()))
+                                                   == stop - start)
                     else:
                         part_nodes = nodes[window].tolist()
                         fresh_nodes = (len(fresh := set(part_nodes)) == stop - start

@@ -180,6 +180,23 @@ def test_search_columns_of_one_segment_read_vectors_in_place() -> None:
 # ---------------------------------------------------------------- exactness
 
 
+def test_a_segment_knows_whether_a_node_has_two_rows() -> None:
+    from planner_svc.index.partition import build_partition, encode_node_ids
+
+    vectors = normalize_rows(np.random.default_rng(3).standard_normal((4, DIM)))
+
+    def segment(nodes: list[str]) -> Any:
+        return build_partition(bucket=0, bucket_us=BUCKET, dim=DIM,
+                               version_ids=np.arange(1, 5, dtype=np.int64),
+                               valid_from_us=np.zeros(4, dtype=np.int64),
+                               node_ids=encode_node_ids(nodes), vectors=vectors)
+
+    assert segment(["a", "b", "c", "d"]).distinct_nodes()
+    repeated = segment(["a", "b", "a", "d"])
+    assert not repeated.distinct_nodes()
+    assert repeated.node_codes().tolist() == [0, 1, 0, 2]
+
+
 @pytest.mark.parametrize(("seed", "bucket_us"), [(3, BUCKET), (11, BUCKET), (12, 8 * BUCKET)])
 def test_search_equals_brute_force_at_random_as_of_points(seed: int, bucket_us: int) -> None:
     # Narrow buckets: 20 small partitions; wide ones: 4, most larger than the first fetch,
