@@ -162,9 +162,11 @@ def ascii_word_tokens(text: str, ids: Sequence[int],
 
     Returns:
         As :func:`word_tokens` (every word of the text); None when the tokens are not in text
-        order or one is empty (an encoding without offsets), or two occurrences of a word got
-        different tokens.
+        order, one is empty (an encoding without offsets) or ends past the text, or two
+        occurrences of a word got different tokens.
     """
+    if offsets and offsets[-1][1] > len(text):  # ordered below, so every token inside
+        return None
     out: dict[str, list[int]] = {}
     held: list[int] | None = None  # the tokens of the word being read
     begin = end = 0  # where that word starts; where the last token ends
