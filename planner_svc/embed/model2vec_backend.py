@@ -284,7 +284,9 @@ class WordSession:
         if encoding.overflowing or not local_characters(text):
             return
         embedder = self._embedder
-        if embedder._lowered(text) is not None:  # encoded without the normalizer
+        # lowercased and encoded without the normalizer (or, in a batch of more than 32
+        # texts, by the full tokenizer, whose encodings carry no offsets: then None below)
+        if embedder._lowered(text) is not None:
             found = ascii_word_tokens(text, encoding.ids, encoding.offsets)
         else:
             found = word_tokens(text, encoding.ids, encoding.offsets, encoding.word_ids)

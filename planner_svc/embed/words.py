@@ -165,14 +165,13 @@ def ascii_word_tokens(text: str, ids: Sequence[int],
         order, one is empty (an encoding without offsets) or ends past the text, or two
         occurrences of a word got different tokens.
     """
-    if offsets and offsets[-1][1] > len(text):  # ordered below, so every token inside
-        return None
+    size = len(text)
     out: dict[str, list[int]] = {}
     held: list[int] | None = None  # the tokens of the word being read
     begin = end = 0  # where that word starts; where the last token ends
     word = _ASCII_WORD
     for token, (start, stop) in zip(ids, offsets, strict=True):
-        if not end <= start < stop:
+        if not end <= start < stop <= size:
             return None
         if text[start] in word:
             if held is not None and start == end:

@@ -842,7 +842,8 @@ class IndexView:
         seen: set[bytes] = set()
         asked: list[tuple[list[int], set[int]]] = []
         # one segment: its nodes as numbers, to tell a chunk's nodes apart without their ids
-        # (and nothing to tell apart when no node has two rows in it)
+        # (and nothing to tell apart when no node has two rows in it: a search never returns
+        # a row twice, flat or inverted lists, so a chunk's nodes then differ)
         node_codes = eligible[0][0].node_codes() if single else None
         distinct = single and eligible[0][0].distinct_nodes()
         stop, chunk = 0, max(k, _MIN_LIVE_CHUNK)

@@ -522,22 +522,6 @@ class _Hop(NamedTuple):
     step: _Step
     target: str
 
-    @property
-    def source(self) -> str:
-        return self.step.source
-
-    @property
-    def terms(self) -> tuple[str, ...]:
-        return self.step.terms
-
-    @property
-    def vector(self) -> Vector | None:
-        return self.step.vector
-
-    @property
-    def scored(self) -> _Scored:
-        return self.step.scored
-
 
 _PENDING = np.zeros(0, dtype=np.float64)  # a place cosine_arrays fills before returning
 _IDS = attrgetter("ids")
@@ -618,37 +602,27 @@ searched where it lies, in a call of its own. On the demo corpus every list is j
 longest holds a few thousand positions)."""
 
 
-def _laid_end_to_end(arrays: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+def _laid_end_to_end(arrays: Sequence[npt.NDArray[np.int64]], *, writable: bool = False
+                     ) -> npt.NDArray[np.int64]:
     """C-contiguous int64 ``arrays`` laid end to end: ``np.concatenate(arrays)``'s values as
     an int64 array, read-only unless numpy joined it (the only one itself when there is
-    one). One ``bytes.join`` of
-    their buffers: about 0.5 k instructions an array, against numpy's 1.5 k (a plan joins
-    the id arrays of dozens of documents of a few passages each). An array that is not
-    C-contiguous is joined by numpy. The arrays must be native int64, as their type says
-    (the catalog's id arrays are): checking each one's dtype here would cost 0.1 M
-    instructions a plan (171 arrays), half of what the join saves."""
-    if len(arrays) == 1:
+    one); with ``writable``, always a new writable array (what a kernel's mutable signature
+    takes, even from read-only parts). One ``bytes.join`` (``bytearray.join``) of their
+    buffers: about 0.5 k instructions an array, against numpy's 1.5 k (a plan joins the id
+    arrays of dozens of documents of a few passages each, and the group tables and ids of
+    some sixty ranked documents). An array that is not C-contiguous is joined by numpy. The
+    arrays must be native int64, as their type says (the catalog's id arrays and group
+    tables are): checking each one's dtype here would cost 0.1 M instructions a plan (171
+    arrays), half of what the join saves."""
+    if len(arrays) == 1 and not writable:
         return arrays[0]
     try:
         # (an ndarray exports its buffer, which is what join reads)
-        joined = np.frombuffer(b"".join(cast("Sequence[bytes]", arrays)), dtype=np.int64)
+        joined = np.frombuffer((bytearray() if writable else b"").join(
+            cast("Sequence[bytes]", arrays)), dtype=np.int64)
     except (BufferError, TypeError):  # not C-contiguous (join asks for a flat buffer)
         return np.concatenate(arrays).astype(np.int64, copy=False)
     return joined
-
-
-def _joined_copy(arrays: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
-    """``np.concatenate(arrays)`` of native int64 ``arrays``: a new writable C-contiguous
-    int64 array (what a kernel's mutable signature takes, even from read-only parts), by one
-    ``bytearray.join`` of their buffers when each is C-contiguous (about 1 k instructions an
-    array fewer than numpy's: a plan joins the group tables and the ids of some sixty
-    documents), else by numpy. The arrays must be native int64, as for
-    :func:`_laid_end_to_end`."""
-    try:
-        return np.frombuffer(bytearray().join(cast("Sequence[bytes]", arrays)),
-                             dtype=np.int64)
-    except (BufferError, TypeError):  # not C-contiguous (join asks for a flat buffer)
-        return np.concatenate(arrays).astype(np.int64, copy=False)
 
 
 class _PassageTable:
@@ -1340,9 +1314,9 @@ class _Recall:
         ranked = rank_groups(
             lexical, cosine, np.asarray(firsts, dtype=np.int64),
             np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)),
-            _joined_copy(tables), np.fromiter(map(len, tables), dtype=np.int64,
-                                              count=len(tables)),
-            _joined_copy(ids), settings.local_sharpness,
+            _laid_end_to_end(tables, writable=True),
+            np.fromiter(map(len, tables), dtype=np.int64, count=len(tables)),
+            _laid_end_to_end(ids, writable=True), settings.local_sharpness,
             np.asarray(scores, dtype=np.float64), settings.document_sharpness,
             settings.passage_floor, _remembered_decays(settings.passage_decay))
         if ranked is None:
@@ -1592,9 +1566,10 @@ def _best_first(scores: Mapping[str, float], limit: int | None = None
                 ) -> list[tuple[str, float]]:
     """``scores``' items by score descending, ties by key: the order of the sort key
     ``(-score, key)`` (its equal scores, 0.0 and -0.0 included, stay in key order), from two
-    sorts without a Python key function: the keys (distinct: the order of the items), then
-    a stable sort of them by score; the first ``limit`` of them (all for None), sorted from
-    the keys scoring at least the ``limit``-th best score (the others come after them).
+    sorts: the keys (distinct: the order of the items), then a stable sort of them by score
+    (the mapping's own look-up as the key, no Python function); the first ``limit`` of them
+    (all for None), sorted from the keys scoring at least the ``limit``-th best score (the
+    others come after them).
     Scores are never NaN here: :func:`_relative` maps a NaN to 0.0 and a hop keeps only
     values above 0.0."""
     if limit is not None and 0 < limit < len(scores):

@@ -153,6 +153,7 @@ def test_ascii_word_tokens_refuse_encodings_without_offsets() -> None:
     assert ascii_word_tokens("ab cd", [5, 6], [(3, 5), (0, 2)]) is None
     assert ascii_word_tokens("ab ab", [5, 6], [(0, 2), (3, 5)]) is None  # a word, two ways
     assert ascii_word_tokens("ab", [5, 6], [(0, 2), (2, 3)]) is None  # past the text
+    assert ascii_word_tokens("ab", [5, 6], [(5, 6), (0, 1)]) is None  # past it, then back
     assert ascii_word_tokens("ab-cd_e", [5, 6, 7, 8, 9], [(0, 2), (2, 3), (3, 5), (5, 6),
                                                           (6, 7)]) == {"ab": [5],
                                                                        "cd_e": [7, 8, 9]}

@@ -187,8 +187,14 @@ def explanation_to_proto(exp: Explanation) -> plan_pb2.CandidateExplanation:
     return msg
 
 
-def _fill_explanation(out: plan_pb2.CandidateExplanation, exp: Explanation) -> None:
-    _fill_planned_span(out.candidate, exp.candidate)
+def _fill_explanation(out: plan_pb2.CandidateExplanation, exp: Explanation,
+                      copied: plan_pb2.PlannedSpan | None = None) -> None:
+    """Write ``exp`` into the (empty) message ``out``; its candidate copied from ``copied``
+    when given (the message of the same span, already written)."""
+    if copied is None:
+        _fill_planned_span(out.candidate, exp.candidate)
+    else:
+        out.candidate.CopyFrom(copied)
     out.fate = plan_pb2.CandidateFate.ValueType(int(exp.fate))
     out.density = exp.density
     if exp.deduped_by is not None:
@@ -439,14 +445,7 @@ def _fill_explained(out: plan_pb2.EvidencePlan, plan: EvidencePlan, trace: LegTr
         written = add_explanation()
         candidate = exp.candidate
         at = selected.get(id(candidate))
-        if at is None:
-            _fill_planned_span(written.candidate, candidate)
-        else:
-            written.candidate.CopyFrom(out.spans[at])
-        written.fate = plan_pb2.CandidateFate.ValueType(int(exp.fate))
-        written.density = exp.density
-        if exp.deduped_by is not None:
-            _fill_span_ref(written.deduped_by, exp.deduped_by)
+        _fill_explanation(written, exp, None if at is None else out.spans[at])
         ref = candidate.span
         node_id = origin.get((ref.source_id, ref.source_version_tx, ref.start, ref.end))
         if node_id is not None:
@@ -468,22 +467,14 @@ def abstention_to_proto(abstention: Abstention) -> plan_pb2.Abstention:
 
 def recall_trace_to_proto(trace: LegTrace) -> plan_pb2.RecallTrace:
     """RecallTrace message: the candidate documents, best first, and the abstention."""
-    msg = plan_pb2.RecallTrace(documents=[
-        plan_pb2.DocumentScore(
-            source_id=d.source_id, score=d.score, structured=d.structured, semantic=d.semantic,
-            hop=d.hop, hop_from=d.hop_from or "",
-            residual_terms=trace.residual.get(d.source_id, ()),
-        )
-        for d in trace.documents
-    ])
-    if trace.abstention is not None:
-        msg.abstention.CopyFrom(abstention_to_proto(trace.abstention))
+    msg = plan_pb2.RecallTrace()
+    _fill_recall_trace(msg, trace)
     return msg
 
 
 def _fill_recall_trace(out: plan_pb2.RecallTrace, trace: LegTrace) -> None:
-    """Write what :func:`recall_trace_to_proto` returns into the (empty) message ``out``,
-    each document built in place (no message built and copied)."""
+    """Write :func:`recall_trace_to_proto`'s content into the (empty) message ``out``, each
+    document built in place (no message built and copied)."""
     add_document = out.documents.add
     residual = trace.residual
     for d in trace.documents:
