@@ -268,6 +268,24 @@ def test_every_format_round_trips_its_sentences(data: st.DataObject) -> None:
         _check(doc, _expectations(blocks, fmt, pages, heading_pages), fmt)
 
 
+def test_a_heading_longer_than_the_cjk_body_text_stays_a_heading() -> None:
+    """A found case: one heading of 18 Latin characters over one Chinese sentence of 9. By
+    characters the heading's size held the most text and was taken for the body size, so the
+    heading read as a paragraph; by display columns the two sizes hold 18 each, and the
+    smaller is the body."""
+    blocks: list[Block] = [
+        Heading(2, HEADINGS[1]),
+        Para((LTR[6],)),
+        Table(rows=((CELLS[0], CELLS[1]), (CELLS[2], CELLS[3]))),
+    ]
+    options = PdfOptions(width_pt=420.0, lines_per_page=14, hyphenate=(False, True, False),
+                         breaks_after=frozenset(), blank_after=frozenset(), footer=False)
+    raw, name, pages, heading_pages = _write("pdf", blocks, options)
+    doc = read_document(raw, name=name, max_passage_bytes=120)
+    _check(doc, _expectations(blocks, "pdf", pages, heading_pages), "pdf")
+    assert [span.kind for span in doc.spans][:2] == ["heading", "paragraph"]
+
+
 def test_a_pdf_line_pdfium_runs_into_the_next_is_read_as_two_lines() -> None:
     """A found case: at the top of page 2 PDFium reports the first line's glyphs one by one
     and runs the next line into it without a break; the reader must not merge their
