@@ -153,7 +153,7 @@ def _print_proposals(outcomes: research_pb2.ProposalOutcomes, out: TextIO) -> No
     if outcomes.cut:
         shown = ", ".join(repr(t) for t in outcomes.cut[:3])
         more = f" and {len(outcomes.cut) - 3} more" if len(outcomes.cut) > 3 else ""
-        print(f"  cut by the cap ({outcomes.cap}): {len(outcomes.cut)} proposal(s): "
+        print(f"  cut: {len(outcomes.cut)} new proposal(s) past the cap of {outcomes.cap} leads: "
               f"{shown}{more}", file=out)
 
 

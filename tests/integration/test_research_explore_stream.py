@@ -53,5 +53,5 @@ def test_the_offline_provider_explores_the_graph_around_the_evidence(
                         if store.source_ids_by_title(e) and not names(question, e)]
     assert new_entities, texts
     printed = "".join(out)
-    assert "cut by the cap (3):" in printed
+    assert "new proposal(s) past the cap of 3 leads: " in printed
     assert "evidence budget: 6000 tokens (server default), plans pack to 5400" in printed
