@@ -1655,7 +1655,7 @@ def _passages(state: _Recall, question: Question,
                 question_batch = asked[1]
             question_batch.append(source)
             continue
-        step = hop.step  # (its fields read from the step: no property call each)
+        step = hop.step
         documents.append((source, score, s, v, hop.score, step.source))
         if hop.score >= direct_score:
             residual[source] = step.terms

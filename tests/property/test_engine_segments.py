@@ -185,15 +185,20 @@ def test_best_positive_is_the_loop_over_the_positive_values(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1),
                          max_size=6), min_size=1, max_size=12),
-       st.booleans())
-def test_laid_end_to_end_is_numpys_concatenation(values: list[list[int]], strided: bool
-                                                  ) -> None:
+       st.booleans(), st.booleans())
+def test_laid_end_to_end_is_numpys_concatenation(values: list[list[int]], strided: bool,
+                                                  writable: bool) -> None:
     arrays = [np.asarray(v, dtype=np.int64) for v in values]
     if strided:  # every other value: not C-contiguous (numpy joins them)
         arrays = [np.repeat(a, 2)[::2] for a in arrays]
-    got = _laid_end_to_end(arrays)
+    for a in arrays:  # the catalog's arrays are read-only
+        a.setflags(write=False)
+    got = _laid_end_to_end(arrays, writable=writable)
     want = np.concatenate(arrays)
     assert got.dtype == np.int64 and got.tolist() == want.tolist()
+    if writable:  # a kernel may write into it: a new array, never one of the parts
+        assert got.flags.writeable and got.flags.c_contiguous
+        assert not any(np.shares_memory(got, a) for a in arrays)
 
 
 class _IdentityView:

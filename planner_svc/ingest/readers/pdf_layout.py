@@ -10,7 +10,10 @@ blocks (:class:`Block`) whose text is split into per-page parts.
    the pages with text (at least 2).
 2. **Body size**: the font size (to 0.5 pt) holding the most text, counted in display columns
    (:func:`columns`: a wide East Asian character counts two, as it takes two Latin letters'
-   room; of equal counts the smaller size). A line at least
+   room; of equal counts the smaller size). A document whose headings hold more text than its
+   body still reads them as body text (a heading of nine Chinese characters over a line of
+   fourteen Latin letters, say); the rule is for documents with more body than headings. A
+   line at least
    :data:`HEADING_RATIO` times larger and at most :data:`HEADING_MAX_CHARS` long is a heading
    line; heading levels rank the distinct heading sizes, largest = 1 (at most 6).
 3. **Blocks** on a page: consecutive lines of one kind and size join while the baseline step
@@ -175,18 +178,20 @@ def columns(text: str) -> int:
     """Display columns of ``text``: two for each wide or full-width East Asian character
     (Unicode's East_Asian_Width W or F: Han, kana, Hangul, their punctuation), one for any
     other character."""
+    if text.isascii():
+        return len(text)
     return len(text) + sum(unicodedata.east_asian_width(ch) in "WF" for ch in text)
 
 
 def heading_levels(pages: Sequence[Sequence[Line]]) -> tuple[float, dict[float, int]]:
     """Body size and the level of each heading size (module docstring, step 2)."""
-    chars: Counter[float] = Counter()
+    held: Counter[float] = Counter()  # display columns of text by font size
     for lines in pages:
         for ln in lines:
-            chars[_size_key(ln.size)] += columns(ln.text)
-    if not chars:
+            held[_size_key(ln.size)] += columns(ln.text)
+    if not held:
         return 0.0, {}
-    body = max(sorted(chars), key=lambda s: chars[s])
+    body = max(sorted(held), key=lambda s: held[s])
     larger = sorted(
         (
             s
