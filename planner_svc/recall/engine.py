@@ -1569,9 +1569,8 @@ def _best_first(scores: Mapping[str, float], limit: int | None = None
     sorts: the keys (distinct: the order of the items), then a stable sort of them by score
     (the mapping's own look-up as the key, no Python function); the first ``limit`` of them
     (all for None), sorted from the keys scoring at least the ``limit``-th best score (the
-    others come after them).
-    Scores are never NaN here: :func:`_relative` maps a NaN to 0.0 and a hop keeps only
-    values above 0.0."""
+    others come after them). Scores are never NaN here: :func:`_relative` maps a NaN to 0.0
+    and a hop keeps only values above 0.0."""
     if limit is not None and 0 < limit < len(scores):
         cut = sorted(scores.values(), reverse=True)[limit - 1]
         keys = sorted(compress(scores, map(ge, scores.values(), repeat(cut))))
