@@ -16,8 +16,8 @@ machine the wall-clock rate follows the other load), store and index size on dis
 RSS, catalog build time, Plan p50/p90/p99, the vector index's layout, search latency and
 recall@k, the git revision. Generation time is excluded from ingest time.
 
-Not run in CI at full size (25 minutes to an hour on 2 cores, as fast as the disk lets the
-restarted server load); ``--passages 3000`` is a smoke run.
+Not run in CI at full size (about 20 minutes on 2 cores, more when a slow disk holds up the
+restarted server's load); ``--passages 3000`` is a smoke run.
 
 Usage: python -m bench.bench_scale [--passages 1000000] [--data DIR] [--keep]
        python -m bench.bench_scale --reuse DIR   (skip ingest, measure an existing directory)
