@@ -220,7 +220,7 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
     (density and weight in scientific notation: most candidates' are far below 0.001)."""
     width = width or shutil.get_terminal_size((120, 24)).columns
     header = (f"{'fate':<12} {'density':>9} {'weight':>9} {'tokens':>6}  "
-              f"{'structured/semantic/expanded':<28} {'local':>5} {'rank':>4}  span")
+              f"{'struct/sem/hop':<28} {'local':>5} {'rank':>4}  span")
     out = [header]
     ordered = sorted(plan.explanations, key=lambda e: -e.density)
     for e in ordered:
