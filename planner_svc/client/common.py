@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -215,15 +216,24 @@ def render_timings(timings: Sequence[plan_pb2.StageTiming]) -> str:
     return "\n".join(lines)
 
 
-def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None) -> str:
-    """Every candidate with its fate, legs and scores, densest first, in aligned columns
-    (density and weight in scientific notation: most candidates' are far below 0.001)."""
+def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None,
+                        candidates: int | None = None) -> str:
+    """The candidates with their fate, legs and scores, densest first, in aligned columns
+    (density and weight in scientific notation: most candidates' are far below 0.001).
+
+    Args:
+        width: the terminal's columns (default: the terminal's, else 120); longer lines are
+            clipped.
+        candidates: how many candidates to list (None or 0: all); the others are counted on
+            a last line, by fate.
+    """
     width = width or shutil.get_terminal_size((120, 24)).columns
     header = (f"{'fate':<12} {'density':>9} {'weight':>9} {'tokens':>6}  "
               f"{'struct/sem/hop':<28} {'local':>5} {'rank':>4}  span")
     out = [header]
     ordered = sorted(plan.explanations, key=lambda e: -e.density)
-    for e in ordered:
+    hidden = ordered[candidates:] if candidates else []
+    for e in ordered[:candidates] if candidates else ordered:
         c = e.candidate
         legs = e.legs
         leg_txt = "/".join(
@@ -239,6 +249,11 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
             d = e.deduped_by
             line += f" (by [{d.start}:{d.end}])"
         out.append(line if len(line) <= width else line[: max(40, width) - 1] + "…")
+    if hidden:
+        fates = Counter(FATE_NAMES.get(e.fate, "?") for e in hidden)
+        counts = ", ".join(f"{count} {fate}" for fate, count in sorted(
+            fates.items(), key=lambda item: (-item[1], item[0])))
+        out.append(f"... {len(hidden)} more candidates ({counts})")
     return "\n".join(out)
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from planner_svc.cliargs import DefaultsHelpFormatter, address, bounded, non_empty
+from planner_svc.cliargs import DefaultsHelpFormatter, address, bounded, int_range, non_empty
 from planner_svc.client.connection import (
     ADDRESS_HELP,
     DEADLINE_S,
@@ -34,6 +34,9 @@ store unreachable, the TLS handshake failed, or no plan within ``--timeout``) of
 EXIT_DECLINED = 4
 """Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
 ``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
+
+EXPLAIN_CANDIDATES = 40
+"""Candidate spans ``plan --explain`` lists by default (a plan's pool often holds 100 or more)."""
 
 _FMT = DefaultsHelpFormatter
 
@@ -106,7 +109,7 @@ def _plan(args: argparse.Namespace) -> int:
         print()
         print(render_timings(response.timings))
         print()
-        print(render_explanations(plan))
+        print(render_explanations(plan, candidates=args.candidates))
     return EXIT_OK
 
 
@@ -146,8 +149,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan.add_argument("--allow-ungrounded", action="store_true",
                       help="empty plan instead of an error when nothing is found")
     plan.add_argument("--explain", action="store_true",
-                      help="show the candidate documents, the abstention decision and every "
-                           "candidate's fate")
+                      help="show the candidate documents, the abstention decision and the "
+                           "candidates' fates")
+    plan.add_argument("--candidates", type=int_range(0, 1_000_000), default=EXPLAIN_CANDIDATES,
+                      help="with --explain: the candidate spans listed, densest first, the "
+                           "others counted by fate (0: all; --json always has all)")
     plan.add_argument("--json", action="store_true",
                       help="print the plan as proto3 JSON (the whole PlanResponse with --explain)")
     plan.add_argument("--timeout", type=bounded(float, DEADLINE_S), default=30.0,

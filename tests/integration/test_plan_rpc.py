@@ -295,6 +295,32 @@ def test_plan_command_names_its_flag_and_explains_a_decline(
     assert shown["live_documents"] == str(FIXTURE_DOCUMENTS)
 
 
+def test_plan_command_lists_the_densest_candidates_it_is_asked_for(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from planner_svc.cli import main
+
+    response = live.planner.Plan(question_request("Johnny Cash", budget_tokens=200,
+                                                  explain=True), timeout=10)
+    pool = len(response.plan.explanations)
+    assert pool > 3
+    capsys.readouterr()
+    assert main(["plan", "Johnny Cash", "--budget", "200", "--address", live.address,
+                 "--explain", "--candidates", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.startswith("fate "))
+    listed = out[header + 1:header + 4]
+    assert all(line.split()[0] in {"packed", "deduped", "unpackable", "budget", "cap"}
+               for line in listed)
+    assert out[header + 4].startswith(f"... {pool - 3} more candidates (")
+    assert header + 5 == len(out)
+    assert main(["plan", "Johnny Cash", "--budget", "200", "--address", live.address,
+                 "--explain", "--candidates", "0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.startswith("fate "))
+    assert len(out) - header - 1 == pool
+
+
 def test_plan_command_exits_3_when_no_server_answers(
     capsys: pytest.CaptureFixture[str]
 ) -> None:

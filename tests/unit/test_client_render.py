@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.client.common import location_text, render_plan, render_recall, render_timings
+from planner_svc.client.common import (
+    location_text,
+    render_explanations,
+    render_plan,
+    render_recall,
+    render_timings,
+)
 
 
 def test_recall_trace_shows_the_decision_and_the_best_documents() -> None:
@@ -126,3 +132,26 @@ def test_a_budget_left_unused_by_the_cap_gets_advice() -> None:
     # a few tokens stranded (under a quarter of the budget): no note
     few = _plan_with_stats(360, cap_skipped=1, budget_stranded_by_cap=2, cap_tokens=144)
     assert not any(line.startswith("note:") for line in render_plan(few).splitlines())
+
+
+def test_explanations_list_the_densest_candidates_and_count_the_rest_by_fate() -> None:
+    fates = [plan_pb2.CANDIDATE_FATE_PACKED, plan_pb2.CANDIDATE_FATE_BUDGET_FULL,
+             plan_pb2.CANDIDATE_FATE_BUDGET_FULL, plan_pb2.CANDIDATE_FATE_CAP_BLOCKED,
+             plan_pb2.CANDIDATE_FATE_PACKED]
+    plan = plan_pb2.EvidencePlan(explanations=[
+        plan_pb2.CandidateExplanation(
+            candidate=plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id=f"doc{i}", end=10),
+                                           tokens=5, weight=0.5),
+            fate=fate, density=1.0 - i / 10,
+            legs=plan_pb2.LegScores(structured=0.5, expanded=0.25))
+        for i, fate in enumerate(fates)])
+    lines = render_explanations(plan, width=200, candidates=2).splitlines()
+    assert lines[0].split() == ["fate", "density", "weight", "tokens", "struct/sem/hop", "local",
+                                "rank", "span"]
+    assert [line.split()[0] for line in lines[1:3]] == ["packed", "budget"]
+    assert lines[1].split()[4] == "0.500/-/0.250"  # the semantic leg did not reach it
+    assert lines[1].endswith("doc0[0:10]") and lines[2].endswith("doc1[0:10]")
+    assert lines[3] == "... 3 more candidates (1 budget full, 1 cap blocked, 1 packed)"
+    everything = render_explanations(plan, width=200, candidates=0).splitlines()
+    assert len(everything) == 6 and everything[-1].endswith("doc4[0:10]")
+    assert render_explanations(plan, width=200, candidates=5).splitlines() == everything
