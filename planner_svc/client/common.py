@@ -217,23 +217,36 @@ def render_timings(timings: Sequence[plan_pb2.StageTiming]) -> str:
 
 
 def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None,
-                        candidates: int | None = None) -> str:
-    """The candidates with their fate, legs and scores, densest first, in aligned columns
-    (density and weight in scientific notation: most candidates' are far below 0.001).
+                        others: int | None = None) -> str:
+    """The candidates with their fate, legs and scores, densest first (equal densities in the
+    order the plan gives them), in aligned columns (density and weight in scientific
+    notation: most candidates' are far below 0.001).
 
     Args:
         width: the terminal's columns (default: the terminal's, else 120); longer lines are
             clipped.
-        candidates: how many candidates to list (None or 0: all); the others are counted on
-            a last line, by fate.
+        others: how many candidates the plan did not pack to list, the densest (None: all);
+            every packed candidate is listed. The ones left out are counted on a last line,
+            by fate.
+
+    Raises:
+        ValueError: ``others`` is negative.
     """
+    if others is not None and others < 0:
+        raise ValueError(f"others must be >= 0, got {others}")
     width = width or shutil.get_terminal_size((120, 24)).columns
     header = (f"{'fate':<12} {'density':>9} {'weight':>9} {'tokens':>6}  "
-              f"{'struct/sem/hop':<28} {'local':>5} {'rank':>4}  span")
+              f"{'struct/sem/hop':<17}  {'local':>5} {'rank':>4}  span")
     out = [header]
     ordered = sorted(plan.explanations, key=lambda e: -e.density)
-    hidden = ordered[candidates:] if candidates else []
-    for e in ordered[:candidates] if candidates else ordered:
+    hidden: Counter[int] = Counter()
+    listed = 0
+    for e in ordered:
+        if e.fate != plan_pb2.CANDIDATE_FATE_PACKED and others is not None:
+            if listed >= others:
+                hidden[e.fate] += 1
+                continue
+            listed += 1
         c = e.candidate
         legs = e.legs
         leg_txt = "/".join(
@@ -243,17 +256,20 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
         ref = f"{c.span.source_id}[{c.span.start}:{c.span.end}]"
         line = (
             f"{FATE_NAMES.get(e.fate, '?'):<12} {e.density:>9.3e} {c.weight:>9.3e} "
-            f"{c.tokens:>6}  {leg_txt:<28} {legs.local:>5.3f} {legs.rank:>4}  {ref}"
+            f"{c.tokens:>6}  {leg_txt:<17}  {legs.local:>5.3f} {legs.rank:>4}  {ref}"
         )
         if e.HasField("deduped_by"):
             d = e.deduped_by
             line += f" (by [{d.start}:{d.end}])"
         out.append(line if len(line) <= width else line[: max(40, width) - 1] + "…")
     if hidden:
-        fates = Counter(FATE_NAMES.get(e.fate, "?") for e in hidden)
-        counts = ", ".join(f"{count} {fate}" for fate, count in sorted(
-            fates.items(), key=lambda item: (-item[1], item[0])))
-        out.append(f"... {len(hidden)} more candidates ({counts})")
+        total = sum(hidden.values())
+        counts = ", ".join(f"{hidden[fate]} {name}" for fate, name in FATE_NAMES.items()
+                           if hidden[fate])
+        unknown = total - sum(hidden[fate] for fate in FATE_NAMES)
+        if unknown:
+            counts += f", {unknown} ?"
+        out.append(f"... {total} more candidate{'s' if total != 1 else ''} ({counts})")
     return "\n".join(out)
 
 

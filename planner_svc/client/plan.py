@@ -35,8 +35,9 @@ EXIT_DECLINED = 4
 """Exit code: the server declined for insufficient evidence (``FAILED_PRECONDITION`` with
 ``ErrorInfo{INSUFFICIENT_EVIDENCE}``): the corpus does not answer the question."""
 
-EXPLAIN_CANDIDATES = 40
-"""Candidate spans ``plan --explain`` lists by default (a plan's pool often holds 100 or more)."""
+EXPLAIN_SPANS = 30
+"""Candidate spans the plan did not pack that ``plan --explain`` lists by default, besides
+every packed one (a plan's pool often holds a hundred or more)."""
 
 _FMT = DefaultsHelpFormatter
 
@@ -55,6 +56,9 @@ def _plan(args: argparse.Namespace) -> int:
     )
     from planner_svc.client.eval import error_infos
 
+    if args.explain_spans is not None and not args.explain:
+        print("planner-svc plan: --explain-spans only applies with --explain", file=sys.stderr)
+        return EXIT_USAGE
     request = question_request(
         args.question,
         budget_tokens=args.budget,
@@ -109,7 +113,8 @@ def _plan(args: argparse.Namespace) -> int:
         print()
         print(render_timings(response.timings))
         print()
-        print(render_explanations(plan, candidates=args.candidates))
+        others = EXPLAIN_SPANS if args.explain_spans is None else args.explain_spans
+        print(render_explanations(plan, others=None if others < 0 else others))
     return EXIT_OK
 
 
@@ -151,9 +156,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan.add_argument("--explain", action="store_true",
                       help="show the candidate documents, the abstention decision and the "
                            "candidates' fates")
-    plan.add_argument("--candidates", type=int_range(0, 1_000_000), default=EXPLAIN_CANDIDATES,
-                      help="with --explain: the candidate spans listed, densest first, the "
-                           "others counted by fate (0: all; --json always has all)")
+    plan.add_argument("--explain-spans", type=int_range(-1, 1_000_000), metavar="N",
+                      default=None,
+                      help="with --explain: how many of the candidate spans the plan did not "
+                           "pack to list, densest first, besides every packed one; the rest "
+                           f"are counted by fate (default {EXPLAIN_SPANS}; -1: all; --json "
+                           "always has all)")
     plan.add_argument("--json", action="store_true",
                       help="print the plan as proto3 JSON (the whole PlanResponse with --explain)")
     plan.add_argument("--timeout", type=bounded(float, DEADLINE_S), default=30.0,

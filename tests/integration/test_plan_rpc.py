@@ -295,30 +295,43 @@ def test_plan_command_names_its_flag_and_explains_a_decline(
     assert shown["live_documents"] == str(FIXTURE_DOCUMENTS)
 
 
-def test_plan_command_lists_the_densest_candidates_it_is_asked_for(
-    live: Live, capsys: pytest.CaptureFixture[str]
+def test_plan_command_lists_the_packed_spans_and_the_densest_others(
+    live: Live, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from planner_svc.cli import main
+    from planner_svc.client.plan import EXPLAIN_SPANS
+
+    monkeypatch.setenv("COLUMNS", "400")  # no span reference clipped
 
     response = live.planner.Plan(question_request("Johnny Cash", budget_tokens=200,
-                                                  explain=True), timeout=10)
-    pool = len(response.plan.explanations)
-    assert pool > 3
+                                                  explain=True), timeout=30)
+    ordered = sorted(response.plan.explanations, key=lambda e: -e.density)
+    packed = plan_pb2.CANDIDATE_FATE_PACKED
+    others = [e for e in ordered if e.fate != packed]
+    assert len(others) > EXPLAIN_SPANS and any(e.fate == packed for e in ordered)
+
+    def table(*flags: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["plan", "Johnny Cash", "--budget", "200", "--address", live.address,
+                     "--explain", *flags]) == 0
+        out = capsys.readouterr().out.splitlines()
+        return out[next(i for i, line in enumerate(out) if line.startswith("fate ")) + 1:]
+
+    def ref(e: plan_pb2.CandidateExplanation) -> str:
+        return f"{e.candidate.span.source_id}[{e.candidate.span.start}:{e.candidate.span.end}]"
+
+    shown = table("--explain-spans", "3")
+    kept = {id(e) for e in others[:3]}
+    wanted = [ref(e) for e in ordered if e.fate == packed or id(e) in kept]
+    assert [line.rsplit("  ", 1)[-1].split(" (by [")[0] for line in shown[:-1]] == wanted
+    assert shown[-1].startswith(f"... {len(others) - 3} more candidates (")
+    assert len(table("--explain-spans", "-1")) == len(ordered)
+    default = table()
+    assert len(default) == len(ordered) - (len(others) - EXPLAIN_SPANS) + 1
+    assert default[-1].startswith(f"... {len(others) - EXPLAIN_SPANS} more candidates (")
     capsys.readouterr()
-    assert main(["plan", "Johnny Cash", "--budget", "200", "--address", live.address,
-                 "--explain", "--candidates", "3"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    header = next(i for i, line in enumerate(out) if line.startswith("fate "))
-    listed = out[header + 1:header + 4]
-    assert all(line.split()[0] in {"packed", "deduped", "unpackable", "budget", "cap"}
-               for line in listed)
-    assert out[header + 4].startswith(f"... {pool - 3} more candidates (")
-    assert header + 5 == len(out)
-    assert main(["plan", "Johnny Cash", "--budget", "200", "--address", live.address,
-                 "--explain", "--candidates", "0"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    header = next(i for i, line in enumerate(out) if line.startswith("fate "))
-    assert len(out) - header - 1 == pool
+    assert main(["plan", "Johnny Cash", "--address", live.address, "--explain-spans", "3"]) == 2
+    assert "--explain-spans only applies with --explain" in capsys.readouterr().err
 
 
 def test_plan_command_exits_3_when_no_server_answers(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from planner_svc.api.planner.v1 import plan_pb2
 from planner_svc.client.common import (
     location_text,
@@ -134,24 +136,42 @@ def test_a_budget_left_unused_by_the_cap_gets_advice() -> None:
     assert not any(line.startswith("note:") for line in render_plan(few).splitlines())
 
 
-def test_explanations_list_the_densest_candidates_and_count_the_rest_by_fate() -> None:
-    fates = [plan_pb2.CANDIDATE_FATE_PACKED, plan_pb2.CANDIDATE_FATE_BUDGET_FULL,
-             plan_pb2.CANDIDATE_FATE_BUDGET_FULL, plan_pb2.CANDIDATE_FATE_CAP_BLOCKED,
-             plan_pb2.CANDIDATE_FATE_PACKED]
+def test_explanations_list_every_packed_span_and_the_densest_others() -> None:
+    packed, full = plan_pb2.CANDIDATE_FATE_PACKED, plan_pb2.CANDIDATE_FATE_BUDGET_FULL
+    cap, deduped = plan_pb2.CANDIDATE_FATE_CAP_BLOCKED, plan_pb2.CANDIDATE_FATE_DEDUPED
+    # (source, fate, density), in the order the plan gives them: not by density, with a tie
+    pool = [("a", full, 0.2), ("b", packed, 0.05), ("c", cap, 0.9), ("d", full, 0.5),
+            ("e", deduped, 0.5), ("f", full, 0.01), ("g", packed, 0.7), ("h", cap, 0.3)]
     plan = plan_pb2.EvidencePlan(explanations=[
         plan_pb2.CandidateExplanation(
-            candidate=plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id=f"doc{i}", end=10),
+            candidate=plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id=source, end=10),
                                            tokens=5, weight=0.5),
-            fate=fate, density=1.0 - i / 10,
+            fate=fate, density=density,
             legs=plan_pb2.LegScores(structured=0.5, expanded=0.25))
-        for i, fate in enumerate(fates)])
-    lines = render_explanations(plan, width=200, candidates=2).splitlines()
+        for source, fate, density in pool])
+
+    def sources(text: str) -> list[str]:
+        return [line.rsplit(None, 1)[-1].split("[")[0] for line in text.splitlines()[1:]
+                if not line.startswith("...")]
+
+    two = render_explanations(plan, width=200, others=2)
+    lines = two.splitlines()
     assert lines[0].split() == ["fate", "density", "weight", "tokens", "struct/sem/hop", "local",
                                 "rank", "span"]
-    assert [line.split()[0] for line in lines[1:3]] == ["packed", "budget"]
-    assert lines[1].split()[4] == "0.500/-/0.250"  # the semantic leg did not reach it
-    assert lines[1].endswith("doc0[0:10]") and lines[2].endswith("doc1[0:10]")
-    assert lines[3] == "... 3 more candidates (1 budget full, 1 cap blocked, 1 packed)"
-    everything = render_explanations(plan, width=200, candidates=0).splitlines()
-    assert len(everything) == 6 and everything[-1].endswith("doc4[0:10]")
-    assert render_explanations(plan, width=200, candidates=5).splitlines() == everything
+    # densest first; both packed spans, however light, and the two densest of the others
+    # (d before e: equal densities keep the plan's order)
+    assert sources(two) == ["c", "g", "d", "b"]
+    three = render_explanations(plan, width=200, others=3)
+    assert sources(three) == ["c", "g", "d", "e", "b"]
+    assert lines[1].split()[:5] == ["cap", "blocked", "9.000e-01", "5.000e-01", "5"]
+    assert lines[1].split()[5] == "0.500/-/0.250"  # the semantic leg did not reach it
+    assert lines[-1] == "... 4 more candidates (1 deduped, 2 budget full, 1 cap blocked)"
+    assert render_explanations(plan, width=200, others=5).splitlines()[-1] == (
+        "... 1 more candidate (1 budget full)")
+    everything = render_explanations(plan, width=200)
+    assert sources(everything) == ["c", "g", "d", "e", "h", "a", "b", "f"]
+    assert render_explanations(plan, width=200, others=6) == everything
+    assert render_explanations(plan, width=200, others=100) == everything
+    assert sources(render_explanations(plan, width=200, others=0)) == ["g", "b"]
+    with pytest.raises(ValueError, match="others must be >= 0"):
+        render_explanations(plan, others=-1)
