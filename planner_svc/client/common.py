@@ -264,12 +264,12 @@ def render_explanations(plan: plan_pb2.EvidencePlan, *, width: int | None = None
         out.append(line if len(line) <= width else line[: max(40, width) - 1] + "…")
     if hidden:
         total = sum(hidden.values())
-        counts = ", ".join(f"{hidden[fate]} {name}" for fate, name in FATE_NAMES.items()
-                           if hidden[fate])
+        parts = [f"{hidden[fate]} {name}" for fate, name in FATE_NAMES.items() if hidden[fate]]
         unknown = total - sum(hidden[fate] for fate in FATE_NAMES)
-        if unknown:
-            counts += f", {unknown} ?"
-        out.append(f"... {total} more candidate{'s' if total != 1 else ''} ({counts})")
+        if unknown:  # a fate this client does not name (unset, or newer than it)
+            parts.append(f"{unknown} ?")
+        out.append(f"... {total} more candidate{'s' if total != 1 else ''} "
+                   f"({', '.join(parts)})")
     return "\n".join(out)
 
 

@@ -57,7 +57,8 @@ def _plan(args: argparse.Namespace) -> int:
     from planner_svc.client.eval import error_infos
 
     if args.explain_spans is not None and not args.explain:
-        print("planner-svc plan: --explain-spans only applies with --explain", file=sys.stderr)
+        print("planner-svc plan: error: --explain-spans only applies with --explain",
+              file=sys.stderr)
         return EXIT_USAGE
     request = question_request(
         args.question,
@@ -158,10 +159,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                            "candidates' fates")
     plan.add_argument("--explain-spans", type=int_range(-1, 1_000_000), metavar="N",
                       default=None,
-                      help="with --explain: how many of the candidate spans the plan did not "
-                           "pack to list, densest first, besides every packed one; the rest "
-                           f"are counted by fate (default {EXPLAIN_SPANS}; -1: all; --json "
-                           "always has all)")
+                      help="with --explain: the number of unpacked candidate spans to list, "
+                           "densest first, besides every packed one; the rest are counted by "
+                           f"fate (default {EXPLAIN_SPANS}; -1: all; --json always has all)")
     plan.add_argument("--json", action="store_true",
                       help="print the plan as proto3 JSON (the whole PlanResponse with --explain)")
     plan.add_argument("--timeout", type=bounded(float, DEADLINE_S), default=30.0,

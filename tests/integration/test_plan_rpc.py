@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import grpc
 import pytest
 from google.rpc import error_details_pb2
@@ -10,7 +12,7 @@ from grpc_status import rpc_status
 from prometheus_client import REGISTRY
 
 from planner_svc.api.planner.v1 import plan_pb2
-from planner_svc.client.common import question_request
+from planner_svc.client.common import FATE_NAMES, question_request
 from planner_svc.core.plan_hash import EMPTY_PLAN_HASH, plan_hash
 from planner_svc.recall.timing import PLAN_STAGES
 from planner_svc.server.convert import plan_from_proto
@@ -324,14 +326,19 @@ def test_plan_command_lists_the_packed_spans_and_the_densest_others(
     kept = {id(e) for e in others[:3]}
     wanted = [ref(e) for e in ordered if e.fate == packed or id(e) in kept]
     assert [line.rsplit("  ", 1)[-1].split(" (by [")[0] for line in shown[:-1]] == wanted
-    assert shown[-1].startswith(f"... {len(others) - 3} more candidates (")
+    left = Counter(FATE_NAMES[e.fate] for e in others[3:])
+    counts = ", ".join(f"{left[name]} {name}" for name in FATE_NAMES.values() if left[name])
+    assert shown[-1] == f"... {len(others) - 3} more candidates ({counts})"
     assert len(table("--explain-spans", "-1")) == len(ordered)
     default = table()
     assert len(default) == len(ordered) - (len(others) - EXPLAIN_SPANS) + 1
     assert default[-1].startswith(f"... {len(others) - EXPLAIN_SPANS} more candidates (")
     capsys.readouterr()
-    assert main(["plan", "Johnny Cash", "--address", live.address, "--explain-spans", "3"]) == 2
-    assert "--explain-spans only applies with --explain" in capsys.readouterr().err
+    # refused before any call: no server listens at port 1 (a call would exit 3)
+    assert main(["plan", "Johnny Cash", "--address", "127.0.0.1:1", "--explain-spans", "3"]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert "error: --explain-spans only applies with --explain" in said.err
 
 
 def test_plan_command_exits_3_when_no_server_answers(

@@ -175,3 +175,18 @@ def test_explanations_list_every_packed_span_and_the_densest_others() -> None:
     assert sources(render_explanations(plan, width=200, others=0)) == ["g", "b"]
     with pytest.raises(ValueError, match="others must be >= 0"):
         render_explanations(plan, others=-1)
+
+
+def test_explanations_count_a_fate_this_client_does_not_name() -> None:
+    plan = plan_pb2.EvidencePlan(explanations=[
+        plan_pb2.CandidateExplanation(
+            candidate=plan_pb2.PlannedSpan(span=plan_pb2.SpanRef(source_id="a", end=4)),
+            fate=fate, density=0.5)  # type: ignore[arg-type]
+        for fate in (0, 7, 7, plan_pb2.CANDIDATE_FATE_BUDGET_FULL)])
+    assert render_explanations(plan, width=200, others=0).splitlines()[1:] == [
+        "... 4 more candidates (1 budget full, 3 ?)"]
+    only_unknown = plan_pb2.EvidencePlan(explanations=plan.explanations[:3])
+    assert render_explanations(only_unknown, width=200, others=0).splitlines()[1:] == [
+        "... 3 more candidates (3 ?)"]
+    line = render_explanations(only_unknown, width=200, others=1).splitlines()[1]
+    assert line.startswith("?            5.000e-01")
