@@ -89,7 +89,7 @@ def test_a_stray_positional_argument_shows_the_subcommands_usage(
          "planner-svc plan: error: options go after the command: planner-svc plan --bud 500 q"),
         (["--ex", "plan", "q"],
          "planner-svc plan: error: ambiguous option: --ex could match --expand-depth, "
-         "--explain"),
+         "--explain, --explain-spans"),
         (["--at=5", "plan", "q"],
          "planner-svc plan: error: ambiguous option: --at=5 could match --at-valid, --at-tx"),
     ],
